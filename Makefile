@@ -1,0 +1,39 @@
+# The two commands of the README: `make demo` (set up .venv if absent, run the main job) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: venv demo test test-reliability lint format schema clean
+
+$(BIN)/drill-dagster: pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+venv: $(BIN)/drill-dagster
+
+demo: venv
+	$(BIN)/drill-dagster validate examples/plans
+	$(BIN)/drill-dagster explain examples/plans/*.json
+
+test: venv
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q -m "not slow"
+
+test-reliability: venv
+	$(BIN)/pytest -q -m slow
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: venv
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+schema: venv
+	$(BIN)/python -m engine.plan.schema > plan.schema.json
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

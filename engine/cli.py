@@ -1,0 +1,113 @@
+"""The ``drill-dagster`` command line: validate and explain logical plans.
+
+Every mistake in a plan is reported as a message on stderr with exit code 1, never as a traceback. An
+unexpected internal error says so, with a hint to file an issue, and exits 2.
+
+Example::
+
+    $ drill-dagster validate examples/plans
+    examples/plans/daily_activity.json: ok
+    ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from engine.errors import DrillError
+
+PLAN_SUFFIXES = (".json", ".plan")
+EXIT_OK, EXIT_USER_ERROR, EXIT_INTERNAL_ERROR = 0, 1, 2
+
+
+def _plan_files(paths: Sequence[str]) -> Iterator[Path]:
+    """The plan files named on the command line; a directory stands for the plans directly inside it."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            yield from sorted(p for p in path.iterdir() if p.suffix in PLAN_SUFFIXES)
+        else:
+            yield path
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from engine.plan import parse_plan
+
+    status = EXIT_OK
+    files = list(_plan_files(args.plans))
+    if not files:
+        print(f"no plan files (*.json, *.plan) in {' '.join(args.plans)}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    for path in files:
+        try:
+            parse_plan(path)
+        except DrillError as err:
+            print(str(err), file=sys.stderr)
+            status = EXIT_USER_ERROR
+        else:
+            print(f"{path}: ok")
+    return status
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from engine.explain import explain_logical
+
+    for path in _plan_files(args.plans):
+        from engine.plan import parse_plan
+
+        plan = parse_plan(path)
+        print(explain_logical(plan, fmt=args.format))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="drill-dagster",
+        description="Run Apache Drill logical plans on Spark and present them in Dagster.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    validate = sub.add_parser("validate", help="check plans; print 'ok' per plan or every problem")
+    validate.add_argument(
+        "plans", nargs="+", metavar="PLAN", help="plan files or directories of plans"
+    )
+    validate.set_defaults(func=cmd_validate)
+
+    explain = sub.add_parser("explain", help="show a plan's operator DAG")
+    explain.add_argument("plans", nargs="+", metavar="PLAN")
+    explain.add_argument("--format", choices=["text", "json"], default="text")
+    explain.set_defaults(func=cmd_explain)
+    return parser
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code (the console script calls :func:`main`)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except DrillError as err:
+        print(str(err), file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # an engine bug, not the user's mistake
+        print(
+            f"internal error: {type(err).__name__}: {err}\n"
+            "This is a bug in drill-dagster, not in your plan. Please file an issue with the plan "
+            "and the details below.\n" + traceback.format_exc(),
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL_ERROR
+
+
+def main() -> None:
+    sys.exit(run())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""One error hierarchy for everything a user can get wrong, and for what the engine gets wrong.
+
+Every error says *where* (plan file, JSON path, operator id, expression line and column, data file and
+line) and, where it can, *what to do*. The CLI and the Dagster layer print ``str(error)`` and never a
+traceback for a :class:`DrillError`.
+
+>>> err = PlanError([PlanIssue("unknown op 'scna'", path="$.query[0].op", op_id="1")], source="p.json")
+>>> print(err)
+p.json: 1 problem
+  $.query[0].op (operator 1): unknown op 'scna'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class DrillError(Exception):
+    """Base of every error the engine raises on purpose. ``hint`` says what to do about it."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
+
+    def __str__(self) -> str:
+        return self._render()
+
+
+class ExpressionSyntaxError(DrillError):
+    """An expression that does not parse; ``line`` and ``column`` are 1-based.
+
+    ``str()`` shows the expression with a caret under the fault::
+
+        expected an operand at line 1, column 7
+          a.b >
+                ^
+    """
+
+    def __init__(self, message: str, *, expression: str, line: int, column: int) -> None:
+        self.expression = expression
+        self.line = line
+        self.column = column
+        self.reason = message
+        super().__init__(message)
+
+    def _render(self) -> str:
+        lines = self.expression.splitlines() or [""]
+        text = lines[self.line - 1] if 0 < self.line <= len(lines) else ""
+        caret = " " * (self.column - 1) + "^"
+        return f"{self.reason} at line {self.line}, column {self.column}\n  {text}\n  {caret}"
+
+
+@dataclass(frozen=True)
+class PlanIssue:
+    """One problem in a plan: what, at which JSON path, in which operator."""
+
+    message: str
+    path: str = "$"
+    op_id: str | None = None
+
+    def __str__(self) -> str:
+        where = self.path + (f" (operator {self.op_id})" if self.op_id is not None else "")
+        return f"{where}: {self.message}"
+
+
+class PlanError(DrillError):
+    """A plan that cannot be accepted. Carries *all* the problems found, not only the first."""
+
+    def __init__(
+        self, issues: list[PlanIssue] | PlanIssue | str, *, source: str | None = None
+    ) -> None:
+        if isinstance(issues, str):
+            issues = [PlanIssue(issues)]
+        elif isinstance(issues, PlanIssue):
+            issues = [issues]
+        self.issues = list(issues)
+        self.source = source
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        head = self.source or "plan"
+        if len(self.issues) == 1 and self.issues[0].path == "$" and self.issues[0].op_id is None:
+            return f"{head}: {self.issues[0].message}"
+        count = f"{len(self.issues)} problem" + ("s" if len(self.issues) != 1 else "")
+        body = "\n".join("  " + str(issue).replace("\n", "\n    ") for issue in self.issues)
+        return f"{head}: {count}\n{body}"
+
+    def with_source(self, source: str) -> PlanError:
+        """The same error, naming the plan file it came from."""
+        return PlanError(self.issues, source=source)
+
+
+class PlanningError(DrillError):
+    """The planner could not turn a valid logical plan into a physical one."""
+
+
+class ExecutionError(DrillError):
+    """A failure while running a fragment, naming the fragment and the operator."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        operator_id: str | None = None,
+        operator_kind: str | None = None,
+        fragment: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.reason = message
+        self.operator_id = operator_id
+        self.operator_kind = operator_kind
+        self.fragment = fragment
+        where = []
+        if fragment is not None:
+            where.append(f"fragment {fragment}")
+        if operator_id is not None:
+            where.append(
+                f"operator {operator_id}" + (f" ({operator_kind})" if operator_kind else "")
+            )
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message, hint=hint)
+
+
+class SchemaConflictError(DrillError):
+    """A column whose type changed between batches or files in strict schema mode."""
+
+    def __init__(
+        self, *, column: str, old_type: str, new_type: str, file: str | None = None
+    ) -> None:
+        self.column = column
+        self.old_type = old_type
+        self.new_type = new_type
+        self.file = file
+        where = f"{file}: " if file else ""
+        super().__init__(
+            f"{where}column '{column}' changed type from {old_type} to {new_type}",
+            hint="give the column a type in the selection's `schema`, or use schemaMode: change",
+        )
+
+
+class StorageError(DrillError):
+    """Bad data or a storage problem, naming the file and, where known, line and column."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.file = file
+        self.line = line
+        self.column = column
+        where = file or ""
+        if line is not None:
+            where += f":{line}" + (f":{column}" if column is not None else "")
+        super().__init__(f"{where}: {message}" if where else message, hint=hint)

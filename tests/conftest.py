@@ -1,0 +1,24 @@
+"""Shared test fixtures: where the conformance corpus lives, and one SparkSession per test session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CONFORMANCE_DIR = (REPO_ROOT / ".." / "shared" / "conformance").resolve()
+
+
+def conformance_path(*parts: str) -> Path:
+    """A path inside the conformance corpus (``../shared/conformance`` beside the repository)."""
+    return CONFORMANCE_DIR.joinpath(*parts)
+
+
+@pytest.fixture(scope="session")
+def conformance_dir() -> Path:
+    if not CONFORMANCE_DIR.is_dir():
+        pytest.fail(
+            f"conformance corpus not found at {CONFORMANCE_DIR} (shared/ must sit beside the repo)"
+        )
+    return CONFORMANCE_DIR
