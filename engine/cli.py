@@ -55,12 +55,29 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from engine.explain import explain_logical
+    from engine.plan import parse_plan
 
     for path in _plan_files(args.plans):
-        from engine.plan import parse_plan
-
         plan = parse_plan(path)
         print(explain_logical(plan, fmt=args.format))
+    return EXIT_OK
+
+
+def cmd_functions(args: argparse.Namespace) -> int:
+    from engine.expr.functions import FUNCTIONS
+
+    for spec in sorted(FUNCTIONS.values(), key=lambda f: f.name):
+        arity = (
+            str(spec.min_args)
+            if spec.max_args == spec.min_args
+            else (
+                f"{spec.min_args}+" if spec.max_args is None else f"{spec.min_args}-{spec.max_args}"
+            )
+        )
+        kinds = ",".join(sorted(k.value for k in spec.kinds))
+        names = spec.name + (f" ({spec.symbol})" if spec.symbol else "")
+        aliases = f" aliases: {', '.join(spec.aliases)}" if spec.aliases else ""
+        print(f"{names:<28} {kinds:<26} args {arity:<4} {spec.doc}{aliases}")
     return EXIT_OK
 
 
@@ -81,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("plans", nargs="+", metavar="PLAN")
     explain.add_argument("--format", choices=["text", "json"], default="text")
     explain.set_defaults(func=cmd_explain)
+
+    functions = sub.add_parser("functions", help="list the functions expressions may call")
+    functions.set_defaults(func=cmd_functions)
     return parser
 
 

@@ -129,7 +129,13 @@ class SchemaConflictError(DrillError):
     """A column whose type changed between batches or files in strict schema mode."""
 
     def __init__(
-        self, *, column: str, old_type: str, new_type: str, file: str | None = None
+        self,
+        *,
+        column: str,
+        old_type: str,
+        new_type: str,
+        file: str | None = None,
+        hint: str | None = "give the column a type in the selection's `schema`, or use schemaMode: change",
     ) -> None:
         self.column = column
         self.old_type = old_type
@@ -137,8 +143,7 @@ class SchemaConflictError(DrillError):
         self.file = file
         where = f"{file}: " if file else ""
         super().__init__(
-            f"{where}column '{column}' changed type from {old_type} to {new_type}",
-            hint="give the column a type in the selection's `schema`, or use schemaMode: change",
+            f"{where}column '{column}' changed type from {old_type} to {new_type}", hint=hint
         )
 
 

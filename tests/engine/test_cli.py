@@ -1,0 +1,114 @@
+"""The command line: `ok` per plan, every problem with its place, exit codes, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.cli import EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_USER_ERROR, run
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples" / "plans"
+
+BROKEN = """{
+  "storage": {"lake": {"type": "fs", "root": "data"}},
+  "query": [
+    {"@id": 1, "op": "scan", "storageengine": "lake", "ref": "e", "selection": {"path": "events"}},
+    {"@id": 2, "op": "filter", "input": 9, "expr": "e.kind == 'purchase'"},
+    {"@id": 3, "op": "project", "input": 1,
+     "projections": [{"ref": "output.total", "expr": "sum(e.cart.total) +"}]},
+    {"@id": 4, "op": "store", "input": 3, "storageengine": "laek", "target": {"path": "out"}}
+  ]
+}"""
+
+
+def test_validate_prints_ok_for_every_example_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["validate", str(EXAMPLES)]) == EXIT_OK
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == len(list(EXAMPLES.glob("*.json"))) >= 5
+    assert all(line.endswith(": ok") for line in out)
+
+
+def test_validate_reports_every_problem_with_file_path_and_operator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = tmp_path / "broken.json"
+    plan.write_text(BROKEN)
+    assert run(["validate", str(plan)]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert f"{plan}: 3 problems" in err
+    assert "$.query[1].input (operator 2): 'input' refers to operator '9'" in err
+    assert "$.query[2].projections[0].expr (operator 3)" in err
+    assert "at line 1, column 20" in err
+    assert "$.query[3].storageengine (operator 4)" in err
+    assert "did you mean 'lake'?" in err
+    assert "Traceback" not in err
+
+
+def test_validate_continues_after_a_bad_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "a.json"
+    bad.write_text("{query: [ {op: 'scan'")
+    good = EXAMPLES / "sessions.json"
+    assert run(["validate", str(bad), str(good)]) == EXIT_USER_ERROR
+    captured = capsys.readouterr()
+    assert f"{good}: ok" in captured.out
+    assert f"{bad}: invalid JSON" in captured.err
+
+
+def test_missing_plan_file_is_a_user_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["validate", "no/such/plan.json"]) == EXIT_USER_ERROR
+    assert "no/such/plan.json" in capsys.readouterr().err
+
+
+def test_empty_directory_is_a_user_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["validate", str(tmp_path)]) == EXIT_USER_ERROR
+    assert "no plan files" in capsys.readouterr().err
+
+
+def test_explain_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    plan = EXAMPLES / "order_items.json"
+    assert run(["explain", str(plan)]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "store 8" in text and "└─ project 7" in text and "├─ flatten 2" in text
+    assert run(["explain", "--format", "json", str(plan)]) == EXIT_OK
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["roots"] == ["8"]
+    assert [op["@id"] for op in doc["operators"]][-1] == "8"
+
+
+def test_functions_lists_the_registry(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["functions"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "count_distinct" in out and "aliases: countDistinct" in out
+    assert "add (+)" in out
+
+
+def test_internal_error_is_reported_as_a_bug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def explode(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr("engine.plan.parse_plan", explode)
+    assert run(["validate", str(EXAMPLES / "sessions.json")]) == EXIT_INTERNAL_ERROR
+    err = capsys.readouterr().err
+    assert "internal error: ZeroDivisionError: boom" in err
+    assert "This is a bug in drill-dagster, not in your plan" in err
+
+
+def test_console_script_has_no_traceback_for_a_bad_plan(tmp_path: Path) -> None:
+    plan = tmp_path / "broken.json"
+    plan.write_text(BROKEN)
+    script = Path(sys.executable).with_name("drill-dagster")
+    done = subprocess.run([str(script), "validate", str(plan)], capture_output=True, text=True)
+    assert done.returncode == EXIT_USER_ERROR
+    assert "3 problems" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,42 @@
+"""Golden output of the logical explain for every example plan."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.explain import explain_logical
+from engine.plan import parse_plan
+
+REPO = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).parent / "golden"
+PLANS = sorted((REPO / "examples" / "plans").glob("*.json"))
+
+
+@pytest.mark.parametrize("plan_file", PLANS, ids=lambda p: p.stem)
+def test_explain_matches_golden(plan_file: Path) -> None:
+    plan = parse_plan(plan_file, source_name=f"examples/plans/{plan_file.name}")
+    text = explain_logical(plan) + "\n"
+    golden = GOLDEN / f"explain_{plan_file.stem}.txt"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert golden.exists(), f"missing {golden}; run with UPDATE_GOLDEN=1 to create it"
+    assert text == golden.read_text(), "explain changed; rerun with UPDATE_GOLDEN=1 if intended"
+
+
+def test_shared_input_is_shown_once() -> None:
+    plan = parse_plan(
+        {
+            "query": [
+                {"@id": 1, "op": "constant", "content": [{"a": 1}]},
+                {"@id": 2, "op": "union", "inputs": [1, 1]},
+            ]
+        }
+    )
+    assert explain_logical(plan).splitlines() == [
+        "union 2",
+        '├─ constant 1: content=[{"a": 1}]',
+        "└─ constant 1 (see above)",
+    ]
