@@ -1,0 +1,265 @@
+"""Stores: writing a table to a storage engine, atomically.
+
+For ``fs`` the target is ``{path, format?, partitionBy?, mode?}``:
+
+* ``path`` is a dataset directory under the engine root (checked like every path: no escapes);
+* ``format`` (or ``type``): ``parquet`` (default), ``json`` (JSON lines) or ``csv`` (scalar
+  columns only);
+* ``partitionBy``: columns written as ``col=value`` directories (dropped from the files); the
+  caller's ``partition_values`` fix the leading ones for the whole table (a static partition);
+* ``mode``: ``overwrite`` (default) replaces the dataset, or only the partitions written when
+  partitioned (a static partition is replaced whole); ``append`` adds files; ``error`` fails
+  if the target exists.
+
+Every write stages, then commits with one atomic rename (:mod:`engine.storage.commit`): a failed,
+interrupted or killed store leaves the previous version complete and readable. An unpartitioned
+store always writes at least one file, so an empty result keeps its schema.
+
+The ``console`` and ``queue`` engines take the rows as records; ``classpath`` is read-only.
+
+>>> import io, pyarrow as pa
+>>> from engine.storage.engines import ConsoleEngine
+>>> engine = ConsoleEngine("console", stream=io.StringIO())
+>>> write_store(engine, {"pipe": "STD_OUT"}, pa.table({"a": [1]})).row_count
+1
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine.errors import DrillError, StorageError
+from engine.storage.commit import Commit, VersionedTarget, recover, target_lock
+from engine.storage.engines import (
+    ClasspathEngine,
+    ConsoleEngine,
+    FsEngine,
+    QueueEngine,
+    StorageEngine,
+)
+from engine.storage.formats import EXTENSIONS, WRITERS
+from engine.storage.partitions import Partition, split_partitions, static_prefix
+
+MODES = ("overwrite", "append", "error")
+STORE_FORMATS = tuple(WRITERS)
+DEFAULT_LOCK_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class StoreTarget:
+    """A store's ``target`` for an ``fs`` engine, checked."""
+
+    path: str
+    location: Path
+    format: str = "parquet"
+    partition_by: tuple[str, ...] = ()
+    mode: str = "overwrite"
+
+    @staticmethod
+    def parse(target: Mapping[str, Any] | None, *, engine: FsEngine) -> StoreTarget:
+        """Check a plan's target mapping against ``engine`` (the path may not leave its root)."""
+        where = f"store target of {engine.label}"
+        if not isinstance(target, Mapping):
+            raise StorageError(f"{where} must be a mapping with a `path`, not {target!r}")
+        known = ("path", "format", "type", "partitionBy", "partition_by", "mode")
+        unknown = [k for k in target if k not in known]
+        if unknown:
+            raise StorageError(
+                f"{where}: unknown key {', '.join(repr(k) for k in unknown)}; "
+                f"known keys are path, format, partitionBy, mode"
+            )
+        path = target.get("path")
+        if not isinstance(path, str) or not path.strip("/"):
+            raise StorageError(f"{where} needs a `path` below the engine root")
+        fmt = str(target.get("format", target.get("type", "parquet"))).lower()
+        if fmt not in STORE_FORMATS:
+            raise StorageError(
+                f"{where}: cannot store format '{fmt}'; use one of {', '.join(STORE_FORMATS)}"
+            )
+        mode = str(target.get("mode", "overwrite")).lower()
+        if mode not in MODES:
+            raise StorageError(f"{where}: mode must be one of {', '.join(MODES)}, not {mode!r}")
+        partition_by = target.get("partitionBy", target.get("partition_by", ()))
+        if isinstance(partition_by, str):
+            partition_by = [partition_by]
+        if not isinstance(partition_by, Sequence) or not all(
+            isinstance(c, str) and c for c in partition_by
+        ):
+            raise StorageError(f"{where}: partitionBy must be a list of column names")
+        if len(set(partition_by)) != len(partition_by):
+            raise StorageError(f"{where}: partitionBy names a column twice")
+        location = engine.resolve_target(path)
+        return StoreTarget(path, location, fmt, tuple(partition_by), mode)
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    """What a store wrote: where, in which format, how many rows, which files, which schema.
+
+    ``files`` are the files this store wrote (absolute paths through the target, for ``fs``);
+    ``partitions`` the partition directories it wrote or replaced; ``version`` the committed
+    version's id (``fs`` only).
+    """
+
+    location: str
+    format: str
+    row_count: int
+    files: tuple[str, ...]
+    schema: pa.Schema
+    mode: str = "overwrite"
+    partitions: tuple[str, ...] = ()
+    version: str | None = None
+
+
+def write_store(
+    engine: StorageEngine,
+    target: Mapping[str, Any] | None,
+    table: pa.Table,
+    *,
+    partition_values: Mapping[str, Any] | None = None,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> StoreResult:
+    """Write ``table`` to ``target`` of ``engine``; see the module docstring."""
+    if isinstance(engine, ConsoleEngine | QueueEngine):
+        sink = engine.sink(target)
+        count = sink.write_table(table)
+        return StoreResult(sink.location, "records", count, (), table.schema, mode="append")
+    if isinstance(engine, ClasspathEngine):
+        raise StorageError(f"{engine.label} is read-only; store to an fs engine")
+    if not isinstance(engine, FsEngine):
+        raise StorageError(f"{engine.label} cannot be written to")
+    spec = StoreTarget.parse(target, engine=engine)
+    return _write_fs(spec, table, dict(partition_values or {}), lock_timeout)
+
+
+def _write_fs(
+    spec: StoreTarget, table: pa.Table, static: dict[str, Any], lock_timeout: float
+) -> StoreResult:
+    columns = list(spec.partition_by) or list(static)
+    if list(static) != columns[: len(static)]:
+        raise StorageError(
+            f"partition values {list(static)} must name the leading partitionBy columns {columns}"
+        )
+    clashing = [c for c in static if c in table.column_names]
+    if clashing:
+        raise StorageError(
+            f"partition value for {', '.join(repr(c) for c in clashing)} given, but the rows "
+            "hold that column too",
+            hint="drop the column before the store, or leave it out of partition_values",
+        )
+    prefix = static_prefix(static) if static else ""
+    parts = split_partitions(table, columns[len(static) :], prefix)
+    partitioned = bool(columns)
+    if spec.mode == "append":
+        replaced: list[str] | None = []
+    elif partitioned:
+        replaced = [prefix] if prefix else [p.path for p in parts]
+    else:
+        replaced = None  # everything
+    target = VersionedTarget(spec.location)
+    with target_lock(target, timeout=lock_timeout):
+        recover(target)
+        if spec.mode == "error" and target.exists():
+            raise StorageError(
+                f"store target '{spec.path}' already exists ({spec.location}) and mode is error",
+                hint="use mode: overwrite or append, or remove the target first",
+            )
+        if replaced is not None and target.exists() and target.current_data() is None:
+            raise StorageError(
+                f"store target '{spec.path}' is a file, not a dataset directory; "
+                f"mode {spec.mode}{' with partitions' if partitioned else ''} needs one"
+            )
+        try:
+            with Commit(target) as commit:
+                kept = []
+                if replaced is not None:
+                    kept = commit.carry_over(lambda rel: not _under_any(rel, replaced))
+                    _check_compatible(spec, commit.staging, kept, parts)
+                written = _write_parts(spec, commit, parts, partitioned)
+                commit.commit()
+        except DrillError:
+            raise
+        except Exception as err:
+            raise StorageError(
+                f"writing {spec.format} to store target '{spec.path}' failed: {err}; "
+                "the previous version is unchanged",
+            ) from err
+    return StoreResult(
+        location=str(spec.location),
+        format=spec.format,
+        row_count=table.num_rows,
+        files=tuple(str(spec.location / rel) for rel in written),
+        schema=table.schema,
+        mode=spec.mode,
+        partitions=tuple(
+            sorted({p.path for p in parts if p.path} | ({prefix} if prefix else set()))
+        ),
+        version=commit.version,
+    )
+
+
+def _write_parts(
+    spec: StoreTarget, commit: Commit, parts: list[Partition], partitioned: bool
+) -> list[str]:
+    extension = EXTENSIONS[spec.format]
+    written = []
+    for index, part in enumerate(parts):
+        if partitioned and part.table.num_rows == 0:
+            continue
+        rel = f"part-{index:05d}-{commit.version[:8]}.{extension}"
+        if part.path:
+            rel = f"{part.path}/{rel}"
+        destination = commit.staging / rel
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        _write_part(spec.format, part.table, destination)
+        written.append(rel)
+    return written
+
+
+def _write_part(format_type: str, table: pa.Table, path: Path) -> None:
+    """Write one data file (a seam: tests replace it to fail a write midway)."""
+    WRITERS[format_type](table, path)
+
+
+def _check_compatible(
+    spec: StoreTarget, staging: Path, kept: list[str], parts: list[Partition]
+) -> None:
+    """Files kept beside new ones must share the format (and, for parquet, the schema)."""
+    extension = "." + EXTENSIONS[spec.format]
+    data = [rel for rel in kept if not _hidden(rel)]
+    other = [rel for rel in data if not rel.endswith(extension)]
+    if other:
+        raise StorageError(
+            f"store target '{spec.path}' holds {os.path.basename(other[0])}, not {spec.format}; "
+            f"a {spec.mode} must keep the target's format",
+            hint="overwrite the whole target to change its format",
+        )
+    if spec.format != "parquet" or not data or not parts:
+        return
+    existing = pq.read_schema(staging / data[0]).remove_metadata()
+    new = parts[0].table.schema.remove_metadata()
+    if not existing.equals(new):
+        raise StorageError(
+            f"store target '{spec.path}' has the schema ({_schema_text(existing)}) and the rows "
+            f"written have ({_schema_text(new)})",
+            hint="overwrite the whole target to change its schema",
+        )
+
+
+def _under_any(rel: str, prefixes: list[str]) -> bool:
+    return any(rel == p or rel.startswith(p + "/") for p in prefixes)
+
+
+def _hidden(rel: str) -> bool:
+    return any(part.startswith((".", "_")) and "=" not in part for part in rel.split("/"))
+
+
+def _schema_text(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)

@@ -1,0 +1,91 @@
+"""The parquet reader: records, Arrow with projection, filters and a provided schema, footers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from engine.errors import StorageError
+from engine.storage.formats import ParquetReader
+
+TABLE = pa.table(
+    {
+        "id": pa.array([1, 2, 3], pa.int32()),
+        "name": ["a", None, "c"],
+        "tags": [["x"], [], None],
+        "m": [{"k": 1}, {"k": 2}, None],
+    }
+)
+
+
+@pytest.fixture
+def parquet_file(tmp_path: Path) -> Path:
+    path = tmp_path / "t.parquet"
+    pq.write_table(TABLE, path, row_group_size=1)
+    return path
+
+
+def test_records_are_rows_with_row_numbers(parquet_file: Path) -> None:
+    assert list(ParquetReader(parquet_file).records()) == [
+        ({"id": 1, "name": "a", "tags": ["x"], "m": {"k": 1}}, 1),
+        ({"id": 2, "name": None, "tags": [], "m": {"k": 2}}, 2),
+        ({"id": 3, "name": "c", "tags": None, "m": None}, 3),
+    ]
+
+
+def test_arrow_with_projection_filter_and_schema(parquet_file: Path) -> None:
+    reader = ParquetReader(parquet_file)
+    table = reader.read_arrow(
+        columns=["id", "missing"],
+        filter=pc.field("id") >= 2,
+        schema=pa.schema([("id", pa.int64())]),
+    )
+    assert table.schema == pa.schema([("id", pa.int64())])
+    assert table.column("id").to_pylist() == [2, 3]
+
+
+def test_batches_and_footer_row_count(parquet_file: Path) -> None:
+    reader = ParquetReader(parquet_file)
+    batches = list(reader.iter_batches(columns=["name"], batch_rows=2))
+    assert [b.num_rows for b in batches] == [1, 1, 1] or sum(b.num_rows for b in batches) == 3
+    assert reader.row_count() == 3
+
+
+def test_provided_schema_that_does_not_fit_is_a_clear_error(parquet_file: Path) -> None:
+    with pytest.raises(StorageError, match="column 'name' cannot be read as int64"):
+        ParquetReader(parquet_file).read_arrow(schema=pa.schema([("name", pa.int64())]))
+
+
+def test_empty_file_has_no_records(tmp_path: Path) -> None:
+    path = tmp_path / "empty.parquet"
+    path.write_bytes(b"")
+    reader = ParquetReader(path)
+    assert list(reader.records()) == [] and reader.row_count() == 0
+    assert reader.read_arrow(schema=pa.schema([("a", pa.int64())])).num_rows == 0
+
+
+def test_truncated_or_foreign_file_is_a_clear_error(parquet_file: Path, tmp_path: Path) -> None:
+    truncated = tmp_path / "cut.parquet"
+    truncated.write_bytes(parquet_file.read_bytes()[:-20])
+    with pytest.raises(StorageError) as caught:
+        list(ParquetReader(truncated).records())
+    assert caught.value.file == str(truncated)
+    assert "not a readable parquet file" in str(caught.value)
+    notes = tmp_path / "notes.parquet"
+    notes.write_text("hello")
+    with pytest.raises(StorageError, match="not a readable parquet file"):
+        ParquetReader(notes).read_arrow()
+
+
+def test_mixed_types_across_files_are_left_to_the_scan(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"v": [1]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"v": ["one"]}), tmp_path / "b.parquet")
+    types = [
+        ParquetReader(tmp_path / n).read_arrow().schema.field("v").type
+        for n in ("a.parquet", "b.parquet")
+    ]
+    assert types == [pa.int64(), pa.string()]
