@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.compare import records_match
+from conformance_compare import records_match
 
 
 def test_map_key_order_is_ignored_and_null_equals_absent() -> None:
