@@ -1,0 +1,71 @@
+"""Creators of local runtime operators, one per logical operator (seed 001: a creator per operator).
+
+An operator module registers its creator with :func:`creator`; the executor looks them up by ``op``.
+A creator receives the plan operator, its already-created inputs and the :class:`ExecContext`, and
+returns a :class:`~engine.exec.protocol.BatchOperator` whose constructor does no schema work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.exec.protocol import BatchOperator
+from engine.plan.operators import Operator
+
+DEFAULT_BATCH_ROWS = 65_536
+DEFAULT_MAX_BUFFERED_BYTES = 2 * 2**30
+
+
+@dataclass
+class ExecContext:
+    """What operators of one run share: storage engines, limits, parameters and results."""
+
+    engines: dict[str, Any] = field(default_factory=dict)  # name -> engine.storage StorageEngine
+    classpath: list[Path] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    batch_rows: int = DEFAULT_BATCH_ROWS
+    max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES
+    store_results: dict[str, Any] = field(default_factory=dict)  # store operator id -> result
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)  # operator id -> counters
+
+    def engine(self, name: str) -> Any:
+        return self.engines[name]
+
+
+Creator = Callable[[Any, list[BatchOperator], ExecContext], BatchOperator]
+CREATORS: dict[str, Creator] = {}
+
+
+def creator(op: str) -> Callable[[Creator], Creator]:
+    """Register the creator of the local operator for logical ``op``."""
+
+    def register(function: Creator) -> Creator:
+        CREATORS[op] = function
+        return function
+
+    return register
+
+
+def create(op: Operator, inputs: list[BatchOperator], ctx: ExecContext) -> BatchOperator:
+    _load_operator_modules()
+    try:
+        make = CREATORS[op.op]
+    except KeyError:
+        from engine.errors import PlanningError
+
+        raise PlanningError(f"operator {op.id}: the local executor has no '{op.op}' operator") from None
+    return make(op, inputs, ctx)
+
+
+def _load_operator_modules() -> None:
+    """Import every operator module once, so their creators are registered."""
+    import importlib
+    import pkgutil
+
+    import engine.exec.local as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{info.name}")
