@@ -22,3 +22,13 @@ def conformance_dir() -> Path:
             f"conformance corpus not found at {CONFORMANCE_DIR} (shared/ must sit beside the repo)"
         )
     return CONFORMANCE_DIR
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole test session (Spark start-up costs ~10 s)."""
+    from engine.exec.spark.session import SparkConfig, create_session
+
+    session = create_session(SparkConfig(master="local[2]", shuffle_partitions=2))
+    yield session
+    session.stop()

@@ -58,6 +58,11 @@ class LogicalPlan(BaseModel):
         self._locations.update(locations)
         return self
 
+    def with_query(self, query: list[Operator]) -> LogicalPlan:
+        """The same plan with its operators replaced (same ids; e.g. parameters substituted)."""
+        plan = LogicalPlan(head=self.head, storage=self.storage, query=query, source=self.source)
+        return plan._set_locations(dict(self._locations))
+
     # --- looking operators up -------------------------------------------------------------------
 
     def operator(self, op_id: str | int) -> Operator:

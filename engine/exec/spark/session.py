@@ -1,0 +1,90 @@
+"""The SparkSession a run uses, built from a :class:`SparkConfig`.
+
+Defaults suit one machine: ``local[*]``, the UI off, quiet logs, and Python workers that run this
+interpreter (else they may lack pyarrow). Any Spark setting passes through ``conf``: a cluster
+master (``spark://host:7077``) or Spark Connect (``remote="sc://host:15002"``).
+
+>>> SparkConfig().settings()["spark.master"]
+'local[*]'
+>>> SparkConfig(remote="sc://127.0.0.1:15002").settings().get("spark.master") is None
+True
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def _log4j_file() -> Path:
+    path = Path(tempfile.gettempdir()) / "drill-dagster-log4j2.properties"
+    if not path.exists() or path.read_text() != _LOG4J:
+        path.write_text(_LOG4J)
+    return path
+
+
+class SparkConfig(BaseModel):
+    """How to reach Spark. ``conf`` wins over every default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    master: str = Field("local[*]", description="Spark master URL; ignored with `remote`")
+    remote: str | None = Field(None, description="Spark Connect URL, e.g. sc://127.0.0.1:15002")
+    app_name: str = "drill-dagster"
+    shuffle_partitions: int = Field(8, ge=1)
+    quiet: bool = Field(True, description="UI off, JVM logs at ERROR")
+    conf: dict[str, str] = Field(default_factory=dict)
+
+    def settings(self) -> dict[str, str]:
+        """Every Spark setting the session gets."""
+        settings: dict[str, str] = {
+            "spark.app.name": self.app_name,
+            "spark.sql.shuffle.partitions": str(self.shuffle_partitions),
+            "spark.sql.session.timeZone": "UTC",
+            "spark.pyspark.python": sys.executable,
+            "spark.pyspark.driver.python": sys.executable,
+        }
+        if self.remote:
+            settings["spark.remote"] = self.remote
+        else:
+            settings["spark.master"] = self.master
+        if self.quiet:
+            settings["spark.ui.enabled"] = "false"
+            settings["spark.ui.showConsoleProgress"] = "false"
+            settings["spark.driver.extraJavaOptions"] = (
+                f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+            )
+        settings.update({k: str(v) for k, v in self.conf.items()})
+        return settings
+
+
+def create_session(config: SparkConfig | None = None) -> Any:
+    """A SparkSession for ``config`` (an existing one with the same master is reused by Spark)."""
+    from pyspark.sql import SparkSession
+
+    config = config or SparkConfig()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder
+    for key, value in config.settings().items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    if config.quiet and not config.remote:
+        session.sparkContext.setLogLevel("ERROR")
+    return session

@@ -1,0 +1,43 @@
+"""The Spark session the engine builds: defaults, pass-through config, a working local session."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from engine.exec.spark.session import SparkConfig
+
+
+def test_defaults_are_local_quiet_and_use_this_interpreter() -> None:
+    settings = SparkConfig().settings()
+    assert settings["spark.master"] == "local[*]"
+    assert settings["spark.ui.enabled"] == "false"
+    assert settings["spark.pyspark.python"] == sys.executable
+    assert "log4j2.configurationFile" in settings["spark.driver.extraJavaOptions"]
+
+
+def test_any_setting_passes_through_and_wins() -> None:
+    config = SparkConfig(
+        master="spark://127.0.0.1:7077", conf={"spark.ui.enabled": "true", "x.y": "1"}
+    )
+    settings = config.settings()
+    assert settings["spark.master"] == "spark://127.0.0.1:7077"
+    assert settings["spark.ui.enabled"] == "true"
+    assert settings["x.y"] == "1"
+
+
+def test_remote_replaces_master() -> None:
+    settings = SparkConfig(remote="sc://127.0.0.1:15002").settings()
+    assert settings["spark.remote"] == "sc://127.0.0.1:15002"
+    assert "spark.master" not in settings
+
+
+def test_unknown_fields_are_rejected() -> None:
+    with pytest.raises(ValueError, match="masterr"):
+        SparkConfig(masterr="local")  # type: ignore[call-arg]
+
+
+def test_session_runs_a_query(spark) -> None:
+    assert spark.range(5).selectExpr("sum(id) AS s").collect()[0]["s"] == 10
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
