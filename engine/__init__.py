@@ -22,6 +22,7 @@ from engine.errors import (
 from engine.explain import explain_logical
 from engine.expr import parse_expression
 from engine.plan import LogicalPlan, parse_plan, plan_json_schema
+from engine.run import RunResult, run_plan
 
 __all__ = [
     "DrillError",
@@ -31,10 +32,12 @@ __all__ = [
     "PlanError",
     "PlanIssue",
     "PlanningError",
+    "RunResult",
     "SchemaConflictError",
     "StorageError",
     "explain_logical",
     "parse_expression",
     "parse_plan",
     "plan_json_schema",
+    "run_plan",
 ]

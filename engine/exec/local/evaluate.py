@@ -1,10 +1,19 @@
 """Evaluate expressions on Arrow record batches with pyarrow.compute (no per-row Python).
 
+Literals broadcast; a field reference reads the batch with :func:`~engine.exec.local.trees.get_path`
+(a missing field is null, a path through a list without an index gives the list projected); calls
+run the Arrow implementation of their registry function (``functions_arrow.ARROW_FUNCTIONS``);
+``if``/``case`` takes the first branch whose condition is true (a null condition is not true);
+casts follow :func:`~engine.exec.local.functions_arrow.cast_value`. Aggregate and running functions
+are computed by their operators, never here.
+
 >>> import pyarrow as pa
 >>> from engine.expr import parse_expression
->>> batch = pa.record_batch({"t": pa.array([{"id": 1}, {"id": 5}])})
+>>> batch = pa.record_batch({"t": pa.array([{"id": 1}, {"id": 5}, None])})
 >>> evaluate(parse_expression("t.id * 100 > 200"), batch).to_pylist()
-[False, True]
+[False, True, None]
+>>> evaluate_predicate(parse_expression("t.id * 100 > 200"), batch).to_pylist()
+[False, True, False]
 """
 
 from __future__ import annotations
@@ -15,82 +24,142 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import DrillError
+from engine.exec.local.functions_arrow import (
+    ARROW_FUNCTIONS,
+    ArgumentError,
+    Value,
+    boolean,
+    cast_value,
+    family,
+    type_name,
+    unify,
+)
 from engine.exec.local.trees import get_path
+from engine.expr.functions import lookup_function
 from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse, Literal
 from engine.types import to_arrow
 
+FieldResolver = Callable[[FieldRef], pa.Array]
+"""Where field references read their values: the batch, or a prepared view (nested filtering)."""
+
 
 class EvaluationError(DrillError):
-    """An expression that cannot be evaluated on the data it meets (e.g. ``'a' + 1`` at run time)."""
+    """An expression that cannot be evaluated on the data it meets (``'a' + 1`` at run time).
 
+    ``expression`` is the text of the (sub)expression that failed.
+    """
 
-ArrowFunction = Callable[..., pa.Array]
-
-# Functions whose Arrow form is one pyarrow.compute call; the rest are in _SPECIAL.
-SIMPLE: dict[str, ArrowFunction] = {
-    "add": pc.add_checked,
-    "subtract": pc.subtract_checked,
-    "multiply": pc.multiply_checked,
-    "equal": pc.equal,
-    "not_equal": pc.not_equal,
-    "less_than": pc.less,
-    "less_than_or_equal": pc.less_equal,
-    "greater_than": pc.greater,
-    "greater_than_or_equal": pc.greater_equal,
-    "and": pc.and_kleene,
-    "or": pc.or_kleene,
-    "not": pc.invert,
-    "negate": pc.negate_checked,
-    "isnull": pc.is_null,
-    "isnotnull": pc.is_valid,
-    "abs": pc.abs_checked,
-    "lower": pc.utf8_lower,
-    "upper": pc.utf8_upper,
-    "length": pc.utf8_length,
-    "sqrt": pc.sqrt,
-    "ceil": pc.ceil,
-    "floor": pc.floor,
-    "power": pc.power,
-    "coalesce": pc.coalesce,
-}
-
-
-def _divide(a: pa.Array, b: pa.Array) -> pa.Array:
-    return pc.divide(pc.cast(a, pa.float64()), pc.cast(b, pa.float64()))
-
-
-_SPECIAL: dict[str, ArrowFunction] = {"divide": _divide}
+    def __init__(self, message: str, *, expression: str | None = None, hint: str | None = None):
+        self.expression = expression
+        super().__init__(message, hint=hint)
 
 
 def evaluate(expr: Expr, batch: pa.RecordBatch) -> pa.Array:
-    """The value of ``expr`` for every row of ``batch``, as an array of ``batch.num_rows`` values."""
-    value = _eval(expr, batch)
+    """The value of ``expr`` for every row of ``batch``, as an array of ``batch.num_rows`` values.
+
+    >>> import pyarrow as pa
+    >>> from engine.expr import parse_expression
+    >>> evaluate(parse_expression("concat(b, '-', 7 % 4)"), pa.record_batch({"b": ["x", None]})).to_pylist()
+    ['x-3', '-3']
+    """
+    return evaluate_fields(expr, batch.num_rows, lambda ref: get_path(batch, ref.path))
+
+
+def evaluate_fields(expr: Expr, length: int, resolve: FieldResolver) -> pa.Array:
+    """The value of ``expr`` for ``length`` rows whose field references ``resolve`` reads."""
+    try:
+        value = _eval(expr, length, resolve)
+    except EvaluationError as err:
+        whole = str(expr)
+        if err.expression is None or err.expression == whole:
+            raise
+        raise EvaluationError(
+            f"{err.message} (in `{whole}`)", expression=whole, hint=err.hint
+        ) from err
     if isinstance(value, pa.Scalar):
-        return pa.array([value.as_py()] * batch.num_rows, type=value.type)
+        return pa.repeat(value, length)
     if isinstance(value, pa.ChunkedArray):
         return value.combine_chunks()
     return value
 
 
-def _eval(expr: Expr, batch: pa.RecordBatch) -> pa.Array | pa.Scalar:
+def evaluate_predicate(expr: Expr, batch: pa.RecordBatch) -> pa.BooleanArray:
+    """``expr`` as a filter condition: true keeps a row; false, null and missing do not.
+
+    A condition that yields something other than a boolean (a number, a string) is an error.
+    """
+    return predicate_fields(expr, batch.num_rows, lambda ref: get_path(batch, ref.path))
+
+
+def predicate_fields(expr: Expr, length: int, resolve: FieldResolver) -> pa.BooleanArray:
+    """:func:`evaluate_predicate` over field values that ``resolve`` reads."""
+    value = evaluate_fields(expr, length, resolve)
+    if pa.types.is_null(value.type):
+        return pa.repeat(pa.scalar(False), length)
+    if not pa.types.is_boolean(value.type):
+        raise EvaluationError(
+            f"a condition must be true or false, but `{expr}` gives {type_name(value.type)} values",
+            expression=str(expr),
+            hint="compare the value, for example `x > 0` or `isnotnull(x)`",
+        )
+    return pc.fill_null(value, False)
+
+
+def _eval(expr: Expr, length: int, resolve: FieldResolver) -> Value:
     if isinstance(expr, Literal):
         return pa.scalar(expr.value, type=to_arrow(expr.type))
     if isinstance(expr, FieldRef):
-        return get_path(batch, expr.path)
+        return resolve(expr)
     if isinstance(expr, Call):
-        args = [_eval(a, batch) for a in expr.args]
-        function = SIMPLE.get(expr.name) or _SPECIAL.get(expr.name)
-        if function is None:
-            raise EvaluationError(f"function '{expr.name}' has no local implementation yet")
-        try:
-            return function(*args)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
-            raise EvaluationError(f"cannot evaluate {expr}: {err}") from err
+        return _call(expr, [_eval(a, length, resolve) for a in expr.args])
     if isinstance(expr, IfElse):
-        result = _eval(expr.otherwise, batch)
-        for condition, value in reversed(expr.branches):
-            result = pc.if_else(pc.fill_null(_eval(condition, batch), False), _eval(value, batch), result)
-        return result
+        return _if_else(expr, length, resolve)
     if isinstance(expr, Cast):
-        return pc.cast(_eval(expr.expr, batch), to_arrow(expr.type))
-    raise EvaluationError(f"cannot evaluate {type(expr).__name__} {expr}")
+        inner = _eval(expr.expr, length, resolve)
+        return _guard(expr, lambda: cast_value(inner, expr.type.minor))
+    raise EvaluationError(f"cannot evaluate {type(expr).__name__} `{expr}`", expression=str(expr))
+
+
+def _call(expr: Call, args: list[Value]) -> Value:
+    spec = lookup_function(expr.name)
+    name = spec.name if spec is not None else expr.name
+    function = ARROW_FUNCTIONS.get(name)
+    if function is None:
+        if spec is not None and not spec.is_scalar:
+            raise EvaluationError(
+                f"'{name}' is an aggregate function: it is computed by collapsingaggregate or "
+                f"runningaggregate, not per record (in `{expr}`)",
+                expression=str(expr),
+            )
+        raise EvaluationError(f"unknown function '{expr.name}' in `{expr}`", expression=str(expr))
+    return _guard(expr, lambda: function(*args))
+
+
+def _guard(expr: Expr, compute: Callable[[], Value]) -> Value:
+    """Run ``compute``, turning argument and Arrow errors into errors naming ``expr``."""
+    try:
+        return compute()
+    except ArgumentError as err:
+        raise EvaluationError(f"{err} in `{expr}`", expression=str(expr)) from err
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+        raise EvaluationError(f"cannot evaluate `{expr}`: {err}", expression=str(expr)) from err
+
+
+def _if_else(expr: IfElse, length: int, resolve: FieldResolver) -> Value:
+    raw = [_eval(value, length, resolve) for _, value in expr.branches]
+    raw.append(_eval(expr.otherwise, length, resolve))
+    try:
+        values = unify(raw, "if/case")
+    except ArgumentError as err:
+        raise EvaluationError(f"{err} in `{expr}`", expression=str(expr)) from err
+    result = values[-1]
+    for (condition, _), value in zip(reversed(expr.branches), reversed(values[:-1]), strict=True):
+        test = _eval(condition, length, resolve)
+        if family(test.type) not in ("bool", "null"):
+            raise EvaluationError(
+                f"an if/case condition must be true or false, but `{condition}` gives "
+                f"{type_name(test.type)} values (in `{expr}`)",
+                expression=str(expr),
+            )
+        result = pc.if_else(pc.fill_null(boolean(test), False), value, result)
+    return result

@@ -29,6 +29,7 @@ class ExecContext:
     batch_rows: int = DEFAULT_BATCH_ROWS
     max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES
     store_results: dict[str, Any] = field(default_factory=dict)  # store operator id -> result
+    sink_records: list[Any] = field(default_factory=list)  # queue/console records, arrival order
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)  # operator id -> counters
 
     def engine(self, name: str) -> Any:
@@ -56,7 +57,9 @@ def create(op: Operator, inputs: list[BatchOperator], ctx: ExecContext) -> Batch
     except KeyError:
         from engine.errors import PlanningError
 
-        raise PlanningError(f"operator {op.id}: the local executor has no '{op.op}' operator") from None
+        raise PlanningError(
+            f"operator {op.id}: the local executor has no '{op.op}' operator"
+        ) from None
     return make(op, inputs, ctx)
 
 

@@ -1,0 +1,454 @@
+"""Runs of consecutive equal values, and the Arrow aggregate and running functions over them.
+
+A *run* (Drill's segment for ``within``) is a maximal stretch of consecutive records whose ``within``
+value is the same; two nulls are the same value. Aggregates (collapsingaggregate) reduce each run to
+one value; running functions (runningaggregate) give every record the aggregate of its run so far.
+Everything is vectorised: hash aggregation for aggregates, numpy scans for running functions.
+
+>>> import pyarrow as pa
+>>> starts = run_starts(pa.array(["a", "a", "b", None, None]))
+>>> starts.tolist()
+[True, False, True, True, False]
+>>> aggregate_runs([("sum", pa.array([1, 2, 3, 4, 5]))], starts)[0].to_pylist()
+[3, 3, 9]
+>>> running("sum", pa.array([1, 2, 3, 4, 5]), starts).to_pylist()
+[1, 3, 3, 4, 9]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.errors import DrillError
+from engine.exec.local.buffering import BatchBuffer, concat_batches, to_batch
+from engine.exec.local.trees import get_path
+from engine.expr.functions import FunctionKind, lookup_function
+from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse
+
+# ---------------------------------------------------------------------------------------- runs
+
+
+def run_starts(values: pa.Array) -> np.ndarray:
+    """A boolean per record: True where a new run begins (always at record 0).
+
+    Values compare deeply (maps member by member, lists element by element); null equals null.
+    """
+    n = len(values)
+    starts = np.ones(n, dtype=bool)
+    if n > 1:
+        starts[1:] = ~same_pairs(values[1:], values[:-1])
+    return starts
+
+
+def run_first_index(starts: np.ndarray) -> np.ndarray:
+    """For every record, the index of the first record of its run."""
+    positions = np.arange(len(starts))
+    return np.maximum.accumulate(np.where(starts, positions, 0)) if len(starts) else positions
+
+
+def run_last_index(starts: np.ndarray) -> np.ndarray:
+    """For every record, the index of the last record of its run."""
+    firsts = np.flatnonzero(starts)
+    lasts = np.append(firsts[1:] - 1, len(starts) - 1)
+    return lasts[np.cumsum(starts) - 1] if len(starts) else firsts
+
+
+def same_pairs(a: pa.Array, b: pa.Array) -> np.ndarray:
+    """``a[i]`` deeply equals ``b[i]`` for every i (null equals null, types must match)."""
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks()
+    if isinstance(b, pa.ChunkedArray):
+        b = b.combine_chunks()
+    if pa.types.is_dictionary(a.type):
+        a = a.dictionary_decode()
+    if pa.types.is_dictionary(b.type):
+        b = b.dictionary_decode()
+    a_null = _null_mask(a)
+    b_null = _null_mask(b)
+    both_valid = ~a_null & ~b_null
+    result = a_null & b_null
+    if not both_valid.any() or pa.types.is_null(a.type) or pa.types.is_null(b.type):
+        return result
+    if not a.type.equals(b.type):
+        try:
+            b = b.cast(a.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return result
+    if pa.types.is_struct(a.type):
+        equal = np.ones(len(a), dtype=bool)
+        for child_a, child_b in zip(a.flatten(), b.flatten()):
+            equal &= same_pairs(child_a, child_b)
+    elif _is_list(a.type):
+        equal = _same_lists(a, b)
+    else:
+        equal = pc.fill_null(pc.equal(a, b), False).to_numpy(zero_copy_only=False)
+    return result | (both_valid & equal)
+
+
+def same_value(a: pa.Array, b: pa.Array) -> bool:
+    """Whether the single value of ``a`` equals the single value of ``b`` (any types)."""
+    return bool(a.to_pylist() == b.to_pylist())
+
+
+def _null_mask(array: pa.Array) -> np.ndarray:
+    if pa.types.is_null(array.type):
+        return np.ones(len(array), dtype=bool)
+    return array.is_null().to_numpy(zero_copy_only=False)
+
+
+def _is_list(dtype: pa.DataType) -> bool:
+    return (
+        pa.types.is_list(dtype)
+        or pa.types.is_large_list(dtype)
+        or pa.types.is_fixed_size_list(dtype)
+        or pa.types.is_map(dtype)
+    )
+
+
+def _same_lists(a: pa.Array, b: pa.Array) -> np.ndarray:
+    """Element-wise list equality: same lengths and equal elements in order."""
+    a_len = pc.fill_null(pc.list_value_length(a), 0).to_numpy(zero_copy_only=False)
+    b_len = pc.fill_null(pc.list_value_length(b), 0).to_numpy(zero_copy_only=False)
+    equal = a_len == b_len
+    rows = np.flatnonzero(equal & (a_len > 0))
+    if not len(rows):
+        return equal
+    lengths = a_len[rows].astype(np.int64)
+    within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    a_first = np.asarray(a.offsets)[:-1].astype(np.int64)[rows]
+    b_first = np.asarray(b.offsets)[:-1].astype(np.int64)[rows]
+    a_items = a.values.take(pa.array(np.repeat(a_first, lengths) + within))
+    b_items = b.values.take(pa.array(np.repeat(b_first, lengths) + within))
+    mismatches = np.add.reduceat(
+        (~same_pairs(a_items, b_items)).astype(np.int64), np.cumsum(lengths) - lengths
+    )
+    equal[rows] = mismatches == 0
+    return equal
+
+
+class RunSplitter:
+    """Cuts a stream of batches into batches of complete runs of the value at ``within``.
+
+    :meth:`add` returns the runs a batch completes (or None); the run still open stays in
+    ``buffer``, which bounds memory. Without ``within`` the whole input is one run, returned by
+    :meth:`finish`.
+
+    >>> import pyarrow as pa
+    >>> from engine.exec.local.buffering import BatchBuffer
+    >>> splitter = RunSplitter(("g",), BatchBuffer("1", "op", max_bytes=1 << 20))
+    >>> splitter.add(pa.record_batch({"g": [1, 1]})) is None
+    True
+    >>> splitter.add(pa.record_batch({"g": [1, 2, 2]})).to_pydict()
+    {'g': [1, 1, 1]}
+    >>> splitter.finish().to_pydict()
+    {'g': [2, 2]}
+    """
+
+    def __init__(self, within: Sequence[str | int] | None, buffer: BatchBuffer) -> None:
+        self.within = tuple(within) if within is not None else None
+        self.buffer = buffer
+        self._open_key: pa.Array | None = None  # the within value of the open run
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        """The schema of the last batch seen."""
+        return self.buffer.last_schema
+
+    def add(self, batch: pa.RecordBatch) -> pa.RecordBatch | None:
+        if self.within is None or batch.num_rows == 0:
+            self.buffer.add(batch)
+            return None
+        keys = get_path(batch, self.within)
+        last_start = int(np.flatnonzero(run_starts(keys))[-1])
+        open_run = self.buffer.num_rows > 0
+        continues = open_run and same_value(self._open_key, keys.slice(0, 1))
+        self._open_key = keys.slice(last_start, 1)
+        if last_start == 0 and (continues or not open_run):
+            self.buffer.add(batch)
+            return None
+        complete = [*self.buffer.batches, batch.slice(0, last_start)]
+        result = to_batch(concat_batches([b for b in complete if b.num_rows]))
+        self.buffer.clear()
+        self.buffer.add(batch.slice(last_start))
+        return result
+
+    def finish(self) -> pa.RecordBatch | None:
+        """The rows still buffered as one batch, or None if there are none."""
+        if self.buffer.num_rows == 0:
+            return None
+        result = self.buffer.batch()
+        self.buffer.clear()
+        return result
+
+
+# -------------------------------------------------------------------- splitting expressions
+
+
+def map_calls(expr: Expr, function: Callable[[Call], Expr]) -> Expr:
+    """``expr`` with every call replaced by ``function(call)``, arguments first.
+
+    >>> from engine.expr import parse_expression
+    >>> str(map_calls(parse_expression("f(g(a))"), lambda c: FieldRef((c.name,)) if c.name == "g" else c))
+    'f(g)'
+    """
+
+    def visit(node: Expr) -> Expr:
+        if isinstance(node, Call):
+            return function(dataclasses.replace(node, args=tuple(visit(a) for a in node.args)))
+        if isinstance(node, IfElse):
+            branches = tuple((visit(c), visit(v)) for c, v in node.branches)
+            return dataclasses.replace(node, branches=branches, otherwise=visit(node.otherwise))
+        if isinstance(node, Cast):
+            return dataclasses.replace(node, expr=visit(node.expr))
+        return node
+
+    return visit(expr)
+
+
+def split_calls(expr: Expr, kind: FunctionKind, prefix: str) -> tuple[Expr, list[Call]]:
+    """``expr`` with every ``kind`` call replaced by a reference to a column ``{prefix}{i}``, and
+    the calls (i-th call -> column i). Equal calls share a column.
+
+    >>> from engine.expr import parse_expression
+    >>> scalar, calls = split_calls(parse_expression("sum(a) / count(a)"), FunctionKind.AGGREGATE, "$")
+    >>> str(scalar), [str(c) for c in calls]
+    ('$0 / $1', ['sum(a)', 'count(a)'])
+    """
+    calls: list[Call] = []
+
+    def replace(call: Call) -> Expr:
+        spec = lookup_function(call.name)
+        if spec is None or spec.is_scalar or kind not in spec.kinds:
+            return call
+        if call not in calls:
+            calls.append(call)
+        return FieldRef((f"{prefix}{calls.index(call)}",))
+
+    return map_calls(expr, replace), calls
+
+
+# ------------------------------------------------------------------------------ aggregates
+
+# name -> Arrow hash aggregate; count and count_distinct skip nulls (Arrow's default mode).
+_HASH_AGGREGATES = {
+    "count": "count",
+    "count_distinct": "count_distinct",
+    "sum": "sum",
+    "min": "min",
+    "max": "max",
+    "avg": "mean",
+}
+AGGREGATE_FUNCTIONS = tuple(_HASH_AGGREGATES)
+"""The aggregate functions collapsingaggregate computes."""
+
+
+class AggregateError(DrillError):
+    """An aggregate that cannot be computed over the values it meets (``sum`` of strings)."""
+
+
+def aggregate_runs(calls: Sequence[tuple[str, pa.Array]], starts: np.ndarray) -> list[pa.Array]:
+    """For every ``(function, values)``, one value per run: ``count`` counts non-null values,
+    ``sum`` stays BIGINT for integers, ``avg`` is FLOAT8, nulls are skipped; a run without a
+    non-null value gives null (0 for the counts).
+    """
+    run_ids = np.cumsum(starts) - 1
+    columns: dict[str, pa.Array] = {"run": pa.array(run_ids, pa.int64())}
+    aggregations = []
+    for i, (name, values) in enumerate(calls):
+        column = f"v{i}"
+        columns[column] = _aggregatable(name, values)
+        aggregations.append((column, _hash_function(name)))
+    table = pa.table(columns)
+    try:
+        grouped = table.group_by("run", use_threads=False).aggregate(aggregations)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise _aggregate_error(calls, err) from err
+    grouped = grouped.take(pc.sort_indices(grouped["run"]))
+    return [
+        grouped[f"v{i}_{_hash_function(name)}"].combine_chunks()
+        for i, (name, _) in enumerate(calls)
+    ]
+
+
+def aggregate_empty(calls: Sequence[tuple[str, pa.Array]]) -> list[pa.Array]:
+    """The aggregates of no records at all: 0 for the counts, null for the others."""
+    out = []
+    for name, values in calls:
+        if name in ("count", "count_distinct"):
+            out.append(pa.array([0], pa.int64()))
+        else:
+            out.append(pa.nulls(1, _aggregatable(name, values).type))
+    return out
+
+
+def _hash_function(name: str) -> str:
+    try:
+        return _HASH_AGGREGATES[name]
+    except KeyError:
+        raise AggregateError(
+            f"'{name}' is not an aggregate function; use one of {', '.join(AGGREGATE_FUNCTIONS)}"
+        ) from None
+
+
+def _aggregatable(name: str, values: pa.Array) -> pa.Array:
+    if pa.types.is_null(values.type):
+        return values.cast(pa.float64() if name == "avg" else pa.int64())
+    if pa.types.is_dictionary(values.type):
+        return values.dictionary_decode()
+    if name in ("sum", "avg") and not _is_number(values.type):
+        raise AggregateError(f"{name}() needs numbers, got values of type {values.type}")
+    return values
+
+
+def _is_number(dtype: pa.DataType) -> bool:
+    return pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
+
+
+def _aggregate_error(calls: Sequence[tuple[str, pa.Array]], err: Exception) -> AggregateError:
+    names = ", ".join(f"{name}() of {values.type}" for name, values in calls)
+    return AggregateError(f"cannot aggregate {names}: {err}")
+
+
+# ------------------------------------------------------------------------- running functions
+
+RunningFunction = Callable[[pa.Array, np.ndarray], pa.Array]
+
+
+def running(name: str, values: pa.Array, starts: np.ndarray) -> pa.Array:
+    """The running ``name`` of ``values``: for every record, the aggregate of its run up to it.
+
+    ``row_number`` ignores ``values``; ``sum``, ``min`` and ``max`` skip nulls and are null until
+    the run's first non-null value; ``avg`` is rewritten to ``sum / count`` by the operator.
+    """
+    try:
+        function = RUNNING_FUNCTIONS[name]
+    except KeyError:
+        raise AggregateError(
+            f"'{name}' is not a running function; use one of {', '.join(RUNNING_FUNCTIONS)}, avg"
+        ) from None
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_dictionary(values.type):
+        values = values.dictionary_decode()
+    return function(values, starts)
+
+
+def continue_running(name: str, result: pa.Array, carry: pa.Scalar) -> pa.Array:
+    """``result`` (the running values of a run's continuation in a new batch) combined with
+    ``carry``, the running value at the end of the previous batch."""
+    if not carry.is_valid:
+        return result
+    if name in ("row_number", "count"):
+        return pc.add(result, carry)
+    if name == "sum":
+        return pc.coalesce(pc.add(result, carry), carry)
+    if name in ("min", "max"):
+        combine = pc.min_element_wise if name == "min" else pc.max_element_wise
+        try:
+            return combine(result, carry, skip_nulls=True)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as err:
+            raise AggregateError(
+                f"running {name}() cannot compare {carry.type} with {result.type}"
+            ) from err
+    raise AggregateError(f"'{name}' is not a running function")
+
+
+def _row_number(values: pa.Array, starts: np.ndarray) -> pa.Array:
+    positions = np.arange(len(starts), dtype=np.int64)
+    return pa.array(positions - run_first_index(starts) + 1)
+
+
+def _count(values: pa.Array, starts: np.ndarray) -> pa.Array:
+    valid = (~_null_mask(values)).astype(np.int64)
+    return pa.array(_cumulative_sum(valid, starts))
+
+
+def _sum(values: pa.Array, starts: np.ndarray) -> pa.Array:
+    if pa.types.is_null(values.type):
+        return pa.nulls(len(values), pa.int64())
+    if not _is_number(values.type):
+        raise AggregateError(f"sum() needs numbers, got values of type {values.type}")
+    valid = ~_null_mask(values)
+    seen = _cumulative_sum(valid.astype(np.int64), starts) > 0
+    if pa.types.is_integer(values.type):
+        numbers = pc.fill_null(values.cast(pa.int64()), 0).to_numpy()
+        sums = _cumulative_sum(numbers, starts)
+    else:
+        numbers = pc.fill_null(values.cast(pa.float64()), 0.0).to_numpy()
+        sums = _segmented_scan(numbers, starts, np.add)
+    return pa.array(sums, mask=~seen)
+
+
+def _min(values: pa.Array, starts: np.ndarray) -> pa.Array:
+    return _extreme(values, starts, largest=False)
+
+
+def _max(values: pa.Array, starts: np.ndarray) -> pa.Array:
+    return _extreme(values, starts, largest=True)
+
+
+def _extreme(values: pa.Array, starts: np.ndarray, *, largest: bool) -> pa.Array:
+    """Running min or max of any sortable type, through the values' dense ranks: the running max
+    of ``run * K + rank`` over the whole input stays inside each run because later runs are larger.
+    """
+    n = len(values)
+    if pa.types.is_null(values.type) or n == 0:
+        return values
+    try:
+        ranks = pc.rank(values, sort_keys="ascending", tiebreaker="dense").to_numpy()
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise AggregateError(
+            f"running {'max' if largest else 'min'}() cannot order {values.type}"
+        ) from err
+    ranks = ranks.astype(np.int64)
+    null = _null_mask(values)
+    top = int(ranks.max()) + 1
+    # Rank 0 marks "no value yet"; for min the ranks are mirrored so a larger key is a smaller value.
+    keys = np.where(null, 0, ranks if largest else top - ranks)
+    base = (np.cumsum(starts) - 1) * (top + 1)
+    best = np.maximum.accumulate(keys + base) - base
+    chosen = best if largest else top - best
+    index_of_rank = np.zeros(top + 1, dtype=np.int64)
+    index_of_rank[ranks[~null]] = np.flatnonzero(~null)
+    indices = index_of_rank[chosen]
+    return values.take(pa.array(indices, mask=best == 0))
+
+
+def _cumulative_sum(numbers: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Exact per-run cumulative sums of integers: a global cumsum minus the sum before each run."""
+    total = np.cumsum(numbers)
+    first = run_first_index(starts)
+    return total - (total[first] - numbers[first])
+
+
+def _segmented_scan(values: np.ndarray, starts: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
+    """An inclusive per-run scan (Hillis-Steele): log2(longest run) vectorised passes. Used for
+    floating-point sums, where subtracting a global prefix would lose precision."""
+    out = values.copy()
+    n = len(out)
+    if n == 0:
+        return out
+    first = run_first_index(starts)
+    offset = np.arange(n) - first
+    longest = int(offset.max()) + 1
+    step = 1
+    while step < longest:
+        inside = offset[step:] >= step
+        out[step:] = np.where(inside, ufunc(out[step:], out[:-step]), out[step:])
+        step *= 2
+    return out
+
+
+RUNNING_FUNCTIONS: dict[str, RunningFunction] = {
+    "row_number": _row_number,
+    "count": _count,
+    "sum": _sum,
+    "min": _min,
+    "max": _max,
+}
+"""The running functions runningaggregate computes directly (``avg`` is ``sum / count``)."""

@@ -1,0 +1,156 @@
+"""Buffering for blocking local operators (order, segment, union distinct, join, aggregates, windowframe).
+
+A blocking operator reads its whole input before it emits anything. :class:`BatchBuffer` holds those
+batches, counts their bytes against ``ctx.max_buffered_bytes`` (raising :class:`BufferLimitError`
+instead of ever dropping rows), and concatenates them into one table whose schema unifies every
+batch's (a column missing from a batch is null there, maps gain the union of their members).
+:func:`rechunk` cuts the result into output batches of at most ``ctx.batch_rows`` rows.
+
+>>> import pyarrow as pa
+>>> buffer = BatchBuffer("7", "order", max_bytes=1 << 20)
+>>> buffer.add(pa.record_batch({"a": [3, 1]}))
+>>> buffer.add(pa.record_batch({"a": [2], "b": ["x"]}))
+>>> table = buffer.table()
+>>> table.to_pylist()
+[{'a': 3, 'b': None}, {'a': 1, 'b': None}, {'a': 2, 'b': 'x'}]
+>>> [batch.num_rows for batch in rechunk(table, 2)]
+[2, 1]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pyarrow as pa
+
+from engine.errors import DrillError, SchemaConflictError
+
+
+class BufferLimitError(DrillError):
+    """A blocking operator would buffer more than ``max_buffered_bytes`` of input."""
+
+
+class BatchBuffer:
+    """The input batches of a blocking operator, bounded by ``max_bytes``.
+
+    ``operator_id`` and ``kind`` only name the operator in the error message.
+
+    >>> import pyarrow as pa
+    >>> buffer = BatchBuffer("3", "segment", max_bytes=8)
+    >>> buffer.add(pa.record_batch({"a": [1, 2]}))
+    Traceback (most recent call last):
+    ...
+    engine.exec.local.buffering.BufferLimitError: segment 3 needs to buffer more than 8 bytes ...
+    """
+
+    def __init__(self, operator_id: str, kind: str, *, max_bytes: int) -> None:
+        self.operator_id = operator_id
+        self.kind = kind
+        self.max_bytes = max_bytes
+        self.batches: list[pa.RecordBatch] = []
+        self.nbytes = 0
+        self.num_rows = 0
+        self.last_schema: pa.Schema | None = None
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        """Keep ``batch``; raises :class:`BufferLimitError` when the total passes the limit."""
+        self.last_schema = batch.schema
+        if batch.num_rows == 0:
+            return
+        size = batch.nbytes
+        if self.nbytes + size > self.max_bytes:
+            raise BufferLimitError(
+                f"{self.kind} {self.operator_id} needs to buffer more than {self.max_bytes} bytes "
+                f"of input ({self.num_rows + batch.num_rows} rows so far) and stopped rather "
+                "than drop rows",
+                hint="raise the local executor's max_buffered_bytes "
+                "(ExecContext.max_buffered_bytes), or run the plan on the spark executor",
+            )
+        self.nbytes += size
+        self.num_rows += batch.num_rows
+        self.batches.append(batch)
+
+    def extend(self, batches: Iterable[pa.RecordBatch]) -> BatchBuffer:
+        """Add every batch of ``batches``; returns the buffer."""
+        for batch in batches:
+            self.add(batch)
+        return self
+
+    def table(self) -> pa.Table:
+        """Everything buffered as one table (see :func:`concat_batches`)."""
+        return concat_batches(self.batches, schema=self.last_schema)
+
+    def batch(self) -> pa.RecordBatch:
+        """Everything buffered as one record batch, ready for ``evaluate`` and ``take``."""
+        return to_batch(self.table())
+
+    def clear(self) -> None:
+        self.batches = []
+        self.nbytes = 0
+        self.num_rows = 0
+
+
+def concat_batches(batches: list[pa.RecordBatch], *, schema: pa.Schema | None = None) -> pa.Table:
+    """``batches`` as one table under their unified schema; ``schema`` types an empty result.
+
+    Columns missing from some batches are null there; a column whose types cannot be unified
+    (``int64`` in one batch, ``string`` in another) raises :class:`SchemaConflictError`.
+
+    >>> import pyarrow as pa
+    >>> concat_batches([pa.record_batch({"a": [1]}), pa.record_batch({"b": [None]})]).to_pylist()
+    [{'a': 1, 'b': None}, {'a': None, 'b': None}]
+    """
+    if not batches:
+        return (schema or pa.schema([])).empty_table()
+    first = batches[0].schema
+    if all(batch.schema.equals(first) for batch in batches[1:]):
+        return pa.Table.from_batches(batches)
+    tables = [pa.Table.from_batches([batch]) for batch in batches]
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        raise _conflict([batch.schema for batch in batches]) from None
+
+
+def _conflict(schemas: list[pa.Schema]) -> SchemaConflictError:
+    """The first column whose type differs in a way Arrow cannot unify."""
+    seen: dict[str, pa.DataType] = {}
+    for schema in schemas:
+        for field in schema:
+            old = seen.get(field.name)
+            if old is None or pa.types.is_null(old):
+                seen[field.name] = field.type
+                continue
+            try:
+                pa.unify_schemas(
+                    [pa.schema([pa.field("c", old)]), pa.schema([field.with_name("c")])],
+                    promote_options="permissive",
+                )
+            except (pa.ArrowTypeError, pa.ArrowInvalid):
+                return SchemaConflictError(
+                    column=field.name,
+                    old_type=str(old),
+                    new_type=str(field.type),
+                    hint="cast the column to one type before this operator",
+                )
+    return SchemaConflictError(column="?", old_type="?", new_type="?")
+
+
+def to_batch(table: pa.Table) -> pa.RecordBatch:
+    """``table`` as a single record batch (its chunks combined).
+
+    >>> import pyarrow as pa
+    >>> to_batch(pa.table({"a": [1]})).num_rows
+    1
+    """
+    batches = table.combine_chunks().to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
+
+
+def rechunk(table: pa.Table, batch_rows: int) -> list[pa.RecordBatch]:
+    """``table`` as batches of at most ``batch_rows`` rows; one empty batch for an empty table, so
+    the schema still reaches downstream operators.
+    """
+    if table.num_rows == 0:
+        return [pa.RecordBatch.from_pylist([], schema=table.schema)]
+    return [b for b in table.to_batches(max_chunksize=batch_rows) if b.num_rows]

@@ -1,0 +1,80 @@
+"""The local executor: every logical operator run on Arrow batches in this process.
+
+It is the reference the Spark executor is tested against, and the fast path for small inputs. Each
+sink (store) is the root of a fragment driven by a :class:`~engine.exec.protocol.FragmentExecutor`;
+an operator read by several others is run once and its batches replayed to each reader.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pyarrow as pa
+
+from engine.exec.local.registry import ExecContext, create
+from engine.exec.protocol import BatchOperator, BatchSource, FragmentExecutor
+from engine.expr import field_refs
+from engine.plan import LogicalPlan
+from engine.plan.operators import Operator, Scan, Store
+
+
+def referenced_members(plan: LogicalPlan) -> dict[str, set[str]]:
+    """For each scan, the members of its ``ref`` that expressions anywhere in the plan use."""
+    scans = {op.ref: op.id for op in plan.query if isinstance(op, Scan) and op.ref}
+    found: dict[str, set[str]] = defaultdict(set)
+    for op in plan.query:
+        for site in op.expressions():
+            for ref in field_refs(site.parsed):
+                head = ref.path[0]
+                if head in scans and len(ref.path) > 1 and isinstance(ref.path[1], str):
+                    found[scans[head]].add(ref.path[1])
+    return found
+
+
+class LocalExecutor:
+    """Runs a validated plan; results (sinks, stores, metrics) are collected in the context."""
+
+    def __init__(self, plan: LogicalPlan, ctx: ExecContext) -> None:
+        self.plan = plan
+        self.ctx = ctx
+        self._built: dict[str, BatchOperator] = {}
+        self._consumers: dict[str, int] = defaultdict(int)
+        for op in plan.topological_order():
+            for ref in op.input_ids():
+                self._consumers[ref] += 1
+        ctx.params.setdefault("_referenced_members", referenced_members(plan))
+
+    def run(self) -> dict[str, pa.Table]:
+        """Run every root (stores, or operators nobody reads); returns non-store roots' output."""
+        outputs: dict[str, pa.Table] = {}
+        for fragment, root in enumerate(self._roots()):
+            table = FragmentExecutor(self._build(root), fragment=fragment).run()
+            if not isinstance(root, Store):
+                outputs[root.id] = table
+        return outputs
+
+    def _roots(self) -> list[Operator]:
+        return [op for op in self.plan.topological_order() if self._consumers[op.id] == 0]
+
+    def _build(self, op: Operator) -> BatchOperator:
+        if op.id in self._built:
+            return self._built[op.id]
+        inputs = [self._input(self.plan.operator(ref)) for ref in op.input_ids()]
+        operator = create(op, inputs, self.ctx)
+        self._built[op.id] = operator
+        return operator
+
+    def _input(self, op: Operator) -> BatchOperator:
+        if self._consumers[op.id] <= 1:
+            return self._build(op)
+        # Fan-out: run the shared operator once, replay its batches to each consumer.
+        key = f"__shared_{op.id}"
+        if key not in self.ctx.params:
+            self.ctx.params[key] = FragmentExecutor(self._build(op)).run().to_batches()
+        shared: list[pa.RecordBatch] = self.ctx.params[key]
+        return BatchSource(op.id, list(shared))
+
+
+def run_local(plan: LogicalPlan, ctx: ExecContext) -> dict[str, Any]:
+    return LocalExecutor(plan, ctx).run()

@@ -1,0 +1,75 @@
+"""The local ``flatten`` operator.
+
+For every record, the value of ``expr`` decides the output: an array gives one copy of the record per
+element, with the element written at ``ref``; an empty array gives no record (R-FLATTEN-EMPTY); a
+scalar, a map, a null or a missing value gives one record with that value at ``ref``. With ``drop``
+the fields that ``expr`` references are removed from the output records first.
+
+>>> import pyarrow as pa
+>>> from engine.exec.local.registry import ExecContext
+>>> from engine.exec.protocol import BatchSource, FragmentExecutor
+>>> from engine.plan.operators import Flatten
+>>> source = BatchSource("1", [pa.record_batch({"id": [1, 2, 3], "tags": [["x", "y"], [], None]})])
+>>> plan = Flatten(id="2", ref="tag", expr="tags", drop=True)
+>>> FragmentExecutor(create_flatten(plan, [source], ExecContext())).run().to_pylist()
+[{'id': 1, 'tag': 'x'}, {'id': 1, 'tag': 'y'}, {'id': 3, 'tag': None}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.exec.local.evaluate import evaluate
+from engine.exec.local.registry import ExecContext, creator
+from engine.exec.local.trees import remove_path, set_path
+from engine.exec.protocol import BatchOperator, SingleInputOperator
+from engine.expr import field_refs, parse_expression, parse_field_ref
+from engine.plan.operators import Flatten
+
+
+def flatten_values(values: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """``(parents, elements)``: for each output record, the input row it copies and its value.
+
+    >>> import pyarrow as pa
+    >>> parents, elements = flatten_values(pa.array([[1, 2], [], None, [3]]))
+    >>> parents.to_pylist(), elements.to_pylist()
+    ([0, 0, 2, 3], [1, 2, None, 3])
+    """
+    dtype = values.type
+    if not (pa.types.is_list(dtype) or pa.types.is_large_list(dtype)):
+        return pa.array(range(len(values)), type=pa.int64()), values
+    if values.null_count:
+        # A null array stands for one null element, so its record is kept (R-FLATTEN-EMPTY).
+        values = pc.if_else(values.is_null(), pa.scalar([None], dtype), values)
+    return pc.list_parent_indices(values), pc.list_flatten(values)
+
+
+class FlattenOperator(SingleInputOperator):
+    """Streams: each input batch becomes one output batch (possibly empty)."""
+
+    kind = "flatten"
+
+    def __init__(self, op: Flatten, upstream: BatchOperator) -> None:
+        super().__init__(op.id, upstream)
+        self.expr = parse_expression(op.expr)
+        self.ref = tuple(str(step) for step in parse_field_ref(op.ref).path)
+        self.dropped = (
+            [tuple(str(step) for step in ref.path) for ref in field_refs(self.expr)]
+            if op.drop
+            else []
+        )
+
+    def process(self, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
+        parents, elements = flatten_values(evaluate(self.expr, batch))
+        output = batch.take(parents)
+        for path in self.dropped:
+            output = remove_path(output, path)
+        return [set_path(output, self.ref, elements)]
+
+
+@creator("flatten")
+def create_flatten(op: Flatten, inputs: list[BatchOperator], ctx: ExecContext) -> BatchOperator:
+    return FlattenOperator(op, inputs[0])

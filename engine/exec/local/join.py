@@ -1,0 +1,357 @@
+"""The local join operator: inner, left and outer (full) joins of two record streams.
+
+A pair of records joins when *every* condition holds (R-JOIN-AND): ``condition.left`` is evaluated on
+the left record, ``condition.right`` on the right one, and null or incomparable operands never match.
+No conditions is a cartesian join. The output record is the deep merge of the two records: maps of
+the same name merge member by member, and for any other field of the same name the right record's
+value wins unless it is null.
+
+Order (R-JOIN-ORDER): left-major, each left record followed by its matches in right order; ``left``
+and ``outer`` keep an unmatched left record alone in its place; ``outer`` appends the unmatched right
+records at the end.
+
+The right input is buffered (bounded by ``ctx.max_buffered_bytes``); the left input streams. Equality
+conditions run as an Arrow hash join, the other conditions filter its candidate pairs; a join with
+no usable equality is a nested loop over blocks of pairs, vectorised.
+
+>>> import pyarrow as pa
+>>> from engine.exec.protocol import BatchSource, FragmentExecutor
+>>> from engine.plan.operators import Join
+>>> op = Join.model_validate({"@id": 3, "op": "join", "left": 1, "right": 2, "type": "left",
+...     "conditions": [{"relationship": "==", "left": "l.k", "right": "r.k"}]})
+>>> left = BatchSource("1", [pa.record_batch({"l": [{"k": 1}, {"k": 2}]})])
+>>> right = BatchSource("2", [pa.record_batch({"r": [{"k": 1, "v": "x"}]})])
+>>> FragmentExecutor(create_join(op, [left, right], ExecContext())).run().to_pylist()
+[{'l': {'k': 1}, 'r': {'k': 1, 'v': 'x'}}, {'l': {'k': 2}, 'r': None}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.errors import DrillError
+from engine.exec.local.aggregate_functions import same_pairs
+from engine.exec.local.buffering import BatchBuffer
+from engine.exec.local.evaluate import evaluate
+from engine.exec.local.registry import ExecContext, creator
+from engine.exec.protocol import BatchOperator
+from engine.expr import Expr, parse_expression
+from engine.plan.operators import Join
+
+PAIR_BLOCK = 1 << 20
+"""Candidate pairs a nested-loop join evaluates at once."""
+
+_COMPARE: dict[str, Callable[[pa.Array, pa.Array], pa.Array]] = {
+    "==": pc.equal,
+    "!=": pc.not_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
+}
+_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
+
+
+class JoinError(DrillError):
+    """Records that cannot be merged (the same field holds different kinds of value on each side)."""
+
+
+@dataclass(frozen=True)
+class _Condition:
+    relationship: str
+    left: Expr
+    right: Expr
+
+
+class JoinOperator(BatchOperator):
+    """Joins input 0 (left, streamed) with input 1 (right, buffered)."""
+
+    kind = "join"
+
+    def __init__(
+        self, op: Join, left: BatchOperator, right: BatchOperator, ctx: ExecContext
+    ) -> None:
+        super().__init__(op.id, [left, right])
+        self.ctx = ctx
+        self.type = op.type
+        self.conditions = [
+            _Condition(c.relationship, parse_expression(c.left), parse_expression(c.right))
+            for c in op.conditions
+        ]
+        self._stream: Iterator[pa.RecordBatch] | None = None
+
+    def produce(self) -> pa.RecordBatch | None:
+        if self._stream is None:
+            self._stream = self._generate()
+        return next(self._stream, None)
+
+    def release(self) -> None:
+        if self._stream is not None:
+            self._stream.close()  # type: ignore[attr-defined]
+            self._stream = None
+
+    def _generate(self) -> Iterator[pa.RecordBatch]:
+        buffer = BatchBuffer(self.operator_id, self.kind, max_bytes=self.ctx.max_buffered_bytes)
+        right = buffer.extend(self.drain(1)).batch()
+        buffer.clear()
+        right_values = [evaluate(c.right, right) for c in self.conditions]
+        matched_right = np.zeros(right.num_rows, dtype=bool)
+        left_schema: pa.Schema | None = None
+        emitted = False
+        for left in self.drain(0):
+            left_schema = left.schema
+            for li, ri in self._pairs(left, right, right_values):
+                matched_right[ri[ri >= 0]] = True
+                for out in self._merged(left, li, right, ri):
+                    emitted = True
+                    yield out
+        if self.type == "outer" and not matched_right.all():
+            unmatched = np.flatnonzero(~matched_right)
+            left = _nulls(left_schema, 0)
+            none = np.full(len(unmatched), -1, dtype=np.int64)
+            for out in self._merged(left, none, right, unmatched):
+                emitted = True
+                yield out
+        if not emitted:
+            yield merge_records(_nulls(left_schema, 0), right.slice(0, 0))
+
+    # -- pairs -----------------------------------------------------------------------------
+
+    def _pairs(
+        self, left: pa.RecordBatch, right: pa.RecordBatch, right_values: list[pa.Array]
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Pairs (left index, right index or -1 for an unmatched left record) in output order."""
+        left_values = [evaluate(c.left, left) for c in self.conditions]
+        hashed = [
+            i
+            for i, c in enumerate(self.conditions)
+            if c.relationship == "==" and _hashable(left_values[i].type, right_values[i].type)
+        ]
+        if hashed:
+            li, ri = self._hash_pairs(left_values, right_values, hashed, left.num_rows)
+            rest = [i for i in range(len(self.conditions)) if i not in hashed]
+            keep = self._hold(left_values, right_values, rest, li, ri)
+            li, ri = li[keep], ri[keep]
+            order = np.lexsort((ri, li))
+            yield self._with_unmatched(li[order], ri[order], 0, left.num_rows)
+            return
+        per_left = max(1, PAIR_BLOCK // max(right.num_rows, 1))
+        all_conditions = list(range(len(self.conditions)))
+        for low in range(0, left.num_rows, per_left):
+            high = min(left.num_rows, low + per_left)
+            li = np.repeat(np.arange(low, high, dtype=np.int64), right.num_rows)
+            ri = np.tile(np.arange(right.num_rows, dtype=np.int64), high - low)
+            keep = self._hold(left_values, right_values, all_conditions, li, ri)
+            yield self._with_unmatched(li[keep], ri[keep], low, high)
+
+    def _hash_pairs(
+        self,
+        left_values: list[pa.Array],
+        right_values: list[pa.Array],
+        hashed: list[int],
+        left_rows: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        left_columns: dict[str, pa.Array] = {}
+        right_columns: dict[str, pa.Array] = {}
+        for i in hashed:
+            keys = _comparable_keys(left_values[i], right_values[i])
+            if keys is None:  # e.g. text against numbers: the condition never holds
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+            left_columns[f"k{i}"], right_columns[f"k{i}"] = keys
+        left_columns["\x00left"] = pa.array(np.arange(left_rows, dtype=np.int64))
+        right_columns["\x00right"] = pa.array(np.arange(len(right_values[0]), dtype=np.int64))
+        joined = pa.table(left_columns).join(
+            pa.table(right_columns), keys=[f"k{i}" for i in hashed], join_type="inner"
+        )
+        return (
+            joined["\x00left"].to_numpy().astype(np.int64),
+            joined["\x00right"].to_numpy().astype(np.int64),
+        )
+
+    def _hold(
+        self,
+        left_values: list[pa.Array],
+        right_values: list[pa.Array],
+        conditions: list[int],
+        li: np.ndarray,
+        ri: np.ndarray,
+    ) -> np.ndarray:
+        """Which candidate pairs satisfy every condition in ``conditions``."""
+        keep = np.ones(len(li), dtype=bool)
+        for i in conditions:
+            if not keep.any():
+                break
+            at = np.flatnonzero(keep)
+            a = left_values[i].take(pa.array(li[at]))
+            b = right_values[i].take(pa.array(ri[at]))
+            keep[at] = holds(self.conditions[i].relationship, a, b)
+        return keep
+
+    def _with_unmatched(
+        self, li: np.ndarray, ri: np.ndarray, low: int, high: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """For left and outer joins, left records of ``[low, high)`` without a match, in place."""
+        if self.type == "inner":
+            return li, ri
+        matched = np.zeros(high - low, dtype=bool)
+        matched[li - low] = True
+        alone = np.flatnonzero(~matched) + low
+        if not len(alone):
+            return li, ri
+        li = np.concatenate([li, alone])
+        ri = np.concatenate([ri, np.full(len(alone), -1, dtype=np.int64)])
+        order = np.argsort(li, kind="stable")  # pairs are sorted; a lone record has no pairs
+        return li[order], ri[order]
+
+    # -- output ----------------------------------------------------------------------------
+
+    def _merged(
+        self, left: pa.RecordBatch, li: np.ndarray, right: pa.RecordBatch, ri: np.ndarray
+    ) -> Iterator[pa.RecordBatch]:
+        step = max(1, self.ctx.batch_rows)
+        for first in range(0, len(li), step):
+            lpart, rpart = li[first : first + step], ri[first : first + step]
+            yield merge_records(_take(left, lpart), _take(right, rpart))
+
+
+def holds(relationship: str, a: pa.Array, b: pa.Array) -> np.ndarray:
+    """``a[i] <relationship> b[i]`` for every i; null or incomparable operands never hold.
+
+    >>> holds("<", pa.array([1, 5, None]), pa.array([3.0, 3.0, 3.0])).tolist()
+    [True, False, False]
+    >>> holds("==", pa.array(["1"]), pa.array([1])).tolist()
+    [False]
+    """
+    if relationship in ("==", "!=") and (_nested(a.type) or _nested(b.type)):
+        valid = ~a.is_null().to_numpy(zero_copy_only=False) & ~b.is_null().to_numpy(
+            zero_copy_only=False
+        )
+        equal = same_pairs(a, b) if a.type.equals(b.type) else np.zeros(len(a), dtype=bool)
+        return valid & (equal if relationship == "==" else ~equal)
+    try:
+        result = _COMPARE[relationship](a, b)
+    except _ARROW_ERRORS:
+        return np.zeros(len(a), dtype=bool)
+    return pc.fill_null(result, False).to_numpy(zero_copy_only=False)
+
+
+def merge_records(left: pa.RecordBatch, right: pa.RecordBatch) -> pa.RecordBatch:
+    """The deep merge of ``left[i]`` and ``right[i]`` for every i.
+
+    >>> l = pa.record_batch({"a": [{"x": 1}], "k": [1]})
+    >>> r = pa.record_batch({"a": [{"y": 2}], "k": [None]})
+    >>> merge_records(l, r).to_pylist()
+    [{'a': {'x': 1, 'y': 2}, 'k': 1}]
+    """
+    names = list(left.schema.names)
+    names += [name for name in right.schema.names if name not in names]
+    columns = [_merge(_column(left, name), _column(right, name), name) for name in names]
+    if not columns:
+        return pa.RecordBatch.from_pylist([{}] * left.num_rows)
+    return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def _column(batch: pa.RecordBatch, name: str) -> pa.Array | None:
+    index = batch.schema.get_field_index(name)
+    return batch.column(index) if index >= 0 else None
+
+
+def _merge(a: pa.Array | None, b: pa.Array | None, name: str) -> pa.Array:
+    if a is None or b is None:
+        merged = a if b is None else b
+        assert merged is not None
+        return merged
+    if b.null_count == len(b):
+        return a
+    if a.null_count == len(a):
+        return b
+    if pa.types.is_struct(a.type) and pa.types.is_struct(b.type):
+        a_children = dict(zip([f.name for f in a.type], a.flatten()))
+        b_children = dict(zip([f.name for f in b.type], b.flatten()))
+        names = list(a_children) + [n for n in b_children if n not in a_children]
+        children = [_merge(a_children.get(n), b_children.get(n), f"{name}.{n}") for n in names]
+        fields = [pa.field(n, child.type) for n, child in zip(names, children)]
+        mask = pc.and_(a.is_null(), b.is_null())
+        return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    if not a.type.equals(b.type):
+        try:
+            common = (
+                pa.unify_schemas(
+                    [pa.schema([("v", a.type)]), pa.schema([("v", b.type)])],
+                    promote_options="permissive",
+                )
+                .field("v")
+                .type
+            )
+            a, b = a.cast(common), b.cast(common)
+        except _ARROW_ERRORS as err:
+            raise JoinError(
+                f"field '{name}' is {a.type} on the left and {b.type} on the right; "
+                "the joined record cannot hold both",
+                hint="rename the field on one side (project) before the join",
+            ) from err
+    return pc.coalesce(b, a)
+
+
+def _take(batch: pa.RecordBatch, indices: np.ndarray) -> pa.RecordBatch:
+    """Rows ``indices`` of ``batch``; -1 gives a record of nulls."""
+    missing = indices < 0
+    if not missing.any():
+        return batch.take(pa.array(indices))
+    if batch.num_rows == 0:
+        return _nulls(batch.schema, len(indices))
+    return batch.take(pa.array(indices, mask=missing))
+
+
+def _nulls(schema: pa.Schema | None, rows: int) -> pa.RecordBatch:
+    schema = schema or pa.schema([])
+    if not len(schema):
+        return pa.RecordBatch.from_pylist([{}] * rows)
+    return pa.RecordBatch.from_arrays([pa.nulls(rows, f.type) for f in schema], schema=schema)
+
+
+def _nested(dtype: pa.DataType) -> bool:
+    return pa.types.is_nested(dtype)
+
+
+def _hashable(a: pa.DataType, b: pa.DataType) -> bool:
+    return not (_nested(a) or _nested(b))
+
+
+def _comparable_keys(a: pa.Array, b: pa.Array) -> tuple[pa.Array, pa.Array] | None:
+    """``a`` and ``b`` cast to one type an Arrow hash join accepts, or None if they never compare."""
+    if pa.types.is_dictionary(a.type):
+        a = a.dictionary_decode()
+    if pa.types.is_dictionary(b.type):
+        b = b.dictionary_decode()
+    if pa.types.is_null(a.type) or pa.types.is_null(b.type):
+        return None
+    if a.type.equals(b.type):
+        return a, b
+    numeric = (pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal)
+    if any(f(a.type) for f in numeric) and any(f(b.type) for f in numeric):
+        both_integers = pa.types.is_integer(a.type) and pa.types.is_integer(b.type)
+        common = pa.int64() if both_integers else pa.float64()
+        return a.cast(common), b.cast(common)
+    try:
+        common = (
+            pa.unify_schemas(
+                [pa.schema([("v", a.type)]), pa.schema([("v", b.type)])],
+                promote_options="permissive",
+            )
+            .field("v")
+            .type
+        )
+        return a.cast(common), b.cast(common)
+    except _ARROW_ERRORS:
+        return None
+
+
+@creator("join")
+def create_join(op: Join, inputs: list[BatchOperator], ctx: ExecContext) -> BatchOperator:
+    return JoinOperator(op, inputs[0], inputs[1], ctx)

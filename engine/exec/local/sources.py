@@ -1,0 +1,112 @@
+"""Local source and sink operators: scan, constant, store.
+
+A scan holds every record under its ``ref`` (``{ref: record}``): the scan framework's batch columns
+become the members of one map column named ``ref``. A constant emits ``content`` as records, typed
+the way a JSON scan would type them. A store drains its input into its storage engine and emits
+nothing; its :class:`~engine.storage.store.StoreResult` lands in ``ctx.store_results``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from engine.errors import StorageError
+from engine.exec.local.registry import ExecContext, creator
+from engine.exec.protocol import BatchOperator, BatchSource
+from engine.plan.operators import Constant, Scan, Store
+from engine.scan.framework import FILE_COLUMNS, FileScan
+from engine.scan.loader import ResultSetLoader
+from engine.storage.engines import ConsoleEngine, QueueEngine
+from engine.storage.store import write_store
+
+
+def wrap_under(ref: str | None, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``{ref: record}`` for every record of ``batch`` (unchanged when there is no ref)."""
+    if not ref:
+        return batch
+    struct = pa.StructArray.from_arrays(batch.columns, fields=list(batch.schema))
+    return pa.record_batch([struct], names=[ref])
+
+
+class ScanOperator(BatchSource):
+    kind = "scan"
+
+    def __init__(self, op: Scan, ctx: ExecContext) -> None:
+        self.op = op
+        self.ctx = ctx
+        self.scan: FileScan | None = None
+        super().__init__(op.id, self._batches)
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        engine = self.ctx.engine(self.op.storage_engine)
+        if not hasattr(engine, "list_files"):
+            raise StorageError(f"storage engine '{self.op.storage_engine}' cannot be scanned")
+        referenced = self.ctx.params.get("_referenced_members", {}).get(self.op.id, ())
+        self.scan = FileScan(
+            engine,
+            self.op.selection or {},
+            file_columns=[c for c in referenced if c in FILE_COLUMNS],
+            batch_rows=self.ctx.batch_rows,
+        )
+        for batch in self.scan.batches():
+            yield wrap_under(self.op.ref, batch)
+        self.ctx.metrics.setdefault(self.op.id, {}).update(
+            files=self.scan.files_read, skipped_records=self.scan.skipped
+        )
+
+
+@creator("scan")
+def create_scan(op: Scan, inputs: list[BatchOperator], ctx: ExecContext) -> BatchOperator:
+    return ScanOperator(op, ctx)
+
+
+def records_to_batch(records: list[dict], *, source: str = "constant") -> pa.RecordBatch:
+    """Python records as one batch, typed as a JSON reader would type them."""
+    loader = ResultSetLoader(row_limit=max(len(records), 1), source=source)
+    loader.start_batch()
+    for record in records:
+        loader.write_record(record)
+    batch = loader.harvest()
+    loader.close()
+    return batch
+
+
+@creator("constant")
+def create_constant(op: Constant, inputs: list[BatchOperator], ctx: ExecContext) -> BatchOperator:
+    def batches() -> Iterator[pa.RecordBatch]:
+        if op.content:
+            yield records_to_batch(list(op.content), source=f"constant {op.id}")
+
+    source = BatchSource(op.id, batches)
+    source.kind = "constant"
+    return source
+
+
+class StoreOperator(BatchOperator):
+    kind = "store"
+
+    def __init__(self, op: Store, upstream: BatchOperator, ctx: ExecContext) -> None:
+        super().__init__(op.id, [upstream])
+        self.op = op
+        self.ctx = ctx
+
+    def produce(self) -> pa.RecordBatch | None:
+        engine = self.ctx.engine(self.op.storage_engine)
+        batches = list(self.drain())
+        if batches:
+            table = pa.concat_tables(
+                [pa.Table.from_batches([b]) for b in batches], promote_options="permissive"
+            )
+        else:
+            table = (self.inputs[0].schema or pa.schema([])).empty_table()
+        if isinstance(engine, QueueEngine | ConsoleEngine):
+            self.ctx.sink_records.extend(table.to_pylist())
+        self.ctx.store_results[self.op.id] = write_store(engine, self.op.target, table)
+        return None
+
+
+@creator("store")
+def create_store(op: Store, inputs: list[BatchOperator], ctx: ExecContext) -> BatchOperator:
+    return StoreOperator(op, inputs[0], ctx)

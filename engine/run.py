@@ -1,0 +1,212 @@
+"""Run a plan: ``run_plan(plan, executor=...) -> RunResult``.
+
+>>> result = run_plan({"storage": {"q": {"type": "queue"}}, "query": [
+...     {"@id": 1, "op": "constant", "content": [{"a": 1}, {"a": 5}]},
+...     {"@id": 2, "op": "filter", "input": 1, "expr": "a > 2"},
+...     {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {"number": 0}}]},
+...     executor="local")
+>>> result.records()
+[{'a': 5}]
+>>> result.stores[0].operator_id, result.stores[0].row_count
+('3', 1)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from engine.errors import PlanError, StorageError
+from engine.plan import LogicalPlan, parse_plan
+from engine.plan.operators import Scan, Store
+from engine.storage.engines import ConsoleEngine, create_engine
+from engine.storage.paths import parse_root
+
+EXECUTORS = ("local", "spark")
+
+
+@dataclass(frozen=True)
+class StoreSummary:
+    """What one store operator wrote."""
+
+    operator_id: str
+    engine: str
+    location: str
+    format: str
+    row_count: int
+    schema: pa.Schema
+    files: tuple[str, ...] = ()
+
+
+@dataclass
+class RunResult:
+    """The outcome of a run: sink records, store summaries, per-operator metrics."""
+
+    plan: LogicalPlan
+    stores: list[StoreSummary] = field(default_factory=list)
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    outputs: dict[str, pa.Table] = field(default_factory=dict)
+    _sink_records: list[Any] = field(default_factory=list, repr=False)
+
+    def records(self) -> list[Any]:
+        """Records that reached queue and console stores, in arrival order; for a plan without a
+        store, the records of its last operator."""
+        if self._sink_records or self.stores:
+            return list(self._sink_records)
+        return [r for table in self.outputs.values() for r in table.to_pylist()]
+
+
+def build_engines(
+    plan: LogicalPlan,
+    *,
+    base_dir: Path | None,
+    classpath: Sequence[Path | str],
+    console_stream: Any = None,
+) -> dict[str, Any]:
+    """The plan's storage engines; a relative ``fs`` root is relative to the plan file;
+    ``console_stream`` is where console stores print (standard output when None)."""
+    engines = {}
+    for name, config in plan.storage.items():
+        settings = config.to_dict()
+        root = settings.get("root")
+        if config.type == "fs" and isinstance(root, str) and base_dir is not None:
+            parsed = parse_root(root, engine_name=name)
+            if not Path(root).is_absolute() and not root.startswith("file:"):
+                parsed = (base_dir / root).resolve()
+            settings["root"] = str(parsed)
+        engine = create_engine(name, settings, classpath=classpath)
+        if isinstance(engine, ConsoleEngine) and console_stream is not None:
+            engine.stream = console_stream
+        engines[name] = engine
+    return engines
+
+
+def run_plan(
+    plan: LogicalPlan | Path | str | Mapping[str, Any],
+    *,
+    executor: str = "local",
+    classpath: Sequence[Path | str] = (),
+    params: Mapping[str, Any] | None = None,
+    spark: Any = None,
+    console_stream: Any = None,
+) -> RunResult:
+    """Parse (if needed), validate and run ``plan`` on ``executor`` (``local`` or ``spark``).
+
+    Errors are the engine's own: :class:`~engine.errors.PlanError` for the plan,
+    :class:`~engine.errors.ExecutionError` naming fragment and operator for the run.
+    """
+    if executor not in EXECUTORS:
+        raise PlanError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
+    base_dir = None
+    if isinstance(plan, Path) or (isinstance(plan, str) and _is_file(plan)):
+        base_dir = Path(plan).resolve().parent
+    logical = plan if isinstance(plan, LogicalPlan) else parse_plan(plan)
+    logical = apply_params(logical, params or {})
+    engines = build_engines(
+        logical,
+        base_dir=base_dir,
+        classpath=[Path(p) for p in classpath],
+        console_stream=console_stream,
+    )
+    if executor == "spark":
+        from engine.exec.spark.executor import run_spark
+
+        return run_spark(logical, engines=engines, params=dict(params or {}), spark=spark)
+    return _run_local(logical, engines, dict(params or {}))
+
+
+_PARAM = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def apply_params(plan: LogicalPlan, params: Mapping[str, Any]) -> LogicalPlan:
+    """The plan with ``${name}`` in scan selections and store targets replaced by ``params[name]``.
+
+    This is how a partition key reaches a plan (``"path": "events/${day}"``). A placeholder with no
+    parameter is a :class:`~engine.errors.PlanError` naming it.
+
+    >>> plan = parse_plan({"storage": {"q": {"type": "queue"}, "fs": {"type": "fs", "root": "/d"}},
+    ...     "query": [{"@id": 1, "op": "scan", "storageengine": "fs", "ref": "e",
+    ...                "selection": {"path": "events/${day}"}},
+    ...               {"@id": 2, "op": "store", "input": 1, "storageengine": "q", "target": {}}]})
+    >>> apply_params(plan, {"day": "2024-01-02"}).operator("1").selection
+    {'path': 'events/2024-01-02'}
+    """
+
+    def substitute(value: Any, where: str) -> Any:
+        if isinstance(value, str):
+
+            def lookup(match: re.Match[str]) -> str:
+                name = match.group(1)
+                if name not in params:
+                    known = ", ".join(sorted(params)) or "none"
+                    raise PlanError(
+                        f"{where} uses parameter '{name}', which was not given (given: {known})"
+                    )
+                return str(params[name])
+
+            return _PARAM.sub(lookup, value)
+        if isinstance(value, dict):
+            return {k: substitute(v, where) for k, v in value.items()}
+        if isinstance(value, list):
+            return [substitute(v, where) for v in value]
+        return value
+
+    query = []
+    for op in plan.query:
+        if isinstance(op, Scan) and op.selection:
+            op = op.model_copy(update={"selection": substitute(op.selection, f"scan {op.id}")})
+        elif isinstance(op, Store) and op.target:
+            op = op.model_copy(update={"target": substitute(op.target, f"store {op.id}")})
+        query.append(op)
+    return plan.with_query(query)
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return "\n" not in text and len(text) < 4096 and os.path.isfile(text)
+    except (OSError, ValueError):
+        return False
+
+
+def _run_local(plan: LogicalPlan, engines: dict[str, Any], params: dict[str, Any]) -> RunResult:
+    from engine.exec.local.executor import LocalExecutor
+    from engine.exec.local.registry import ExecContext
+
+    ctx = ExecContext(engines=engines, params=params)
+    outputs = LocalExecutor(plan, ctx).run()
+    return collect_result(plan, engines, ctx.store_results, ctx.metrics, outputs, ctx.sink_records)
+
+
+def collect_result(
+    plan: LogicalPlan,
+    engines: Mapping[str, Any],
+    store_results: Mapping[str, Any],
+    metrics: dict[str, dict[str, Any]],
+    outputs: dict[str, pa.Table],
+    sink_records: list[Any],
+) -> RunResult:
+    """A :class:`RunResult` from what the stores wrote (shared by both executors)."""
+    result = RunResult(plan, metrics=metrics, outputs=outputs)
+    for op in plan.sinks():
+        written = store_results.get(op.id)
+        if written is None:
+            raise StorageError(f"store {op.id} did not run")
+        result.stores.append(
+            StoreSummary(
+                operator_id=op.id,
+                engine=op.storage_engine,
+                location=written.location,
+                format=written.format,
+                row_count=written.row_count,
+                schema=written.schema,
+                files=tuple(written.files),
+            )
+        )
+    result._sink_records.extend(sink_records)
+    return result

@@ -1,0 +1,209 @@
+"""Runs, aggregate functions and running functions on Arrow arrays, against plain Python."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.exec.local.aggregate_functions import (
+    AggregateError,
+    RunSplitter,
+    aggregate_empty,
+    aggregate_runs,
+    continue_running,
+    run_first_index,
+    run_last_index,
+    run_starts,
+    running,
+    same_pairs,
+    split_calls,
+)
+from engine.exec.local.buffering import BatchBuffer
+from engine.expr import FunctionKind, parse_expression
+
+
+def test_runs_start_where_the_value_changes_and_nulls_are_equal() -> None:
+    starts = run_starts(pa.array([1, 1, None, None, 2, 1]))
+    assert starts.tolist() == [True, False, True, False, True, True]
+    assert run_first_index(starts).tolist() == [0, 0, 2, 2, 4, 5]
+    assert run_last_index(starts).tolist() == [1, 1, 3, 3, 4, 5]
+
+
+def test_runs_compare_maps_and_lists_deeply() -> None:
+    values = pa.array(
+        [{"a": 1, "b": [1, 2]}, {"a": 1, "b": [1, 2]}, {"a": 1, "b": [1, 3]}, {"a": 1, "b": [1]}]
+    )
+    assert run_starts(values).tolist() == [True, False, True, True]
+    lists = pa.array([[1], [1], [], [], None, [None], [None]])
+    assert run_starts(lists).tolist() == [True, False, True, False, True, True, False]
+
+
+def test_same_pairs_of_different_types_never_match() -> None:
+    assert same_pairs(pa.array(["1"]), pa.array([{"a": 1}])).tolist() == [False]
+
+
+def test_aggregates_per_run() -> None:
+    starts = run_starts(pa.array(["a", "a", "b", "b", "b"]))
+    values = pa.array([1, None, 3, 3, None])
+    names = ["count", "sum", "min", "max", "avg", "count_distinct"]
+    results = aggregate_runs([(name, values) for name in names], starts)
+    assert [r.to_pylist() for r in results] == [[1, 2], [1, 6], [1, 3], [1, 3], [1.0, 3.0], [1, 1]]
+    assert results[1].type == pa.int64()  # sum of integers stays an integer
+
+
+def test_sum_of_floats_is_a_float_and_strings_have_a_min() -> None:
+    starts = run_starts(pa.array([0, 0]))
+    total, smallest = aggregate_runs(
+        [("sum", pa.array([0.5, 1])), ("min", pa.array(["b", "a"]))], starts
+    )
+    assert total.to_pylist() == [1.5] and smallest.to_pylist() == ["a"]
+
+
+def test_a_run_of_nulls_sums_to_null_and_counts_zero() -> None:
+    starts = run_starts(pa.array([0, 0]))
+    values = pa.nulls(2)
+    assert [
+        r.to_pylist() for r in aggregate_runs([("count", values), ("sum", values)], starts)
+    ] == [
+        [0],
+        [None],
+    ]
+
+
+def test_aggregates_of_nothing() -> None:
+    results = aggregate_empty(
+        [("count", pa.array([], pa.int64())), ("max", pa.array([], pa.string()))]
+    )
+    assert [r.to_pylist() for r in results] == [[0], [None]]
+    assert results[1].type == pa.string()
+
+
+def test_sum_of_text_is_a_clear_error() -> None:
+    with pytest.raises(AggregateError, match="sum\\(\\) needs numbers"):
+        aggregate_runs([("sum", pa.array(["x"]))], np.array([True]))
+    with pytest.raises(AggregateError, match="sum\\(\\) needs numbers"):
+        running("sum", pa.array(["x"]), np.array([True]))
+
+
+def test_running_functions_restart_with_each_run() -> None:
+    starts = run_starts(pa.array(["a", "a", "a", "b", "b"]))
+    values = pa.array([2, None, 1, 5, 7])
+    got = {
+        name: running(name, values, starts).to_pylist()
+        for name in ("row_number", "count", "sum", "min", "max")
+    }
+    assert got == {
+        "row_number": [1, 2, 3, 1, 2],
+        "count": [1, 1, 2, 1, 2],
+        "sum": [2, 2, 3, 5, 12],
+        "min": [2, 2, 1, 5, 5],
+        "max": [2, 2, 2, 5, 7],
+    }
+
+
+def test_running_sum_is_null_until_the_first_value_and_min_orders_text() -> None:
+    starts = run_starts(pa.array([0, 0, 0]))
+    assert running("sum", pa.array([None, 1.5, 2.0]), starts).to_pylist() == [None, 1.5, 3.5]
+    assert running("min", pa.array(["b", None, "a"]), starts).to_pylist() == ["b", "b", "a"]
+
+
+def test_a_run_continuing_from_the_previous_batch_adds_the_carry() -> None:
+    assert continue_running("sum", pa.array([None, 3]), pa.scalar(10)).to_pylist() == [10, 13]
+    assert continue_running("max", pa.array([1, 20]), pa.scalar(10)).to_pylist() == [10, 20]
+    assert continue_running("count", pa.array([1]), pa.scalar(4)).to_pylist() == [5]
+    assert continue_running("sum", pa.array([1]), pa.scalar(None, pa.int64())).to_pylist() == [1]
+
+
+def test_split_calls_replaces_aggregates_by_columns() -> None:
+    scalar, calls = split_calls(
+        parse_expression("if sum(a) > 0 then sum(a) / count(1) else 0 end"),
+        FunctionKind.AGGREGATE,
+        "c",
+    )
+    assert [str(c) for c in calls] == ["sum(a)", "count(1)"]
+    assert str(scalar) == "if c0 > 0 then c0 / c1 else 0 end"
+
+
+def test_the_run_splitter_returns_runs_only_once_they_are_complete() -> None:
+    splitter = RunSplitter(("g",), BatchBuffer("1", "op", max_bytes=1 << 20))
+    assert splitter.add(pa.record_batch({"g": [1, 1]})) is None
+    assert splitter.add(pa.record_batch({"g": [1]})) is None
+    done = splitter.add(pa.record_batch({"g": [2, 3, 3]}))
+    assert done is not None and done.column("g").to_pylist() == [1, 1, 1, 2]
+    done = splitter.add(pa.record_batch({"g": [4]}))
+    assert done is not None and done.column("g").to_pylist() == [3, 3]
+    rest = splitter.finish()
+    assert rest is not None and rest.column("g").to_pylist() == [4]
+    assert splitter.finish() is None
+
+
+def python_runs(keys: list[Any]) -> list[list[int]]:
+    runs: list[list[int]] = []
+    for i, key in enumerate(keys):
+        if runs and keys[runs[-1][-1]] == key:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
+
+
+numbers = st.lists(
+    st.tuples(st.sampled_from(["a", "b", None]), st.none() | st.integers(-50, 50)), max_size=30
+)
+
+
+@given(numbers, st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_aggregates_match_python(rows: list[tuple[Any, Any]], floats: bool) -> None:
+    keys = [k for k, _ in rows]
+    values = [None if v is None else (v / 4 if floats else v) for _, v in rows]
+    starts = run_starts(pa.array(keys, pa.string()))
+    array = pa.array(values, pa.float64() if floats else pa.int64())
+    names = ["count", "sum", "min", "max", "count_distinct"]
+    got = (
+        [r.to_pylist() for r in aggregate_runs([(n, array) for n in names], starts)] if rows else []
+    )
+    for i, run in enumerate(python_runs(keys)):
+        present = [values[j] for j in run if values[j] is not None]
+        expected = [
+            len(present),
+            sum(present) if present else None,
+            min(present, default=None),
+            max(present, default=None),
+            len(set(present)),
+        ]
+        actual = [column[i] for column in got]
+        assert actual[0] == expected[0] and actual[2:] == expected[2:]
+        assert (actual[1] is None) == (expected[1] is None)
+        if expected[1] is not None:
+            assert math.isclose(actual[1], expected[1], abs_tol=1e-9)
+
+
+@given(numbers, st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_running_functions_match_python(rows: list[tuple[Any, Any]], floats: bool) -> None:
+    keys = [k for k, _ in rows]
+    values = [None if v is None else (v / 4 if floats else v) for _, v in rows]
+    starts = run_starts(pa.array(keys, pa.string()))
+    array = pa.array(values, pa.float64() if floats else pa.int64())
+    got = {
+        name: running(name, array, starts).to_pylist() for name in ("count", "sum", "min", "max")
+    }
+    for run in python_runs(keys):
+        seen: list[Any] = []
+        for j in run:
+            if values[j] is not None:
+                seen.append(values[j])
+            assert got["count"][j] == len(seen)
+            assert got["min"][j] == min(seen, default=None)
+            assert got["max"][j] == max(seen, default=None)
+            if seen:
+                assert math.isclose(got["sum"][j], sum(seen), abs_tol=1e-9)
+            else:
+                assert got["sum"][j] is None
