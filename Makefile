@@ -15,7 +15,7 @@ venv: $(BIN)/drill-dagster
 
 demo: venv
 	$(BIN)/drill-dagster validate examples/plans
-	$(BIN)/drill-dagster explain examples/plans/*.json
+	$(BIN)/python examples/demo.py
 
 test: venv
 	$(BIN)/ruff check .

@@ -63,6 +63,30 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    import io
+
+    from engine.run import run_plan
+    from engine.storage.formats.json import to_json_line
+
+    files = list(_plan_files(args.plans))
+    for path in files:
+        result = run_plan(
+            path,
+            executor=args.executor,
+            classpath=args.classpath,
+            console_stream=io.StringIO(),  # printed below, once, with the queue records
+        )
+        for record in result.records():
+            print(to_json_line(record))
+        for store in result.stores:
+            print(
+                f"{path}: store {store.operator_id} wrote {store.row_count} rows to {store.location}",
+                file=sys.stderr,
+            )
+    return EXIT_OK
+
+
 def cmd_functions(args: argparse.Namespace) -> int:
     from engine.expr.functions import FUNCTIONS
 
@@ -98,6 +122,22 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("plans", nargs="+", metavar="PLAN")
     explain.add_argument("--format", choices=["text", "json"], default="text")
     explain.set_defaults(func=cmd_explain)
+
+    run_cmd = sub.add_parser("run", help="run plans; print sink records as JSON lines")
+    run_cmd.add_argument("plans", nargs="+", metavar="PLAN")
+    run_cmd.add_argument("--executor", choices=["local", "spark"], default="local")
+    run_cmd.add_argument(
+        "--classpath",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a data root for `classpath` storage engines (repeatable)",
+    )
+    run_cmd.set_defaults(func=cmd_run)
+
+    from drill_dagster.cli_scaffold import add_scaffold_command
+
+    add_scaffold_command(sub)
 
     functions = sub.add_parser("functions", help="list the functions expressions may call")
     functions.set_defaults(func=cmd_functions)

@@ -1,0 +1,311 @@
+"""A plan becomes one graph-backed multi-asset: one op per operator, one asset per store.
+
+The ops are named ``<plan>__<op>_<id>`` and described with the operator's JSON; they are wired as
+the plan's DAG (an op's inputs are ``upstream``, or ``left`` and ``right``, or ``input_0``...),
+and the store ops' outputs are the assets. A scan op also waits, through a data-less ``after``
+input, for the asset it reads, so a run that writes another plan's store reads it afterwards.
+Selecting some stores runs only the ops they need (``can_subset``). Op-to-op values are Spark
+DataFrames kept in memory (``drill_mem_io_manager``); the store assets load as DataFrames through
+``drill_io_manager``.
+
+Operators that feed no store (their output is lost, the plan validator warns) are left out.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
+    AssetSpec,
+    DagsterInvalidDefinitionError,
+    DependencyDefinition,
+    GraphDefinition,
+    InputMapping,
+    NodeInvocation,
+    Nothing,
+    OpDefinition,
+    Out,
+    Output,
+    OutputMapping,
+)
+from dagster._core.definitions.input import InputDefinition
+
+from drill_dagster.errors import DrillDefinitionsError, DrillFailure
+from drill_dagster.execution import run_stores_whole, store_output
+from drill_dagster.partitions import RunSlice, run_keys, slices_for_keys
+from drill_dagster.plans import DrillPlan, DrillProject, DrillStore, safe_name
+from drill_dagster.translator import DrillTranslator
+from engine.plan import Join, Operator, Scan, Store, Union
+
+MEM_IO_MANAGER = "drill_mem_io_manager"
+STORE_IO_MANAGER = "drill_io_manager"
+RESOURCE = "drill"
+
+
+@dataclass(frozen=True)
+class AssetKeys:
+    """Asset keys by store and by scan, decided once for a whole project by the translator."""
+
+    stores: Mapping[tuple[str, str], AssetKey]
+    scans: Mapping[tuple[str, str], AssetKey]
+    sources: Mapping[int, AssetKey]
+
+    @staticmethod
+    def of(project: DrillProject, translator: DrillTranslator) -> AssetKeys:
+        stores: dict[tuple[str, str], AssetKey] = {}
+        owners: dict[AssetKey, DrillStore] = {}
+        for store in project.stores():
+            key = translator.get_asset_key(store)
+            if key in owners:
+                other = owners[key]
+                raise DrillDefinitionsError(
+                    f"{store.plan.path}: store {store.id} and store {other.id} of "
+                    f"{other.plan.path} both have the asset key {key.to_user_string()}; "
+                    "give one another target path, or a `key` in drill_project.yaml"
+                )
+            owners[key] = store
+            stores[(store.plan.name, store.id)] = key
+        sources = {id(s): translator.get_source_asset_key(s) for s in project.sources}
+        scans: dict[tuple[str, str], AssetKey] = {}
+        for plan in project.plans:
+            for scan in plan.scans:
+                if scan.upstream is not None:
+                    key = stores[(scan.upstream.plan.name, scan.upstream.id)]
+                else:
+                    key = sources[id(scan.source)]
+                scans[(plan.name, scan.op.id)] = key
+        return AssetKeys(stores, scans, sources)
+
+    def scan_keys(self, plan: DrillPlan) -> dict[str, AssetKey]:
+        """Asset key read by each scan of ``plan``, by scan id."""
+        return {scan.op.id: self.scans[(plan.name, scan.op.id)] for scan in plan.scans}
+
+    def deps(self, store: DrillStore) -> list[AssetKey]:
+        """The assets a store's records are read from, in plan order."""
+        keys = [self.scans[(store.plan.name, scan.op.id)] for scan in store.upstream_scans]
+        return list(dict.fromkeys(keys))
+
+
+def store_specs(plan: DrillPlan, translator: DrillTranslator, keys: AssetKeys) -> list[AssetSpec]:
+    """The asset spec of every store of ``plan``, with its deps from the lineage."""
+    specs = []
+    for store in plan.stores:
+        try:
+            spec = translator.get_asset_spec(store)
+        except (ValueError, TypeError, DagsterInvalidDefinitionError) as err:
+            raise DrillDefinitionsError(f"{plan.path}: store {store.id}: {err}") from None
+        if spec.key != keys.stores[(plan.name, store.id)]:
+            spec = spec.replace_attributes(key=keys.stores[(plan.name, store.id)])
+        specs.append(
+            spec.merge_attributes(
+                deps=keys.deps(store),
+                metadata={"drill/store_id": store.id, "drill/plan_name": plan.name},
+            )
+        )
+    return specs
+
+
+def input_names(op_: Operator) -> list[str]:
+    """The names of an operator op's inputs, in the order of ``input_ids()``."""
+    if isinstance(op_, Join):
+        return ["left", "right"]
+    if isinstance(op_, Union):
+        return [f"input_{i}" for i in range(len(op_.inputs))]
+    return ["upstream"] * min(1, len(op_.input_ids()))
+
+
+def build_plan_assets(
+    plan: DrillPlan,
+    translator: DrillTranslator,
+    keys: AssetKeys,
+) -> AssetsDefinition:
+    """The graph-backed multi-asset of ``plan``."""
+    specs = store_specs(plan, translator, keys)
+    needed: set[str] = set()
+    for store in plan.stores:
+        needed |= plan.ancestors(store.id)
+    operators = [o for o in plan.logical.topological_order() if o.id in needed]
+    if not plan.stores:
+        raise DrillDefinitionsError(
+            f"{plan.path}: the plan has no store, so it makes no asset; add a store operator"
+        )
+    scan_keys = keys.scan_keys(plan)
+    op_tags = dict(translator.get_op_tags(plan))
+    node_defs = []
+    dependencies: dict[NodeInvocation, dict[str, DependencyDefinition]] = {}
+    # Each scan waits for the asset it reads (a Nothing input, no data): within one run, another
+    # plan's store is written before this plan's scan of it runs.
+    upstream_inputs = {
+        key: f"after_{'__'.join(key.path)}"
+        for key in dict.fromkeys(scan_keys[o.id] for o in operators if isinstance(o, Scan))
+    }
+    input_mappings = [
+        InputMapping(
+            graph_input_name=safe_name(upstream_inputs[scan_keys[o.id]]),
+            mapped_node_name=plan.op_name(o),
+            mapped_node_input_name=AFTER,
+        )
+        for o in operators
+        if isinstance(o, Scan)
+    ]
+    for operator in operators:
+        store = plan.store(operator.id) if isinstance(operator, Store) else None
+        asset_key = keys.stores[(plan.name, operator.id)] if store is not None else None
+        node_defs.append(_op_def(plan, operator, store, asset_key, scan_keys, op_tags))
+        wiring = {
+            name: DependencyDefinition(plan.op_name(ref), "result")
+            for name, ref in zip(input_names(operator), operator.input_ids())
+        }
+        if wiring:
+            dependencies[NodeInvocation(plan.op_name(operator))] = wiring
+    graph = GraphDefinition(
+        name=plan.name,
+        description=plan.memo,
+        node_defs=node_defs,
+        dependencies=dependencies,
+        input_mappings=input_mappings,
+        output_mappings=[
+            OutputMapping(
+                graph_output_name=store.output_name,
+                mapped_node_name=store.op_name,
+                mapped_node_output_name="result",
+            )
+            for store in plan.stores
+        ],
+    )
+    try:
+        return AssetsDefinition(
+            node_def=graph,
+            keys_by_input_name={name: key for key, name in upstream_inputs.items()},
+            keys_by_output_name={
+                store.output_name: keys.stores[(plan.name, store.id)] for store in plan.stores
+            },
+            specs=specs,
+            can_subset=True,
+            backfill_policy=translator.get_backfill_policy(plan),
+        )
+    except DagsterInvalidDefinitionError as err:
+        raise DrillDefinitionsError(f"{plan.path}: {err}") from None
+
+
+_INPUTS: dict[str, InputDefinition] = {}
+AFTER = "after"
+_AFTER_INPUT = InputDefinition(AFTER, dagster_type=Nothing)
+
+
+class _SharedOut(Out):
+    """An ``Out`` whose definition is built once and shared by every op (like the inputs)."""
+
+    def to_definition(self, *args: Any, **kwargs: Any) -> Any:
+        if self.io_manager_key not in _OUTPUT_DEFINITIONS:
+            _OUTPUT_DEFINITIONS[self.io_manager_key] = super().to_definition(*args, **kwargs)
+        return _OUTPUT_DEFINITIONS[self.io_manager_key]
+
+
+_OUTPUT_DEFINITIONS: dict[str, Any] = {}
+_OUTS = {
+    True: {"result": _SharedOut(io_manager_key=STORE_IO_MANAGER)},
+    False: {"result": _SharedOut(io_manager_key=MEM_IO_MANAGER)},
+}
+
+
+def _op_def(
+    plan: DrillPlan,
+    operator: Operator,
+    store: DrillStore | None,
+    asset_key: AssetKey | None,
+    scan_keys: Mapping[str, AssetKey],
+    tags: Mapping[str, str],
+) -> OpDefinition:
+    # OpDefinition with a plain compute function: the @op decorator's signature inference costs
+    # milliseconds per op, which adds up to seconds for a thousand plans.
+    names = input_names(operator)
+    ins = {name: _input(name) for name in names}
+    if isinstance(operator, Scan):
+        ins[AFTER] = _AFTER_INPUT
+    return OpDefinition(
+        compute_fn=_compute(plan, operator, store, asset_key, scan_keys, names),
+        name=plan.op_name(operator),
+        description=f"```json\n{json.dumps(operator.to_dict())}\n```",
+        ins=ins,
+        outs=_OUTS[store is not None],
+        required_resource_keys={RESOURCE},
+        tags={**tags, "drill/plan": plan.name, "drill/op": operator.op},
+    )
+
+
+def _input(name: str) -> InputDefinition:
+    # One shared definition per input name: building them is a good part of an op's cost.
+    if name not in _INPUTS:
+        _INPUTS[name] = InputDefinition(name)
+    return _INPUTS[name]
+
+
+def _compute(
+    plan: DrillPlan,
+    operator: Operator,
+    store: DrillStore | None,
+    asset_key: AssetKey | None,
+    scan_keys: Mapping[str, AssetKey],
+    names: list[str],
+) -> Callable[..., Iterator[Output[Any]]]:
+    def compute(context: AssetExecutionContext, inputs: Mapping[str, Any]) -> Iterator[Output[Any]]:
+        drill = context.resources.drill
+        slices = plan_slices(plan, context)
+        values = [inputs[name] for name in names]
+        if drill.executor == "local":
+            if store is None:
+                yield Output(SliceValues(tuple(slices), (None,) * len(slices)))
+                return
+            writes = run_stores_whole(
+                plan, [store.id], slices, executor="local", classpath=drill.classpath
+            )[store.id]
+            yield store_output(context, store, asset_key, writes, scan_keys)  # type: ignore[arg-type]
+            return
+        from drill_dagster import spark_ops  # the Spark compiler, loaded by the first step
+
+        if store is None:
+            yield Output(spark_ops.compile_step(plan, operator, slices, values, drill))
+            return
+        writes = spark_ops.store_step(plan, store, slices, values, drill)
+        yield store_output(context, store, asset_key, writes, scan_keys)  # type: ignore[arg-type]
+
+    # Dagster compares the annotation object itself (with postponed annotations it is a string);
+    # a ready signature also spares inspect.signature its work for each of thousands of ops.
+    compute.__annotations__ = {"context": AssetExecutionContext}
+    compute.__signature__ = _COMPUTE_SIGNATURE  # type: ignore[attr-defined]
+    return compute
+
+
+_COMPUTE_SIGNATURE = inspect.Signature(
+    [
+        inspect.Parameter(
+            "context", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=AssetExecutionContext
+        ),
+        inspect.Parameter("inputs", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class SliceValues:
+    """What an op passes on: one value (a DataFrame) per slice of the run."""
+
+    slices: tuple[RunSlice, ...]
+    values: tuple[Any, ...]
+
+
+def plan_slices(plan: DrillPlan, context: Any) -> list[RunSlice]:
+    """The slices this step runs (one per partition key, unless the plan takes a range)."""
+    try:
+        keys = run_keys(context)
+    except Exception as err:  # a partition key Dagster cannot resolve
+        raise DrillFailure.from_error(err, where=str(plan.path)) from None
+    return slices_for_keys(plan.config.partitions, keys, plan.config.params)

@@ -1,0 +1,156 @@
+"""Asset checks a plan asks for in ``drill_project.yaml``: a schema contract, row-count bounds.
+
+Both read the store's latest materialization (``dagster/column_schema``, ``dagster/row_count``),
+so they cost no Spark work and run right after the store in the same run.
+
+* ``columns: {name: TYPE}``: each column must exist with that Drill type; ``TYPE`` is a minor type
+  (``BIGINT``, ``VARCHAR``, ``MAP``, ...; aliases such as ``STRING`` or ``DOUBLE`` accepted),
+  optionally preceded by a data mode (``REQUIRED``, ``OPTIONAL``, ``REPEATED``). Nested members are
+  named ``parent.child``. ``exact: true`` also forbids columns not listed.
+* ``row_count: {min, max}``: the rows written by the run must lie within the bounds.
+
+>>> parse_type_contract("repeated string")
+('VARCHAR', 'REPEATED')
+>>> parse_type_contract("BIGINT")
+('BIGINT', None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetChecksDefinition,
+    AssetCheckSeverity,
+    AssetKey,
+    TableSchema,
+    asset_check,
+)
+
+from drill_dagster.plans import DrillStore
+from drill_dagster.project import ChecksConfig
+from engine.types import DataMode, MinorType, type_from_name
+
+MODES = {m.value for m in DataMode}
+
+
+def parse_type_contract(text: str) -> tuple[str, str | None]:
+    """``(minor type, data mode or None)`` of a contract such as ``OPTIONAL BIGINT``."""
+    words = text.upper().split()
+    mode = words.pop(0) if len(words) == 2 and words[0] in MODES else None
+    if len(words) != 1:
+        raise ValueError(f"'{text}' is not a type: write a Drill type, e.g. BIGINT or REPEATED MAP")
+    minor = type_from_name(words[0])
+    if minor is None and words[0] in (MinorType.MAP.value, MinorType.LIST.value):
+        minor = MinorType(words[0])
+    if minor is None:
+        raise ValueError(f"unknown Drill type '{words[0]}' (e.g. BIGINT, VARCHAR, FLOAT8, MAP)")
+    return minor.value, mode
+
+
+def schema_problems(schema: TableSchema, columns: Mapping[str, str], *, exact: bool) -> list[str]:
+    """What is wrong with ``schema`` against the promised ``columns`` (empty: nothing)."""
+    actual = {c.name: c for c in schema.columns}
+    problems = []
+    for name, text in columns.items():
+        minor, mode = parse_type_contract(text)
+        column = actual.get(name)
+        if column is None:
+            problems.append(f"column '{name}' is missing")
+            continue
+        found_minor = column.tags.get("drill/type", column.type)
+        found_mode = column.tags.get("drill/mode")
+        if found_minor != minor or (mode is not None and found_mode != mode):
+            expected = f"{mode} {minor}" if mode else minor
+            problems.append(f"column '{name}' is {found_mode} {found_minor}, not {expected}")
+    if exact:
+        promised = set(columns)
+        extra = [c.name for c in schema.columns if "." not in c.name and c.name not in promised]
+        if extra:
+            problems.append(f"columns not in the contract: {', '.join(extra)}")
+    return problems
+
+
+def build_store_checks(
+    store: DrillStore, asset_key: AssetKey, config: ChecksConfig
+) -> list[AssetChecksDefinition]:
+    """The checks of one store: ``schema_contract`` and ``row_count_bounds`` where configured."""
+    checks = []
+    prefix = "_".join(asset_key.path)
+    if config.columns:
+
+        def schema_contract(context: AssetCheckExecutionContext) -> AssetCheckResult:
+            metadata = _latest(context, asset_key)
+            schema = _value(metadata.get("dagster/column_schema"))
+            if not isinstance(schema, TableSchema):
+                return _not_materialized(asset_key)
+            problems = schema_problems(schema, config.columns, exact=config.exact)
+            return AssetCheckResult(
+                passed=not problems,
+                severity=AssetCheckSeverity.ERROR,
+                description="; ".join(problems) or "every promised column has its type",
+                metadata={"problems": len(problems)},
+            )
+
+        schema_contract.__name__ = f"{prefix}_schema_contract"
+        checks.append(
+            asset_check(
+                asset=asset_key,
+                name="schema_contract",
+                description=f"The columns and Drill types {store.plan.path.name} promises.",
+                blocking=config.blocking,
+                metadata={"drill/columns": dict(config.columns), "drill/exact": config.exact},
+            )(_annotated(schema_contract))
+        )
+    if config.row_count is not None:
+        bounds = config.row_count
+
+        def row_count_bounds(context: AssetCheckExecutionContext) -> AssetCheckResult:
+            metadata = _latest(context, asset_key)
+            rows = _value(metadata.get("dagster/row_count"))
+            if not isinstance(rows, int):
+                return _not_materialized(asset_key)
+            low = bounds.min is None or rows >= bounds.min
+            high = bounds.max is None or rows <= bounds.max
+            text = f"{rows} rows" + (
+                "" if low and high else f", outside [{bounds.min}, {bounds.max}]"
+            )
+            return AssetCheckResult(passed=low and high, description=text, metadata={"rows": rows})
+
+        row_count_bounds.__name__ = f"{prefix}_row_count_bounds"
+        checks.append(
+            asset_check(
+                asset=asset_key,
+                name="row_count_bounds",
+                description=f"Rows written: min {bounds.min}, max {bounds.max}.",
+                blocking=config.blocking,
+            )(_annotated(row_count_bounds))
+        )
+    return checks
+
+
+def _annotated(fn: Any) -> Any:
+    # Dagster compares the annotation object itself; with postponed annotations it is a string.
+    fn.__annotations__["context"] = AssetCheckExecutionContext
+    return fn
+
+
+def _latest(context: AssetCheckExecutionContext, asset_key: AssetKey) -> Mapping[str, Any]:
+    event = context.instance.get_latest_materialization_event(asset_key)
+    if event is None or event.asset_materialization is None:
+        return {}
+    return event.asset_materialization.metadata
+
+
+def _value(entry: Any) -> Any:
+    return getattr(entry, "value", entry)
+
+
+def _not_materialized(asset_key: AssetKey) -> AssetCheckResult:
+    return AssetCheckResult(
+        passed=False,
+        description=f"{asset_key.to_user_string()} has no materialization with metadata yet",
+    )

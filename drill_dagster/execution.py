@@ -1,0 +1,190 @@
+"""Running a plan's stores for a Dagster step, and describing what they wrote.
+
+Two ways to run, chosen by the ``drill`` resource's ``executor``:
+
+* ``spark``: every op of the plan's graph compiles its operator to a Spark DataFrame
+  (:mod:`drill_dagster.spark_ops`) and passes it in process to the ops that read it; a store op
+  writes its DataFrame.
+* ``local``: the ops before a store pass nothing; the store op runs its part of the plan (the
+  store and every operator it reads from) with ``engine.run_plan(..., executor="local")``.
+
+Either way a store op ends with :func:`store_output`: the ``Output`` of its asset with the
+metadata of :mod:`drill_dagster.metadata`, and ``dagster/partition_row_count`` per partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dagster import AssetKey, Output
+
+from drill_dagster.errors import DrillFailure
+from drill_dagster.metadata import (
+    SCHEMA_FINGERPRINT,
+    SCHEMA_VERSION,
+    WrittenStore,
+    lineage_metadata,
+    next_schema_version,
+    schema_fingerprint,
+    store_metadata,
+)
+from drill_dagster.partitions import RunSlice
+from drill_dagster.plans import DrillPlan, DrillStore
+from engine import run_plan
+from engine.errors import DrillError
+from engine.explain import explain_logical
+from engine.plan import LogicalPlan, StorageConfig
+
+
+@dataclass
+class StoreWrites:
+    """What one store wrote over the slices of a run, and the run's operator counters."""
+
+    store: DrillStore
+    written: list[tuple[RunSlice, WrittenStore]] = field(default_factory=list)
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add_metrics(self, metrics: Mapping[str, Mapping[str, Any]]) -> None:
+        """Sum numeric counters over slices; keep the last value of the others."""
+        for op_id, counters in metrics.items():
+            merged = self.metrics.setdefault(op_id, {})
+            for name, value in counters.items():
+                if isinstance(value, int | float) and isinstance(merged.get(name), int | float):
+                    merged[name] += value
+                else:
+                    merged[name] = value
+
+
+def absolute_plan(plan: DrillPlan, keep: set[str] | None = None) -> LogicalPlan:
+    """The plan with relative ``fs`` roots made absolute (they are relative to the plan file),
+    and only the operators in ``keep`` (all when None)."""
+    logical = plan.logical
+    storage = dict(logical.storage)
+    for name, root in plan.roots.items():
+        storage[name] = StorageConfig.model_validate(
+            {**logical.storage[name].to_dict(), "root": str(root)}
+        )
+    query = [op for op in logical.query if keep is None or op.id in keep]
+    return LogicalPlan(head=logical.head, storage=storage, query=query, source=logical.source)
+
+
+def store_subplan(plan: DrillPlan, store_ids: Sequence[str]) -> LogicalPlan:
+    """The part of the plan the given stores need: them and every operator they read from."""
+    keep: set[str] = set()
+    for store_id in store_ids:
+        keep |= plan.ancestors(store_id)
+    return absolute_plan(plan, keep)
+
+
+def run_stores_whole(
+    plan: DrillPlan,
+    store_ids: Sequence[str],
+    slices: Sequence[RunSlice],
+    *,
+    executor: str,
+    classpath: Sequence[str] = (),
+    spark: Any = None,
+) -> dict[str, StoreWrites]:
+    """Run the part of the plan the stores need once per slice with ``engine.run_plan``."""
+    logical = store_subplan(plan, store_ids)
+    writes = {store_id: StoreWrites(plan.store(store_id)) for store_id in store_ids}
+    for slice_ in slices:
+        try:
+            result = run_plan(
+                logical,
+                executor=executor,
+                classpath=list(classpath),
+                params=dict(slice_.params),
+                spark=spark,
+            )
+        except DrillError as err:
+            raise DrillFailure.from_error(err, where=_where(plan, slice_)) from None
+        for summary in result.stores:
+            if summary.operator_id in writes:
+                entry = writes[summary.operator_id]
+                entry.written.append((slice_, WrittenStore.of(summary)))
+                entry.add_metrics(result.metrics)
+    return writes
+
+
+def _where(plan: DrillPlan, slice_: RunSlice) -> str:
+    where = str(plan.path)
+    return where if not slice_.partition_keys else f"{where} ({slice_.label})"
+
+
+def explain_store(plan: DrillPlan, store: DrillStore) -> str:
+    """The plan as the store runs it, as text (the physical plan once the planner exists)."""
+    return explain_logical(store_subplan(plan, [store.id]))
+
+
+def store_output(
+    context: Any,
+    store: DrillStore,
+    asset_key: AssetKey,
+    writes: StoreWrites,
+    scan_keys: Mapping[str, AssetKey],
+) -> Output[Any]:
+    """The asset output of a store, its metadata, and per-partition row counts."""
+    if not writes.written:
+        raise DrillFailure(description=f"store {store.id} of {store.plan.path} wrote nothing")
+    written = [w for _, w in writes.written]
+    last = written[-1]
+    previous = _previous_metadata(context, asset_key)
+    fingerprint = schema_fingerprint(last.schema)
+    ancestors = store.plan.ancestors(store.id)
+    names = {
+        op.id: (op.op if op.has_generated_id else f"{op.op} {op.id}")
+        for op in store.plan.logical.topological_order()
+        if op.id in ancestors
+    }
+    metadata = store_metadata(
+        written=written,
+        lineage=lineage_metadata(store.lineage, last.schema, scan_keys.get),
+        explain=explain_store(store.plan, store),
+        metrics=writes.metrics,
+        operator_names=names,
+        plan_file=store.plan.path,
+        schema_version=next_schema_version(previous, fingerprint),
+    )
+    _partition_counts(context, asset_key, writes)
+    return Output(
+        StoredDataset(Path(last.location), last.format, tuple(str(f) for f in last.files)),
+        metadata=metadata,
+    )
+
+
+def _partition_counts(context: Any, asset_key: AssetKey, writes: StoreWrites) -> None:
+    step = getattr(context, "op_execution_context", context)
+    if not getattr(step, "has_partitions", False):
+        return
+    for slice_, written in writes.written:
+        if len(slice_.partition_keys) == 1:
+            context.add_asset_metadata(
+                {"dagster/partition_row_count": written.row_count},
+                asset_key=asset_key,
+                partition_key=slice_.partition_keys[0],
+            )
+
+
+def _previous_metadata(context: Any, asset_key: AssetKey) -> Mapping[str, Any] | None:
+    try:
+        event = context.instance.get_latest_materialization_event(asset_key)
+    except Exception:  # an instance that cannot answer only loses the version history
+        return None
+    materialization = event.asset_materialization if event is not None else None
+    if materialization is None:
+        return None
+    metadata = materialization.metadata
+    return {k: metadata[k] for k in (SCHEMA_VERSION, SCHEMA_FINGERPRINT) if k in metadata}
+
+
+@dataclass(frozen=True)
+class StoredDataset:
+    """The value of a store asset's output: where the data is (the store wrote it already)."""
+
+    location: Path
+    format: str
+    files: tuple[str, ...] = ()

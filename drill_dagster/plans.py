@@ -1,0 +1,426 @@
+"""A plans directory, read once: its plans, their stores and scans, and the lineage between them.
+
+A scan on an ``fs`` engine whose selection lies at or under another plan's store target (the
+engine roots resolved to the same directory) reads that store: it becomes a dependency on the
+store's asset. Every other scan reads a *source*: one per distinct location, whichever plans read
+it. ``${name}`` parameters, and anything after them in a path, are left out of locations, so
+``events/${day}`` reads the source ``events``.
+
+>>> import tempfile, json, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> plan = {"storage": {"fs": {"type": "fs", "root": "data"}}, "query": [
+...     {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "r", "selection": {"path": "raw/${day}"}},
+...     {"@id": 2, "op": "store", "input": 1, "storageengine": "fs", "target": {"path": "clean"}}]}
+>>> _ = (d / "clean.json").write_text(json.dumps(plan))
+>>> project = load_project(d)
+>>> [p.name for p in project.plans], [s.target_path for s in project.plans[0].stores]
+(['clean'], ['clean'])
+>>> [s.parts for s in project.sources]
+[('data', 'raw')]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from drill_dagster.errors import DrillDefinitionsError
+from drill_dagster.project import PROJECT_FILE, PlanConfig, ProjectConfig, StoreConfig
+from drill_dagster.project import load_project_config as _load_config
+from engine.errors import DrillError, PlanError
+from engine.lineage import StoreLineage, column_lineage
+from engine.plan import LogicalPlan, Operator, Scan, Store, parse_plan
+from engine.storage.paths import parse_root
+
+PLAN_SUFFIXES = (".json", ".hjson")
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_]")
+_PARAM = re.compile(r"\$\{")
+_GLOB = re.compile(r"[*?\[{]")
+
+
+def safe_name(text: str) -> str:
+    """``text`` as a Dagster name: letters, digits and ``_`` (others become ``_``).
+
+    >>> safe_name("customers.csv"), safe_name("2024-01")
+    ('customers_csv', '_2024_01')
+    """
+    name = _NOT_NAME.sub("_", text)
+    return f"_{name}" if not name or name[0].isdigit() else name
+
+
+def location_parts(path: str) -> tuple[str, ...]:
+    """The fixed leading components of a selection or target path: up to a parameter or glob.
+
+    >>> location_parts("/events/${day}/x.json"), location_parts("a/b/*.csv"), location_parts("./a//b")
+    (('events',), ('a', 'b'), ('a', 'b'))
+    """
+    parts: list[str] = []
+    for part in path.replace("\\", "/").split("/"):
+        if _PARAM.search(part) or _GLOB.search(part):
+            break
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(part)
+    return tuple(parts)
+
+
+@dataclass(eq=False)
+class DrillStore:
+    """One Store operator of a plan: the asset it materializes."""
+
+    plan: DrillPlan
+    op: Store
+    engine_type: str
+    location: Path | None
+    target_path: str | None
+    format: str
+    partition_by: tuple[str, ...]
+    config: StoreConfig
+
+    @property
+    def id(self) -> str:
+        return self.op.id
+
+    @property
+    def op_name(self) -> str:
+        return self.plan.op_name(self.op)
+
+    @property
+    def output_name(self) -> str:
+        """The name of this store's output in the plan's graph."""
+        return self.op_name
+
+    @property
+    def lineage(self) -> StoreLineage:
+        return self.plan.lineage[self.op.id]
+
+    @property
+    def upstream_scans(self) -> list[DrillScan]:
+        """The scans this store's records come from."""
+        ancestors = self.plan.ancestors(self.op.id)
+        return [scan for scan in self.plan.scans if scan.op.id in ancestors]
+
+
+@dataclass(eq=False)
+class DrillSource:
+    """A location read by scans that no plan writes: an external source asset."""
+
+    engine_type: str
+    root: Path | None
+    path: str
+    parts: tuple[str, ...]
+    format: str | None
+    scans: list[DrillScan] = field(default_factory=list)
+
+    @property
+    def location(self) -> Path | None:
+        return self.root.joinpath(*self.parts[1:]) if self.root is not None else None
+
+
+@dataclass(eq=False)
+class DrillScan:
+    """One Scan operator and what it reads: another plan's store, or a source."""
+
+    plan: DrillPlan
+    op: Scan
+    engine_type: str
+    root: Path | None
+    path: str
+    format: str | None
+    upstream: DrillStore | None = None
+    source: DrillSource | None = None
+
+    @property
+    def location(self) -> Path | None:
+        if self.root is None:
+            return None
+        return self.root.joinpath(*location_parts(self.path))
+
+
+@dataclass(eq=False)
+class DrillPlan:
+    """A plan file, parsed, with its settings from ``drill_project.yaml``."""
+
+    name: str
+    path: Path
+    logical: LogicalPlan
+    config: PlanConfig
+    roots: dict[str, Path]
+    stores: list[DrillStore] = field(default_factory=list)
+    scans: list[DrillScan] = field(default_factory=list)
+    _ancestors: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
+
+    def op_name(self, op: Operator | str) -> str:
+        """The Dagster op of an operator: ``<plan>__<op>_<id>``."""
+        op_id = op if isinstance(op, str) else op.id
+        return self._op_names[op_id]
+
+    @cached_property
+    def _op_names(self) -> dict[str, str]:
+        return {
+            op.id: f"{self.name}__{op.op}_{safe_name(op.id).lstrip('_') or 'op'}"
+            for op in self.logical.query
+        }
+
+    @cached_property
+    def lineage(self) -> dict[str, StoreLineage]:
+        return column_lineage(self.logical)
+
+    def ancestors(self, op_id: str) -> frozenset[str]:
+        """``op_id`` and every operator it reads from, directly or not."""
+        if op_id not in self._ancestors:
+            found: set[str] = set()
+            pending = [op_id]
+            while pending:
+                current = pending.pop()
+                if current not in found:
+                    found.add(current)
+                    pending.extend(self.logical.operator(current).input_ids())
+            self._ancestors[op_id] = frozenset(found)
+        return self._ancestors[op_id]
+
+    def store(self, op_id: str) -> DrillStore:
+        return next(s for s in self.stores if s.id == op_id)
+
+    @property
+    def memo(self) -> str | None:
+        """The plan's own description: the config's, else the generator's note."""
+        return self.config.description or (self.logical.head.generator.info or None)
+
+
+@dataclass(eq=False)
+class DrillProject:
+    """Every plan of a directory, the stores they write and the sources they read."""
+
+    plans_dir: Path
+    config: ProjectConfig
+    plans: list[DrillPlan]
+    sources: list[DrillSource]
+
+    def plan(self, name: str) -> DrillPlan:
+        for plan in self.plans:
+            if plan.name == name:
+                return plan
+        raise KeyError(name)
+
+    def stores(self) -> Iterator[DrillStore]:
+        for plan in self.plans:
+            yield from plan.stores
+
+
+def plan_files(plans_dir: Path) -> list[Path]:
+    """The plan files of a directory (``*.json``, ``*.hjson``), sorted by name."""
+    return sorted(p for p in plans_dir.iterdir() if p.is_file() and p.suffix in PLAN_SUFFIXES)
+
+
+def load_project(
+    plans_dir: Path | str,
+    *,
+    config: ProjectConfig | None = None,
+    config_path: Path | None = None,
+) -> DrillProject:
+    """Parse every plan of ``plans_dir`` and link scans to stores and sources.
+
+    Every bad plan is reported at once, each with its file and JSON paths, as a
+    :class:`~drill_dagster.errors.DrillDefinitionsError`.
+    """
+    plans_dir = Path(plans_dir).resolve()
+    if not plans_dir.is_dir():
+        raise DrillDefinitionsError(f"plans directory not found: {plans_dir}")
+    if config is None:
+        config_path = config_path or plans_dir / PROJECT_FILE
+        config = _load_config(config_path)
+    problems: list[str] = []
+    plans: list[DrillPlan] = []
+    for path in plan_files(plans_dir):
+        try:
+            plans.append(load_plan(path, config))
+        except DrillError as err:
+            problems.append(str(err))
+    names = [plan.name for plan in plans]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        files = ", ".join(p.path.name for p in plans if p.name == name)
+        problems.append(f"{plans_dir}: plans {files} have the same name '{name}'; rename one")
+    settings: list[str] = []
+    stems = {plan.path.stem for plan in plans} | set(names)
+    for name in sorted(set(config.plans) - stems):
+        known = ", ".join(names) or "none"
+        settings.append(f"plans.{name}: no plan file {name}.json in {plans_dir} (plans: {known})")
+    for plan in plans:
+        settings.extend(unknown_store_settings(plan))
+        unused = unused_partition_param(plan)
+        if unused:
+            warnings.warn(f"{config_path or plans_dir / PROJECT_FILE}: {unused}", stacklevel=2)
+    if settings and not problems:
+        count = f"{len(settings)} problem" + ("s" if len(settings) != 1 else "")
+        body = "\n".join(f"  {line}" for line in settings)
+        problems.append(f"{config_path or plans_dir / PROJECT_FILE}: {count}\n{body}")
+    if problems:
+        raise DrillDefinitionsError("\n".join(problems))
+    sources = _link(plans)
+    return DrillProject(plans_dir, config, plans, sources)
+
+
+def load_plan(path: Path, config: ProjectConfig) -> DrillPlan:
+    """One plan file, parsed and validated, with its stores and scans (not yet linked)."""
+    try:
+        logical = parse_plan(path)
+    except PlanError as err:
+        raise err if err.source else err.with_source(str(path)) from None
+    name = safe_name(path.stem)
+    plan_config = config.plan(path.stem) if path.stem in config.plans else config.plan(name)
+    plan = DrillPlan(name, path, logical, plan_config, _roots(logical, path))
+    for op in logical.sinks():
+        if isinstance(op, Store):
+            plan.stores.append(_store(plan, op))
+    for op in logical.sources():
+        if isinstance(op, Scan):
+            plan.scans.append(_scan(plan, op))
+    return plan
+
+
+def _roots(logical: LogicalPlan, path: Path) -> dict[str, Path]:
+    roots = {}
+    for name, engine in logical.storage.items():
+        root = engine.extra().get("root")
+        if engine.type != "fs" or not isinstance(root, str):
+            continue
+        try:
+            parsed = parse_root(root, engine_name=name)
+        except DrillError as err:
+            raise PlanError(str(err), source=str(path)) from None
+        if not Path(root).is_absolute() and not root.startswith("file:"):
+            parsed = path.parent / root
+        roots[name] = Path(os.path.normpath(parsed.resolve()))
+    return roots
+
+
+def _store(plan: DrillPlan, op: Store) -> DrillStore:
+    engine = plan.logical.storage.get(op.storage_engine)
+    engine_type = engine.type if engine is not None else "unknown"
+    target: dict[str, Any] = dict(op.target or {})
+    path = target.get("path") if isinstance(target.get("path"), str) else None
+    root = plan.roots.get(op.storage_engine)
+    location = root.joinpath(*location_parts(path)) if root is not None and path else None
+    fmt = str(target.get("format", target.get("type", "parquet" if root else engine_type)))
+    partition_by = target.get("partitionBy", target.get("partition_by", ()))
+    partition_by = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
+    store = DrillStore(
+        plan, op, engine_type, location, path, fmt.lower(), partition_by, StoreConfig()
+    )
+    for name in store_setting_names(store):
+        if name in plan.config.stores:
+            store.config = plan.config.stores[name]
+            break
+    return store
+
+
+def _scan(plan: DrillPlan, op: Scan) -> DrillScan:
+    engine = plan.logical.storage.get(op.storage_engine)
+    engine_type = engine.type if engine is not None else "unknown"
+    selection = op.selection or {}
+    path = selection.get("path") if isinstance(selection.get("path"), str) else ""
+    fmt = selection.get("format", selection.get("type"))
+    return DrillScan(
+        plan,
+        op,
+        engine_type,
+        plan.roots.get(op.storage_engine),
+        path,
+        str(fmt).lower() if fmt else None,
+    )
+
+
+def store_setting_names(store: DrillStore) -> list[str]:
+    """The names ``drill_project.yaml`` may give a store under ``stores``: ``@<id>``, its target
+    path, and the path's fixed part (``clean`` for ``clean/day=${day}``)."""
+    names = [f"@{store.id}"]
+    if store.target_path:
+        names += [store.target_path, store.target_path.strip("/")]
+        names.append("/".join(location_parts(store.target_path)))
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def unknown_store_settings(plan: DrillPlan) -> list[str]:
+    """Keys of ``plans.<plan>.stores`` that name no store of the plan, as messages."""
+    known = [name for store in plan.stores for name in store_setting_names(store)]
+    problems = []
+    for key in plan.config.stores:
+        if key not in known:
+            names = ", ".join(dict.fromkeys(k for k in known if not k.startswith("/"))) or "none"
+            problems.append(
+                f"plans.{plan.path.stem}.stores.{key}: {plan.path.name} has no store with that "
+                f"target path or '@id' (stores: {names})"
+            )
+    return problems
+
+
+def unused_partition_param(plan: DrillPlan) -> str | None:
+    """A note when a partitioned plan never reads its partition parameter (every key would then
+    run the same plan), else None."""
+    config = plan.config.partitions
+    if config is None:
+        return None
+    names = {config.param} | (
+        {config.start_param, config.end_param} if config.range == "params" else set()
+    )
+    texts = [json.dumps(op.selection) for op in plan.logical.query if isinstance(op, Scan)]
+    texts += [json.dumps(op.target) for op in plan.logical.query if isinstance(op, Store)]
+    if any(f"${{{name}}}" in text for text in texts for name in names):
+        return None
+    return (
+        f"plans.{plan.path.stem}.partitions: {plan.path.name} uses no ${{{config.param}}} in a "
+        "selection or store target, so every partition key runs the same plan"
+    )
+
+
+def _link(plans: list[DrillPlan]) -> list[DrillSource]:
+    """Point each scan at the store it reads, or at a (shared) source."""
+    written: dict[Path, list[DrillStore]] = {}
+    for plan in plans:
+        for store in plan.stores:
+            if store.location is not None:
+                written.setdefault(store.location, []).append(store)
+    sources: dict[tuple[str, ...], DrillSource] = {}
+    for plan in plans:
+        for scan in plan.scans:
+            location = scan.location
+            if location is not None:
+                scan.upstream = _writer_of(location, written, plan)
+            if scan.upstream is not None:
+                continue
+            if location is not None and scan.root is not None:
+                parts = (scan.root.name or "root", *location_parts(scan.path))
+                identity: tuple[str, ...] = (str(location),)
+            else:
+                parts = (scan.engine_type, *location_parts(scan.path))
+                identity = (scan.engine_type, *parts)
+            source = sources.get(identity)
+            if source is None:
+                source = DrillSource(scan.engine_type, scan.root, scan.path, parts, scan.format)
+                sources[identity] = source
+            source.scans.append(scan)
+            scan.source = source
+    return list(sources.values())
+
+
+def _writer_of(
+    location: Path, written: dict[Path, list[DrillStore]], reader: DrillPlan
+) -> DrillStore | None:
+    """The store whose target is ``location`` or the nearest directory above it."""
+    for candidate in (location, *location.parents):
+        stores = [s for s in written.get(candidate, ()) if s.plan is not reader]
+        if stores:
+            return stores[0]  # a plan reading its own output is no dependency on itself
+    return None

@@ -1,0 +1,185 @@
+"""Compile expressions (``engine.expr`` trees) to native Spark Columns.
+
+The semantics are the local evaluator's (``engine.exec.local.evaluate``): a literal is a typed
+``lit``; a field reference reads the data tree (:mod:`engine.exec.spark.paths`: a missing field is
+a typed null, never an AnalysisException; a name applied to an array projects it; an index out of
+range is null); a call runs the builder of its registry function
+(:data:`~engine.exec.spark.spark_functions.SPARK_FUNCTIONS`); ``if``/``case`` is an ``F.when``
+chain whose null conditions fall through; a cast follows
+:func:`~engine.exec.spark.spark_functions.cast_value`.
+
+Types are tracked while compiling, from the DataFrame's schema, so a mismatch the schema shows
+(``name > 3`` with ``name`` a string) raises an ``ExpressionTypeError`` before Spark runs anything.
+
+Example (with a SparkSession)::
+
+    df = spark.createDataFrame([({"id": 1},), ({"id": 5},)], "t struct<id:bigint>")
+    df.select(compile_expression(parse_expression("t.id * 100 > 200"), df.schema))  # false, true
+    df.where(compile_predicate(parse_expression("t.id > 2"), df.schema))            # the 2nd row
+
+A mismatch the schema shows fails at compile time (``name > 3`` with ``name`` a string gives
+``cannot apply '>' (greater_than) to (VARCHAR, BIGINT): cannot compare VARCHAR with BIGINT``), and
+so does a name no function has:
+
+>>> from engine.expr import parse_expression
+>>> compile_expression(parse_expression("nope(1)"), T.StructType([]))
+Traceback (most recent call last):
+...
+engine.exec.spark.columns.ExpressionCompileError: unknown function 'nope' in `nope(1)`
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from engine.errors import DrillError
+from engine.exec.spark.paths import Typed, get_typed, null_typed
+from engine.exec.spark.spark_functions import (
+    AGGREGATE_NAMES,
+    SPARK_FUNCTIONS,
+    UNSUPPORTED,
+    ArgumentError,
+    UnsupportedOnSpark,
+    boolean,
+    cast_value,
+    common_type,
+    family,
+    type_name,
+    unify,
+)
+from engine.expr.functions import lookup_function
+from engine.expr.infer import ExpressionTypeError
+from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse, Literal
+from engine.types import MinorType, to_spark
+
+FieldResolver = Callable[[FieldRef], Typed]
+"""Where field references read their values: the DataFrame's columns, or lambda variables
+(nested filtering binds references that cross arrays to array elements)."""
+
+
+class ExpressionCompileError(DrillError):
+    """An expression that cannot become a Column: an unknown function, a wrong number of
+    arguments, or an aggregate function outside an aggregate operator."""
+
+
+def compile_expression(expr: Expr, schema: T.StructType) -> Column:
+    """The Column computing ``expr`` over rows of ``schema``."""
+    return compile_typed(expr, schema).column
+
+
+def compile_predicate(
+    expr: Expr, schema: T.StructType, *, resolve: FieldResolver | None = None
+) -> Column:
+    """``expr`` as a filter condition: true keeps a row; false, null and missing do not.
+
+    A condition that gives something other than a boolean is an ``ExpressionTypeError``.
+    """
+    value = compile_typed(expr, schema, resolve=resolve)
+    kind = family(value.dtype)
+    if kind == "null":
+        return F.lit(False)
+    if kind != "bool":
+        raise ExpressionTypeError(
+            f"a condition must be true or false, but `{expr}` gives {type_name(value.dtype)} "
+            "values",
+            position=expr.position,
+            hint="compare the value, for example `x > 0` or `isnotnull(x)`",
+        )
+    return F.coalesce(value.column, F.lit(False))
+
+
+def compile_typed(
+    expr: Expr, schema: T.StructType, *, resolve: FieldResolver | None = None
+) -> Typed:
+    """The Column of ``expr`` with its Spark type; ``resolve`` overrides how fields are read."""
+    reader = resolve or (lambda ref: get_typed(schema, ref.path))
+    return _Compiler(reader).compile(expr)
+
+
+class _Compiler:
+    def __init__(self, resolve: FieldResolver) -> None:
+        self.resolve = resolve
+
+    def compile(self, expr: Expr) -> Typed:
+        if isinstance(expr, Literal):
+            return _literal(expr)
+        if isinstance(expr, FieldRef):
+            return self.resolve(expr)
+        if isinstance(expr, Call):
+            return self.call(expr)
+        if isinstance(expr, IfElse):
+            return self.if_else(expr)
+        if isinstance(expr, Cast):
+            inner = self.compile(expr.expr)
+            return _guard(expr, lambda: cast_value(inner, expr.type.minor), f"cast to {expr.type}")
+        raise ExpressionCompileError(f"cannot compile {type(expr).__name__} `{expr}`")
+
+    def call(self, expr: Call) -> Typed:
+        spec = lookup_function(expr.name)
+        name = spec.name if spec is not None else expr.name
+        if spec is None:
+            raise ExpressionCompileError(f"unknown function '{expr.name}' in `{expr}`")
+        if name in AGGREGATE_NAMES or not spec.is_scalar:
+            raise ExpressionCompileError(
+                f"'{name}' is an aggregate function: it is computed by collapsingaggregate or "
+                f"runningaggregate, not per record (in `{expr}`)"
+            )
+        if not spec.accepts(len(expr.args)):
+            raise ExpressionCompileError(
+                f"'{name}' takes {spec.arity_text()}, got {len(expr.args)} in `{expr}`"
+            )
+        builder = SPARK_FUNCTIONS.get(name)
+        if builder is None:
+            raise UnsupportedOnSpark(
+                f"'{name}' has no Spark translation: {UNSUPPORTED.get(name, 'not implemented')}"
+            )
+        args = [self.compile(arg) for arg in expr.args]
+        label = f"'{spec.symbol}' ({name})" if spec.symbol else f"'{name}'"
+        return _guard(expr, lambda: builder(*args), label, args)
+
+    def if_else(self, expr: IfElse) -> Typed:
+        conditions = []
+        for condition, _ in expr.branches:
+            test = self.compile(condition)
+            if family(test.dtype) not in ("bool", "null"):
+                raise ExpressionTypeError(
+                    f"an if/case condition must be true or false, but `{condition}` gives "
+                    f"{type_name(test.dtype)} values (in `{expr}`)",
+                    position=condition.position,
+                )
+            conditions.append(boolean(test).column)
+        raw = [self.compile(value) for _, value in expr.branches]
+        raw.append(self.compile(expr.otherwise))
+        try:
+            values = unify(raw, "if/case")
+            dtype = common_type([v.dtype for v in values], "if/case")
+        except ArgumentError as err:
+            raise ExpressionTypeError(f"{err} in `{expr}`", position=expr.position) from None
+        chain = F.when(conditions[0], values[0].column)
+        for condition, value in zip(conditions[1:], values[1:-1], strict=True):
+            chain = chain.when(condition, value.column)
+        return Typed(chain.otherwise(values[-1].column), dtype)
+
+
+def _literal(expr: Literal) -> Typed:
+    if expr.type.minor == MinorType.NULL or expr.value is None:
+        typed = null_typed(None if expr.type.minor == MinorType.NULL else to_spark(expr.type))
+        return Typed(typed.column, typed.dtype, None)
+    dtype = to_spark(expr.type)
+    return Typed(F.lit(expr.value).cast(dtype), dtype, expr.value)
+
+
+def _guard(
+    expr: Expr, build: Callable[[], Typed], label: str, args: list[Typed] | None = None
+) -> Typed:
+    """Run ``build``, turning an argument mismatch into an ExpressionTypeError naming ``expr``."""
+    try:
+        return build()
+    except ArgumentError as err:
+        types = ", ".join(type_name(a.dtype) for a in args or []) or "no arguments"
+        where = f"cannot apply {label} to ({types})" if args is not None else f"cannot {label}"
+        raise ExpressionTypeError(f"{where}: {err} in `{expr}`", position=expr.position) from None

@@ -1,0 +1,419 @@
+"""Every logical operator compiled to native Spark DataFrame operations.
+
+:class:`SparkCompiler` has one ``visit_<op>(op, inputs) -> DataFrame`` per logical operator; each
+DataFrame holds the record's top-level fields as columns plus :data:`SEQ_COLUMN`, the record order
+(see :mod:`engine.exec.spark.compiler_order`). Expressions become Columns through
+:func:`engine.exec.spark.columns.compile_expression`, values are written at paths with
+:mod:`engine.exec.spark.paths`. The operator semantics are those of the local executor and of the
+conformance corpus (CASES.md); the work per operator lives in the ``compiler_*`` modules.
+
+Nothing here runs Python per row: no UDF, no ``mapInArrow``, no SQL text.
+
+>>> sorted(set(OPERATORS) - set(UNSUPPORTED)) == sorted(supported_operators())
+True
+>>> UNSUPPORTED
+{}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from engine.errors import DrillError, PlanningError
+from engine.exec.local.aggregate_functions import split_calls
+from engine.exec.spark.columns import compile_expression
+from engine.exec.spark.compiler_aggregate import collapse_rows, running_rows, target_is_true
+from engine.exec.spark.compiler_flatten import flatten_rows
+from engine.exec.spark.compiler_join import join_rows, union_rows
+from engine.exec.spark.compiler_order import (
+    limit_rows,
+    order_rows,
+    sort_columns,
+    temp,
+    top_rows,
+    with_run_numbers,
+)
+from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
+from engine.exec.spark.nested_filter import filter_records
+from engine.exec.spark.paths import build_columns, drop_path, quote_name, with_path
+from engine.exec.spark.sources import (
+    SEQ_COLUMN,
+    constant_dataframe,
+    scan_dataframe,
+    store_dataframe,
+)
+from engine.expr import Expr, FieldRef, FunctionKind, field_refs, parse_field_ref
+from engine.plan.expressions import parse_cached
+from engine.plan.operators import (
+    OPERATORS,
+    CollapsingAggregate,
+    Constant,
+    Filter,
+    Flatten,
+    Join,
+    Limit,
+    Order,
+    Project,
+    RunningAggregate,
+    Scan,
+    Segment,
+    Store,
+    Transform,
+    Union,
+    WindowFrame,
+)
+from engine.storage.engines import ConsoleEngine, QueueEngine
+
+UNSUPPORTED: dict[str, str] = {}
+"""Logical operators the Spark executor cannot run, with the reason (none today)."""
+
+OUTPUT = "output"
+
+Path = tuple[str, ...]
+
+
+@dataclass
+class SparkRunContext:
+    """What the operators of one Spark run share: storage engines, parameters and results."""
+
+    engines: dict[str, Any]
+    params: dict[str, Any] = field(default_factory=dict)
+    file_columns: dict[str, Sequence[str]] = field(default_factory=dict)  # scan id -> names
+    store_results: dict[str, Any] = field(default_factory=dict)  # store id -> StoreResult
+    sink_records: list[Any] = field(default_factory=list)  # queue/console records, in order
+
+    def engine(self, name: str) -> Any:
+        try:
+            return self.engines[name]
+        except KeyError:
+            known = ", ".join(sorted(self.engines)) or "none"
+            raise PlanningError(f"no storage engine '{name}' (engines: {known})") from None
+
+
+def supported_operators() -> list[str]:
+    """The ``op`` names :class:`SparkCompiler` has a ``visit_<op>`` method for."""
+    return sorted(name for name in OPERATORS if hasattr(SparkCompiler, f"visit_{name}"))
+
+
+def writable_path(name: str, what: str) -> Path:
+    """The path of a field an operator writes (``a.b`` -> ``("a", "b")``); no array index."""
+    path = parse_field_ref(name).path
+    if any(isinstance(step, int) for step in path):
+        raise DrillError(f"{what} '{name}' cannot be written: it indexes into an array")
+    return tuple(str(step) for step in path)
+
+
+class SparkCompiler:
+    """Compiles logical operators, one at a time, into DataFrames on ``spark``.
+
+    ``compile(op, inputs)`` takes the DataFrames of ``op``'s inputs (in ``op.input_ids()`` order)
+    and returns ``op``'s DataFrame; a store writes its input and returns it.
+    """
+
+    def __init__(self, spark: Any, ctx: SparkRunContext) -> None:
+        self.spark = spark
+        self.ctx = ctx
+        # What a consumer may fuse with: a segment's input and keys, an order's input and keys.
+        self._segments: dict[str, _SegmentInput] = {}
+        self._orders: dict[str, tuple[DataFrame, list[Column]]] = {}
+
+    def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:
+        """``op``'s DataFrame from its inputs' DataFrames."""
+        if op.op in UNSUPPORTED:
+            raise PlanningError(f"the Spark executor cannot run '{op.op}': {UNSUPPORTED[op.op]}")
+        visit: Callable[[Any, list[DataFrame]], DataFrame] = getattr(self, f"visit_{op.op}")
+        return visit(op, inputs)
+
+    # -- expressions -----------------------------------------------------------------------
+
+    def column(self, expr: str | Expr, df: DataFrame) -> Column:
+        """The Column of an expression (text or tree) over ``df``'s records."""
+        tree = parse_cached(expr) if isinstance(expr, str) else expr
+        return compile_expression(tree, df.schema)
+
+    def field(self, name: str, df: DataFrame) -> Column:
+        """The Column of the field at path ``name``."""
+        return compile_expression(parse_field_ref(name), df.schema)
+
+    # -- sources and sinks -----------------------------------------------------------------
+
+    def visit_scan(self, op: Scan, inputs: list[DataFrame]) -> DataFrame:
+        engine = self.ctx.engine(op.storage_engine)
+        return scan_dataframe(
+            self.spark,
+            engine,
+            op.selection or {},
+            op.ref,
+            file_columns=tuple(self.ctx.file_columns.get(op.id, ())),
+        )
+
+    def visit_constant(self, op: Constant, inputs: list[DataFrame]) -> DataFrame:
+        return constant_dataframe(self.spark, op.content)
+
+    def visit_store(self, op: Store, inputs: list[DataFrame]) -> DataFrame:
+        (df,) = inputs
+        engine = self.ctx.engine(op.storage_engine)
+        ordered = df.orderBy(SEQ_COLUMN)
+        if isinstance(engine, ConsoleEngine | QueueEngine):
+            ordered = nullable_everywhere(ordered)  # the records are collected through Arrow
+        self.ctx.store_results[op.id] = store_dataframe(
+            ordered, engine, op.target, sink_records=self.ctx.sink_records
+        )
+        return df
+
+    # -- record at a time ------------------------------------------------------------------
+
+    def visit_filter(self, op: Filter, inputs: list[DataFrame]) -> DataFrame:
+        (df,) = inputs
+        return filter_records(df, parse_cached(op.expr))
+
+    def visit_transform(self, op: Transform, inputs: list[DataFrame]) -> DataFrame:
+        (df,) = inputs
+        for transform in op.transforms:
+            path = writable_path(transform.ref, "transform ref")
+            df = with_path(df, path, self.column(transform.expr, df))
+        return df
+
+    def visit_project(self, op: Project, inputs: list[DataFrame]) -> DataFrame:
+        (df,) = inputs
+        values = [(output_path(p.ref), self.column(p.expr, df)) for p in op.projections]
+        types = _types(df, [value for _, value in values])
+        columns: list[tuple[Path, Column]] = []
+        for (path, value), dtype in zip(values, types):
+            if not path and not isinstance(dtype, T.StructType | T.NullType):
+                path = (OUTPUT,)  # a plain value cannot be the record: keep it under its ref
+            columns.append((path, value))
+        return build_columns(df, [*columns, ((SEQ_COLUMN,), F.col(SEQ_COLUMN))])
+
+    def visit_limit(self, op: Limit, inputs: list[DataFrame]) -> DataFrame:
+        (df,) = inputs
+        ordered = self._orders.get(op.input or "")
+        if ordered is not None and op.last is not None:
+            # Top-N: sort and limit at once (Spark's TakeOrdered) instead of sorting twice.
+            source, keys = ordered
+            return top_rows(source, keys, op.first, op.last, seq=SEQ_COLUMN)
+        return limit_rows(df, op.first, op.last, seq=SEQ_COLUMN)
+
+    def visit_flatten(self, op: Flatten, inputs: list[DataFrame]) -> DataFrame:
+        (df,) = inputs
+        expr = parse_cached(op.expr)
+        element = temp("flatten_value")
+        df = flatten_rows(df, self.column(expr, df), seq=SEQ_COLUMN, name=element)
+        if op.drop:
+            for ref in field_refs(expr):
+                df = drop_path(df, tuple(ref.path))
+        ref = writable_path(op.ref, "flatten ref")
+        return with_path(df, ref, F.col(element)).drop(element)
+
+    # -- order -----------------------------------------------------------------------------
+
+    def visit_order(self, op: Order, inputs: list[DataFrame]) -> DataFrame:
+        (df,) = inputs
+        keys = [(self.column(o.expr, df), o.order, o.null_collation) for o in op.orderings]
+        for ordering, dtype in zip(op.orderings, _types(df, [k for k, _, _ in keys])):
+            if isinstance(dtype, T.StructType | T.ArrayType | T.MapType):
+                raise DrillError(
+                    f"cannot order by '{ordering.expr}', a value of type {dtype.simpleString()}",
+                    hint="order by a scalar member of the map or array instead",
+                )
+        if op.within:
+            return order_rows(df, keys, seq=SEQ_COLUMN, within=self.field(op.within, df))
+        self._orders[op.id] = (df, sort_columns(keys, seq=SEQ_COLUMN))
+        return order_rows(df, keys, seq=SEQ_COLUMN)
+
+    def visit_segment(self, op: Segment, inputs: list[DataFrame]) -> DataFrame:
+        (df,) = inputs
+        keys = [self.column(text, df) for text in op.exprs]
+        ref = writable_path(op.ref, "segment ref")
+        self._segments[op.id] = _SegmentInput(df, keys, ref)
+        number = temp("segment_number")
+        df = segment_rows(df, keys, seq=SEQ_COLUMN, name=number)
+        return with_path(df, ref, F.col(number)).drop(number)
+
+    def visit_windowframe(self, op: WindowFrame, inputs: list[DataFrame]) -> DataFrame:
+        (df,) = inputs
+        within = self.field(op.within, df) if op.within else None
+        segment, position = temp("wf_segment"), temp("wf_position")
+        df = windowframe_rows(
+            df,
+            start=op.start,
+            end=op.end,
+            within=within,
+            seq=SEQ_COLUMN,
+            segment=segment,
+            position=position,
+        )
+        df = with_path(df, writable_path(op.segment_ref, "windowframe ref"), F.col(segment))
+        df = with_path(df, writable_path(op.position_ref, "windowframe ref"), F.col(position))
+        return df.drop(segment, position)
+
+    # -- aggregates ------------------------------------------------------------------------
+
+    def visit_collapsingaggregate(
+        self, op: CollapsingAggregate, inputs: list[DataFrame]
+    ) -> DataFrame:
+        (df,) = inputs
+        segment = self._segments.get(op.input or "")
+        group_by = None
+        if segment is not None and segment.fuses_with(op):
+            # The runs of a segment's number are its groups: group the segment's input instead.
+            df, group_by = segment.input, segment.keys
+        scalars: list[tuple[Path, Expr]] = []
+        calls: list[tuple[str, list[Column]]] = []
+        names: list[str] = []
+        for i, aggregation in enumerate(op.aggregations):
+            prefix = temp(f"agg{i}_")
+            scalar, found = split_calls(aggregation.parsed, FunctionKind.AGGREGATE, prefix)
+            scalars.append((writable_path(aggregation.ref, "aggregation ref"), scalar))
+            for c, call in enumerate(found):
+                calls.append((call.name, [self.column(arg, df) for arg in call.args]))
+                names.append(f"{prefix}{c}")
+        carry_paths = [writable_path(name, "carryover") for name in op.carryovers]
+        carry_names = [temp(f"carry{i}") for i in range(len(carry_paths))]
+        target = target_is_true(df, self.field(op.target, df)) if op.target else None
+        collapsed = collapse_rows(
+            df,
+            calls,
+            [self.field(name, df) for name in op.carryovers],
+            within=self.field(op.within, df) if op.within else None,
+            target=target,
+            seq=SEQ_COLUMN,
+            aggregate_names=names,
+            carryover_names=carry_names,
+            group_by=group_by,
+        )
+        columns = [(path, F.col(name)) for path, name in zip(carry_paths, carry_names)]
+        columns += [(path, _scalar_column(scalar, collapsed)) for path, scalar in scalars]
+        return build_columns(collapsed, [*columns, ((SEQ_COLUMN,), F.col(SEQ_COLUMN))])
+
+    def visit_runningaggregate(self, op: RunningAggregate, inputs: list[DataFrame]) -> DataFrame:
+        (df,) = inputs
+        run = temp("running_run")
+        if op.within:
+            df = with_run_numbers(df, self.field(op.within, df), seq=SEQ_COLUMN, name=run)
+        for i, aggregation in enumerate(op.aggregations):
+            prefix = temp(f"running{i}_")
+            scalar, found = split_calls(aggregation.parsed, FunctionKind.RUNNING, prefix)
+            calls = [(call.name, [self.column(arg, df) for arg in call.args]) for call in found]
+            names = [f"{prefix}{c}" for c in range(len(found))]
+            df = running_rows(
+                df, calls, partition=run if op.within else None, seq=SEQ_COLUMN, names=names
+            )
+            path = writable_path(aggregation.ref, "aggregation ref")
+            df = with_path(df, path, _scalar_column(scalar, df)).drop(*names)
+        return df.drop(run) if op.within else df
+
+    # -- several inputs --------------------------------------------------------------------
+
+    def visit_union(self, op: Union, inputs: list[DataFrame]) -> DataFrame:
+        return union_rows(inputs, distinct=op.distinct, seq=SEQ_COLUMN)
+
+    def visit_join(self, op: Join, inputs: list[DataFrame]) -> DataFrame:
+        left, right = inputs
+        lefts = [self.column(c.left, left) for c in op.conditions]
+        rights = [self.column(c.right, right) for c in op.conditions]
+        conditions = []
+        pairs = zip(_types(left, lefts), _types(right, rights), strict=True)
+        for condition, value_l, value_r, (type_l, type_r) in zip(
+            op.conditions, lefts, rights, pairs, strict=True
+        ):
+            if not comparable(type_l, type_r, condition.relationship):
+                # Values that cannot be compared never match (and null never matches).
+                value_l, value_r = F.lit(None).cast("long"), F.lit(None).cast("long")
+            conditions.append((value_l, condition.relationship, value_r))
+        return join_rows(left, right, conditions, how=op.type, seq=SEQ_COLUMN)
+
+
+@dataclass(frozen=True)
+class _SegmentInput:
+    """A segment's input DataFrame, its key Columns and where it writes the group number."""
+
+    input: DataFrame
+    keys: list[Column]
+    ref: Path
+
+    def fuses_with(self, op: CollapsingAggregate) -> bool:
+        """Whether ``op`` collapses this segment's groups without reading its group number (nor
+        anything the number was written over)."""
+        if op.within is None or writable_path(op.within, "within") != self.ref:
+            return False
+        paths = [parse_field_ref(name).path for name in (*op.carryovers, op.target) if name]
+        paths += [ref.path for a in op.aggregations for ref in field_refs(a.parsed)]
+        return not any(_overlap(tuple(str(p) for p in path), self.ref) for path in paths)
+
+
+def _overlap(path: tuple[str, ...], other: tuple[str, ...]) -> bool:
+    shorter = min(len(path), len(other))
+    return path[:shorter] == other[:shorter]
+
+
+def output_path(ref: str) -> Path:
+    """The path a project ``ref`` writes: ``output.a.b`` -> ``("a", "b")``, ``output`` -> ``()``.
+
+    >>> output_path("output.a.b"), output_path("output")
+    (('a', 'b'), ())
+    """
+    path = writable_path(ref, "project ref")
+    return path[1:] if path[0] == OUTPUT else path
+
+
+def comparable(left: T.DataType, right: T.DataType, relationship: str) -> bool:
+    """Whether a join condition can ever hold between values of these types.
+
+    >>> comparable(T.LongType(), T.DoubleType(), "<"), comparable(T.StringType(), T.LongType(), "==")
+    (True, False)
+    """
+    if isinstance(left, T.NullType) or isinstance(right, T.NullType):
+        return False
+    if isinstance(left, T.NumericType) and isinstance(right, T.NumericType):
+        return True
+    nested = (T.StructType, T.ArrayType, T.MapType)
+    if isinstance(left, nested) or isinstance(right, nested):
+        return relationship in ("==", "!=") and left == right
+    return type(left) is type(right)
+
+
+def nullable_everywhere(df: DataFrame) -> DataFrame:
+    """``df`` with every nested field nullable, as Arrow needs it for a null map whose members
+    Spark calls non-nullable (an unmatched join side, a member missing from a union input)."""
+    return df.select(
+        *[
+            F.col(quote_name(f.name)).cast(_nullable(f.dataType)).alias(f.name)
+            if _nullable(f.dataType) != f.dataType
+            else F.col(quote_name(f.name))
+            for f in df.schema.fields
+        ]
+    )
+
+
+def _nullable(dtype: T.DataType) -> T.DataType:
+    if isinstance(dtype, T.StructType):
+        return T.StructType(
+            [T.StructField(f.name, _nullable(f.dataType), True) for f in dtype.fields]
+        )
+    if isinstance(dtype, T.ArrayType):
+        return T.ArrayType(_nullable(dtype.elementType), True)
+    if isinstance(dtype, T.MapType):
+        return T.MapType(dtype.keyType, _nullable(dtype.valueType), True)
+    return dtype
+
+
+def _types(df: DataFrame, columns: Sequence[Column]) -> list[T.DataType]:
+    """The Spark types of ``columns`` over ``df`` (analysis only, no job)."""
+    if not columns:
+        return []
+    schema = df.select(*[c.alias(f"c{i}") for i, c in enumerate(columns)]).schema
+    return [f.dataType for f in schema.fields]
+
+
+def _scalar_column(scalar: Expr, df: DataFrame) -> Column:
+    """The scalar part of an aggregation over the columns holding its aggregates."""
+    if isinstance(scalar, FieldRef) and len(scalar.path) == 1 and scalar.root in df.columns:
+        return F.col(scalar.root)
+    return compile_expression(scalar, df.schema)

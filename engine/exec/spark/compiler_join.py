@@ -1,0 +1,158 @@
+"""``join`` and ``union`` on Spark.
+
+join: ``inner``, ``left`` and ``outer`` (full); a pair joins when *all* conditions hold
+(R-JOIN-AND), a null operand never matches, no condition is a cartesian product. The output record
+is a deep merge of the left and right records: maps present on both sides merge member by member,
+and for any other value present on both sides the right one wins unless it is null. Order
+(R-JOIN-ORDER): left-major, each left record followed by its matches in right order, an
+unmatched left record in its place, then (outer) the unmatched right records in right order.
+
+union: the inputs one after the other, in ``inputs`` order; ``distinct`` keeps the first occurrence
+of each record (fields compared deeply; a field missing from one input is null there).
+
+>>> RELATIONSHIPS["<="](1, 2)
+True
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from engine.errors import DrillError
+from engine.exec.spark.compiler_order import renumber, temp
+
+RELATIONSHIPS: dict[str, Callable[[object, object], object]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+"""A join condition's relationship as a comparison of two Columns."""
+
+JOIN_TYPES = {"inner": "inner", "left": "left", "outer": "full"}
+"""Drill join type -> Spark join type."""
+
+
+class JoinError(DrillError):
+    """Records that cannot be merged (one field holds different kinds of value on each side)."""
+
+
+Condition = tuple[Column, str, Column]
+"""``(left value, relationship, right value)``, each side compiled against its own input."""
+
+
+def record_names(df: DataFrame, seq: str) -> list[str]:
+    """The record's top-level fields: every column but the sequence column."""
+    return [name for name in df.columns if name != seq]
+
+
+def join_rows(
+    left: DataFrame,
+    right: DataFrame,
+    conditions: Sequence[Condition],
+    *,
+    how: str,
+    seq: str,
+) -> DataFrame:
+    """``left`` joined with ``right`` (see the module docstring); ``how`` is a Drill join type."""
+    left_names, right_names = record_names(left, seq), record_names(right, seq)
+    left_seq, right_seq = temp("join_lseq"), temp("join_rseq")
+    lhs = left.select(
+        *[F.col(_quoted(n)).alias(temp(f"l{i}")) for i, n in enumerate(left_names)],
+        *[c.alias(temp(f"jl{i}")) for i, (c, _, _) in enumerate(conditions)],
+        F.col(seq).alias(left_seq),
+    )
+    rhs = right.select(
+        *[F.col(_quoted(n)).alias(temp(f"r{i}")) for i, n in enumerate(right_names)],
+        *[c.alias(temp(f"jr{i}")) for i, (_, _, c) in enumerate(conditions)],
+        F.col(seq).alias(right_seq),
+    )
+    matches: Column = F.lit(True)
+    for i, (_, relationship, _) in enumerate(conditions):
+        compare = RELATIONSHIPS[relationship](F.col(temp(f"jl{i}")), F.col(temp(f"jr{i}")))
+        matches = compare if i == 0 else matches & compare
+    joined = lhs.join(rhs, on=matches, how=JOIN_TYPES[how])
+    left_types = {f.name: f.dataType for f in left.schema.fields}
+    right_types = {f.name: f.dataType for f in right.schema.fields}
+    merged = []
+    for name in [*left_names, *(n for n in right_names if n not in left_names)]:
+        l_col = F.col(temp(f"l{left_names.index(name)}")) if name in left_names else None
+        r_col = F.col(temp(f"r{right_names.index(name)}")) if name in right_names else None
+        if l_col is None:
+            merged.append(r_col.alias(name))
+        elif r_col is None:
+            merged.append(l_col.alias(name))
+        else:
+            merged.append(
+                deep_merge(l_col, r_col, left_types[name], right_types[name], name=name).alias(name)
+            )
+    output = joined.select(*merged, F.col(left_seq), F.col(right_seq))
+    order = [F.col(left_seq).asc_nulls_last(), F.col(right_seq).asc_nulls_first()]
+    return renumber(output, order, seq=seq).drop(left_seq, right_seq)
+
+
+def deep_merge(
+    left: Column, right: Column, left_type: T.DataType, right_type: T.DataType, *, name: str
+) -> Column:
+    """The merge of two values of field ``name``: maps member by member, anything else the right
+    value unless it is null; values of kinds that cannot share a column raise :class:`JoinError`."""
+    if isinstance(left_type, T.StructType) and isinstance(right_type, T.StructType):
+        left_fields = {f.name: f.dataType for f in left_type.fields}
+        right_fields = {f.name: f.dataType for f in right_type.fields}
+        members = []
+        for member in [*left_fields, *(n for n in right_fields if n not in left_fields)]:
+            if member not in right_fields:
+                members.append(left.getField(member).alias(member))
+            elif member not in left_fields:
+                members.append(right.getField(member).alias(member))
+            else:
+                value = deep_merge(
+                    left.getField(member),
+                    right.getField(member),
+                    left_fields[member],
+                    right_fields[member],
+                    name=f"{name}.{member}",
+                )
+                members.append(value.alias(member))
+        return F.when(left.isNull() & right.isNull(), F.lit(None)).otherwise(F.struct(*members))
+    if isinstance(left_type, T.NullType):
+        return right
+    if isinstance(right_type, T.NullType):
+        return left
+    if left_type == right_type or (
+        isinstance(left_type, T.NumericType) and isinstance(right_type, T.NumericType)
+    ):
+        return F.coalesce(right, left)
+    raise JoinError(
+        f"field '{name}' is {left_type.simpleString()} on the left and "
+        f"{right_type.simpleString()} on the right; the joined record cannot hold both",
+        hint="rename the field on one side (project) before the join",
+    )
+
+
+def union_rows(inputs: Sequence[DataFrame], *, distinct: bool, seq: str) -> DataFrame:
+    """The records of ``inputs`` one input after the other; ``distinct`` keeps first occurrences."""
+    index = temp("union_input")
+    tagged = [df.withColumn(index, F.lit(i)) for i, df in enumerate(inputs)]
+    combined = tagged[0]
+    for df in tagged[1:]:
+        combined = combined.unionByName(df, allowMissingColumns=True)
+    combined = renumber(combined, [F.col(index), F.col(seq)], seq=seq).drop(index)
+    if not distinct:
+        return combined
+    names = [_quoted(n) for n in record_names(combined, seq)]
+    if not names:
+        return combined.orderBy(seq).limit(1)
+    return combined.groupBy(*names).agg(F.min(seq).alias(seq))
+
+
+def _quoted(name: str) -> str:
+    """``name`` for ``F.col``: backquoted so dots and backquotes are taken literally."""
+    return "`" + name.replace("`", "``") + "`"

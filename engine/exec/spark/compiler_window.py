@@ -1,0 +1,85 @@
+"""``segment`` and ``windowframe`` on Spark, over the sequence column.
+
+Both produce their values in temporary columns (named by the caller); the compiler writes them at
+the operator's ``ref`` paths.
+
+* segment: records grouped globally by the key values, groups in order of first appearance,
+  records in input order inside a group, group numbers 1, 2, 3, ... in that order (R-SEG-ORDER).
+  The first sequence number of each group (a window ``min`` partitioned by the keys) orders the
+  groups; the group number is its ``dense_rank``.
+* windowframe: for target record *k* (0-based global index), one copy of every record *j* with
+  ``k + start <= j <= k + end`` inside *k*'s run of equal ``within`` values, in (k, j) order, with
+  ``segment = k`` and ``position = j - k`` (R-WF-POS). The members are gathered by
+  ``collect_list`` over a row frame of the run (no self-join) and exploded.
+
+The global numbering (group numbers, record indexes, runs) runs in window functions over the
+sequence column without a partition, that is in one partition.
+
+>>> quote_name("a.b")
+'`a.b`'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from engine.exec.spark.compiler_order import renumber, temp, with_row_index, with_run_numbers
+from engine.exec.spark.paths import quote_name
+
+
+def segment_rows(df: DataFrame, keys: Sequence[Column], *, seq: str, name: str) -> DataFrame:
+    """``df`` grouped by ``keys`` (see the module docstring), the 1-based group number in ``name``
+    (a long)."""
+    if not keys:
+        return df.withColumn(name, F.lit(1).cast("long"))
+    first = temp(f"{name}_first")
+    df = df.withColumn(first, F.min(seq).over(Window.partitionBy(*keys)))
+    return (
+        df.withColumn(name, F.dense_rank().over(Window.orderBy(first)).cast("long"))
+        .withColumn(seq, F.row_number().over(Window.orderBy(first, seq)).cast("long"))
+        .drop(first)
+    )
+
+
+def windowframe_rows(
+    df: DataFrame,
+    *,
+    start: int | None,
+    end: int | None,
+    within: Column | None,
+    seq: str,
+    segment: str,
+    position: str,
+) -> DataFrame:
+    """One copy of each window member per target record, with ``segment`` (k) and ``position``
+    (j - k) as long columns; a missing ``start`` or ``end`` is unbounded inside the run."""
+    names = [n for n in df.columns if n != seq]
+    index, run, members, member = (temp(n) for n in ("wf_j", "wf_run", "wf_members", "wf_member"))
+    df = with_row_index(df, seq=seq, name=index)
+    if within is not None:
+        df = with_run_numbers(df, within, seq=seq, name=run)
+        in_run = Window.partitionBy(run).orderBy(index)
+    else:
+        in_run = Window.orderBy(index)
+    frame = in_run.rowsBetween(
+        Window.unboundedPreceding if start is None else start,
+        Window.unboundedFollowing if end is None else end,
+    )
+    record = F.struct(F.col(index).alias(index), *[F.col(quote_name(n)).alias(n) for n in names])
+    windows = df.select(
+        F.col(index).alias(segment), F.collect_list(record).over(frame).alias(members)
+    )
+    copies = windows.select(segment, F.posexplode(members).alias(temp("wf_pos"), member))
+    value = F.col(member)
+    return renumber(
+        copies.select(
+            *[value.getField(n).alias(n) for n in names],
+            F.col(segment),
+            (value.getField(index) - F.col(segment)).alias(position),
+        ),
+        [F.col(segment), F.col(position)],
+        seq=seq,
+    )

@@ -1,0 +1,152 @@
+"""Run a logical plan on Spark: ``run_spark(plan, *, engines, params, spark=None) -> RunResult``.
+
+One DataFrame per operator, built in topological order by :class:`SparkCompiler` (an operator read
+by several others is simply one DataFrame used several times). Each operator's DataFrame counts its
+rows with ``DataFrame.observe`` (:mod:`engine.exec.spark.metrics`). The stores are the actions:
+each writes its input when it is compiled; an operator that no one reads and that is not a store is
+collected into ``RunResult.outputs``. Failures become :class:`~engine.errors.ExecutionError` naming
+the operator: the one being compiled, or the store (or output) whose Spark job failed.
+
+The session is the given one, or one created from :class:`SparkConfig` defaults and stopped at the
+end of the run (only a session this run started is stopped).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+from engine.errors import DrillError, ExecutionError
+from engine.exec.local.executor import referenced_members
+from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
+from engine.exec.spark.metrics import ROWS, OperatorMetrics
+from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
+from engine.plan import LogicalPlan
+from engine.plan.operators import Operator, Store
+from engine.run import RunResult, collect_result
+from engine.scan.framework import FILE_COLUMNS
+
+
+def run_spark(
+    plan: LogicalPlan,
+    *,
+    engines: Mapping[str, Any],
+    params: Mapping[str, Any],
+    spark: Any = None,
+) -> RunResult:
+    """Run ``plan`` on ``spark`` (a new local session when None, stopped afterwards)."""
+    own_session = spark is None
+    if own_session:
+        from engine.exec.spark.session import create_session
+
+        spark = create_session()
+    try:
+        return SparkPlanRun(plan, spark, engines=engines, params=params).run()
+    finally:
+        if own_session:
+            spark.stop()
+
+
+class SparkPlanRun:
+    """One run of ``plan``: its compiler, its DataFrames and its metrics."""
+
+    def __init__(
+        self,
+        plan: LogicalPlan,
+        spark: Any,
+        *,
+        engines: Mapping[str, Any],
+        params: Mapping[str, Any],
+    ) -> None:
+        self.plan = plan
+        scans = referenced_members(plan)
+        self.ctx = SparkRunContext(
+            engines=dict(engines),
+            params=dict(params),
+            file_columns={
+                op_id: sorted(n for n in names if n in FILE_COLUMNS)
+                for op_id, names in scans.items()
+            },
+        )
+        self.compiler = SparkCompiler(spark, self.ctx)
+        self.metrics = OperatorMetrics()
+        self.frames: dict[str, DataFrame] = {}
+
+    def run(self) -> RunResult:
+        order = self.plan.topological_order()
+        readers = Counter(ref for op in order for ref in op.input_ids())
+        roots = [op for op in order if readers[op.id] == 0]
+        outputs: dict[str, pa.Table] = {}
+        for op in order:
+            fragment = _fragment_of(op, roots)
+            inputs = [self.frames[ref] for ref in op.input_ids()]
+            with _failures_named(op, fragment):
+                frame = self.compiler.compile(op, inputs)
+            if not isinstance(op, Store):
+                self.frames[op.id] = self.metrics.observe(op.id, frame)
+        for op in roots:
+            if not isinstance(op, Store):
+                with _failures_named(op, _fragment_of(op, roots)):
+                    outputs[op.id] = collect_records(self.frames[op.id])
+        metrics = self.metrics.collect()
+        for store_id, written in self.ctx.store_results.items():
+            metrics.setdefault(store_id, {})[ROWS] = written.row_count
+        return collect_result(
+            self.plan,
+            self.ctx.engines,
+            self.ctx.store_results,
+            metrics,
+            outputs,
+            self.ctx.sink_records,
+        )
+
+
+def collect_records(df: DataFrame) -> pa.Table:
+    """``df``'s records in sequence order as an Arrow table (the sequence column dropped)."""
+    if SEQ_COLUMN in df.columns:
+        df = df.orderBy(SEQ_COLUMN).drop(SEQ_COLUMN)
+    return nullable_everywhere(df).toArrow()
+
+
+def _fragment_of(op: Operator, roots: list[Operator]) -> int | None:
+    ids = [root.id for root in roots]
+    return ids.index(op.id) if op.id in ids else None
+
+
+@contextmanager
+def _failures_named(op: Operator, fragment: int | None) -> Iterator[None]:
+    """Turns what fails inside the block into an ExecutionError naming ``op``."""
+    try:
+        yield
+    except ExecutionError:
+        raise
+    except DrillError as error:
+        raise _named(error.message, op, fragment, hint=error.hint) from error
+    except Exception as error:
+        translated = translate_spark_error(error)
+        if translated is not None:
+            raise _named(translated.message, op, fragment, hint=translated.hint) from error
+        raise _named(_first_line(error), op, fragment) from error
+
+
+def _named(
+    message: str, op: Operator, fragment: int | None, *, hint: str | None = None
+) -> ExecutionError:
+    return ExecutionError(
+        message, operator_id=op.id, operator_kind=op.op, fragment=fragment, hint=hint
+    )
+
+
+def _first_line(error: BaseException) -> str:
+    """The gist of a Spark or Python failure: its first line (Spark appends the JVM stack)."""
+    text = str(error).strip()
+    first = text.splitlines()[0] if text else ""
+    module = type(error).__module__
+    if module.startswith(("pyspark", "py4j")):
+        return first or type(error).__name__
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__

@@ -1,0 +1,354 @@
+"""Data trees on Spark: read, write and remove values at field paths of a DataFrame, natively.
+
+The Spark twin of :mod:`engine.exec.local.trees`, with the same semantics: a record is a row, maps
+are structs, arrays are arrays, and a missing value reads as null. Paths are tuples of names and
+array indexes (``a.b[0].c`` is ``("a", "b", 0, "c")``); a name applied to an array without an index
+projects it over the elements (``F.transform``); an index out of range reads null and a negative
+index counts from the end (``F.try_element_at``). Writes rebuild structs with ``F.struct`` so that a
+null parent map becomes a map holding the new member exactly where the written value is not null.
+
+Values travel as :class:`Typed` (a Column with its Spark type), so every step knows the shape it
+works on without asking Spark to analyse a plan.
+
+Example (with a SparkSession)::
+
+    df = spark.createDataFrame([({"id": 1, "tags": ["x"]},), (None,)], "e struct<id:bigint,tags:array<string>>")
+    df.select(get_path(df, ("e", "id")))         # 1, None
+    with_path(df, ("e", "day"), F.lit("mon"))    # e = {id: 1, tags: [x], day: mon}, {id: null, tags: null, day: mon}
+
+>>> quote_name("odd.name")
+'`odd.name`'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from engine.exec.local.trees import TreePathError
+
+Path = tuple[str | int, ...]
+
+_NO_CONSTANT: Any = object()
+
+
+@dataclass(frozen=True)
+class Typed:
+    """A Spark Column and its data type; ``constant`` is the Python value of a literal.
+
+    ``Typed(F.lit(5), LongType(), 5).is_constant`` is true; a column read from data has no constant.
+    """
+
+    column: Column
+    dtype: T.DataType
+    constant: Any = _NO_CONSTANT
+
+    @property
+    def is_constant(self) -> bool:
+        return self.constant is not _NO_CONSTANT
+
+
+def null_typed(dtype: T.DataType | None = None) -> Typed:
+    """A null of ``dtype`` (Spark's NullType when not given: a value not seen yet)."""
+    if dtype is None or isinstance(dtype, T.NullType):
+        return Typed(F.lit(None), T.NullType(), None)
+    return Typed(F.lit(None).cast(dtype), dtype, None)
+
+
+def quote_name(name: str) -> str:
+    """``name`` as a Spark identifier for ``F.col``: backquoted, so dots and spaces are literal.
+
+    >>> quote_name("odd.name`x")
+    '`odd.name``x`'
+    """
+    return "`" + name.replace("`", "``") + "`"
+
+
+def column_of(schema: T.StructType, name: str) -> Typed | None:
+    """The top-level column ``name`` of ``schema`` (exact name), or None when there is none."""
+    for field in schema.fields:
+        if field.name == name:
+            return Typed(F.col(quote_name(name)), field.dataType)
+    return None
+
+
+def _schema_of(df_or_schema: DataFrame | T.StructType) -> T.StructType:
+    return df_or_schema if isinstance(df_or_schema, T.StructType) else df_or_schema.schema
+
+
+def _member(dtype: T.StructType, name: str) -> T.StructField | None:
+    for field in dtype.fields:
+        if field.name == name:
+            return field
+    return None
+
+
+# ---------------------------------------------------------------- reading
+
+
+def get_path(df_or_schema: DataFrame | T.StructType, path: Sequence[str | int]) -> Column:
+    """The value at ``path`` in every row, as a Column (null where any step is missing)."""
+    return get_typed(_schema_of(df_or_schema), path).column
+
+
+def get_typed(schema: T.StructType, path: Sequence[str | int]) -> Typed:
+    """The value at ``path`` with its type; a missing column or member is a NullType null."""
+    head = path[0]
+    top = column_of(schema, head) if isinstance(head, str) else None
+    if top is None:
+        return null_typed()
+    return get_in(top, path[1:])
+
+
+def get_in(value: Typed, path: Sequence[str | int]) -> Typed:
+    """The value at ``path`` inside ``value`` (arrays without an index are projected)."""
+    for i, step in enumerate(path):
+        dtype = value.dtype
+        if isinstance(step, int):
+            if not isinstance(dtype, T.ArrayType):
+                return null_typed()
+            index = step + 1 if step >= 0 else step  # element_at is 1-based, negative from the end
+            value = Typed(F.try_element_at(value.column, F.lit(index)), dtype.elementType)
+        elif isinstance(dtype, T.StructType):
+            field = _member(dtype, step)
+            if field is None:
+                return null_typed()
+            value = Typed(value.column.getField(step), field.dataType)
+        elif isinstance(dtype, T.ArrayType):
+            rest = tuple(path[i:])
+            return transform_typed(value, lambda element, rest=rest: get_in(element, rest))
+        else:
+            return null_typed()
+    return value
+
+
+def transform_typed(array: Typed, function: Callable[[Typed], Typed]) -> Typed:
+    """``F.transform`` over a typed array; the result type is what ``function`` builds."""
+    assert isinstance(array.dtype, T.ArrayType)
+    element_type = array.dtype.elementType
+    built: list[T.DataType] = []
+
+    def body(element: Column) -> Column:
+        result = function(Typed(element, element_type))
+        built.append(result.dtype)
+        return result.column
+
+    # PySpark calls ``body`` while building the lambda, so the element type is known right after.
+    column = F.transform(array.column, body)
+    return Typed(column, T.ArrayType(built[0], containsNull=True))
+
+
+# ---------------------------------------------------------------- writing
+
+
+def make_struct(members: Sequence[tuple[str, Typed]]) -> Typed:
+    """A struct of ``members`` in order (an empty list gives the empty map ``{}``)."""
+    fields = [T.StructField(name, value.dtype, True) for name, value in members]
+    column = F.struct(*[value.column.alias(name) for name, value in members])
+    return Typed(column, T.StructType(fields))
+
+
+def _null_where(condition: Column, value: Typed) -> Typed:
+    return Typed(F.when(condition, F.lit(None)).otherwise(value.column), value.dtype)
+
+
+def same_type(left: T.DataType, right: T.DataType) -> bool:
+    """Whether two Spark types are equal when nullability is ignored."""
+    return _shape(left) == _shape(right)
+
+
+def _shape(dtype: T.DataType) -> Any:
+    if isinstance(dtype, T.StructType):
+        return ("struct", tuple((f.name, _shape(f.dataType)) for f in dtype.fields))
+    if isinstance(dtype, T.ArrayType):
+        return ("array", _shape(dtype.elementType))
+    if isinstance(dtype, T.MapType):
+        return ("map", _shape(dtype.keyType), _shape(dtype.valueType))
+    return dtype.simpleString()
+
+
+def check_writable(path: Sequence[str | int]) -> tuple[str, ...]:
+    """``path`` as member names; raises TreePathError for an empty path or a list index."""
+    if not path:
+        raise TreePathError("cannot write a value at an empty path")
+    for step in path:
+        if not isinstance(step, str):
+            shown = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in path).lstrip(".")
+            raise TreePathError(
+                f"cannot write at '{shown}': a written path names map members, not list elements",
+                hint="write the whole list, or flatten it first",
+            )
+    return tuple(str(step) for step in path)
+
+
+def write_in(target: Typed | None, path: Sequence[str], value: Typed, *, merge: bool) -> Typed:
+    """``target`` with ``value`` written at ``path``; maps on the way are created or extended.
+
+    A map exists where it existed before or where the written value is not null; something that
+    is not a map in the way is replaced by one. With ``merge``, a map written over a map merges.
+    """
+    if not path:
+        return merge_values(target, value) if merge and target is not None else value
+    if target is not None and not isinstance(target.dtype, T.StructType):
+        target = None
+    head, rest = path[0], path[1:]
+    members: list[tuple[str, Typed]] = []
+    if target is not None:
+        assert isinstance(target.dtype, T.StructType)
+        members = [
+            (f.name, Typed(target.column.getField(f.name), f.dataType)) for f in target.dtype.fields
+        ]
+    names = [name for name, _ in members]
+    index = names.index(head) if head in names else None
+    child = write_in(members[index][1] if index is not None else None, rest, value, merge=merge)
+    if index is not None:
+        members[index] = (head, child)
+    else:
+        members.append((head, child))
+    struct = make_struct(members)
+    if target is not None:
+        return _null_where(target.column.isNull() & child.column.isNull(), struct)
+    return _null_where(child.column.isNull(), struct)
+
+
+def merge_values(earlier: Typed, later: Typed) -> Typed:
+    """``later`` written over ``earlier``: two maps merge member by member (recursively), any
+    other value is replaced; where the later map is null the earlier value is kept."""
+    if not (isinstance(earlier.dtype, T.StructType) and isinstance(later.dtype, T.StructType)):
+        return later
+    later_valid = later.column.isNotNull()
+    later_fields = {f.name: f for f in later.dtype.fields}
+    members: list[tuple[str, Typed]] = []
+    for f in earlier.dtype.fields:
+        old = Typed(earlier.column.getField(f.name), f.dataType)
+        if f.name in later_fields:
+            new = Typed(later.column.getField(f.name), later_fields[f.name].dataType)
+            old = merge_member(old, new, later_valid)
+        members.append((f.name, old))
+    known = {f.name for f in earlier.dtype.fields}
+    for f in later.dtype.fields:
+        if f.name not in known:
+            members.append((f.name, Typed(later.column.getField(f.name), f.dataType)))
+    struct = make_struct(members)
+    return _null_where(earlier.column.isNull() & later.column.isNull(), struct)
+
+
+def merge_member(earlier: Typed, later: Typed, later_valid: Column) -> Typed:
+    """A member present in both maps: the later map's member wins in the rows where it exists."""
+    if isinstance(earlier.dtype, T.StructType) and isinstance(later.dtype, T.StructType):
+        return merge_values(earlier, later)
+    if isinstance(later.dtype, T.NullType):
+        later = null_typed(earlier.dtype)
+    if not same_type(earlier.dtype, later.dtype):
+        return later
+    column = F.when(later_valid, later.column).otherwise(earlier.column)
+    return Typed(column, earlier.dtype)
+
+
+def replace_in(value: Typed, path: Sequence[str | int], new: Typed) -> Typed:
+    """``value`` with what is at ``path`` (members and indexes) replaced by ``new``; null maps and
+    arrays stay null. Used to write filtered arrays back into records."""
+    if not path:
+        return new
+    step, rest = path[0], path[1:]
+    dtype = value.dtype
+    if isinstance(step, str):
+        assert isinstance(dtype, T.StructType)
+        members = [(f.name, Typed(value.column.getField(f.name), f.dataType)) for f in dtype.fields]
+        members = [
+            (name, replace_in(member, rest, new) if name == step else member)
+            for name, member in members
+        ]
+        return _null_where(value.column.isNull(), make_struct(members))
+    assert isinstance(dtype, T.ArrayType)
+    element_type = dtype.elementType
+    position = F.lit(step) if step >= 0 else F.size(value.column) + F.lit(step)
+
+    def rebuild(element: Column, i: Column) -> Column:
+        replaced = replace_in(Typed(element, element_type), rest, new)
+        return F.when(i == position, replaced.column).otherwise(element)
+
+    return Typed(F.transform(value.column, rebuild), dtype)
+
+
+def with_path(
+    df: DataFrame, path: Sequence[str | int], column: Column, *, merge_maps: bool = False
+) -> DataFrame:
+    """``df`` with ``column`` written at ``path`` (maps on the way created or extended).
+
+    With ``merge_maps``, a map written over a map merges into it, member by member.
+    """
+    names = check_writable(path)
+    (field,) = df.select(column.alias("value")).schema.fields
+    existing = column_of(df.schema, names[0])
+    new = write_in(existing, names[1:], Typed(column, field.dataType), merge=merge_maps)
+    return df.withColumn(names[0], new.column)
+
+
+def drop_path(df: DataFrame, path: Sequence[str | int]) -> DataFrame:
+    """``df`` without the value at ``path`` (unchanged if there is none)."""
+    head, rest = path[0], tuple(path[1:])
+    top = column_of(df.schema, head) if isinstance(head, str) else None
+    if top is None:
+        return df
+    if not rest:
+        return df.select(*[F.col(quote_name(n)) for n in df.columns if n != head])
+    return df.withColumn(str(head), remove_in(top, rest).column)
+
+
+def remove_in(target: Typed, path: Sequence[str | int]) -> Typed:
+    """``target`` without the member at ``path``; removing the last member leaves ``{}``."""
+    head, rest = path[0], path[1:]
+    dtype = target.dtype
+    if not isinstance(dtype, T.StructType) or not isinstance(head, str):
+        return target
+    if _member(dtype, head) is None:
+        return target
+    members: list[tuple[str, Typed]] = []
+    for f in dtype.fields:
+        member = Typed(target.column.getField(f.name), f.dataType)
+        if f.name != head:
+            members.append((f.name, member))
+        elif rest:
+            members.append((f.name, remove_in(member, rest)))
+    return _null_where(target.column.isNull(), make_struct(members))
+
+
+def build_columns(
+    df: DataFrame, columns: Sequence[tuple[Sequence[str | int], Column]]
+) -> DataFrame:
+    """A new DataFrame of ``df``'s rows built from values at paths, written in order.
+
+    A later map merges into an earlier one and any other later value replaces it (seed 000's
+    project). An empty path merges a map value into the root: its members become top-level
+    columns (``ref: "output"``); a null there adds nothing.
+    """
+    if columns:
+        aliases = [column.alias(f"v{i}") for i, (_, column) in enumerate(columns)]
+        types = [f.dataType for f in df.select(*aliases).schema.fields]
+    else:
+        types = []
+    record: dict[str, Typed] = {}
+    for (path, column), dtype in zip(columns, types, strict=True):
+        value = Typed(column, dtype)
+        if path:
+            names = check_writable(path)
+            record[names[0]] = write_in(record.get(names[0]), names[1:], value, merge=True)
+        elif isinstance(dtype, T.StructType):
+            valid = column.isNotNull()
+            for f in dtype.fields:
+                member = Typed(column.getField(f.name), f.dataType)
+                if f.name in record:
+                    member = merge_member(record[f.name], member, valid)
+                record[f.name] = member
+        elif not isinstance(dtype, T.NullType):
+            raise TreePathError(
+                f"cannot merge a value of type {dtype.simpleString()} into the record: "
+                "only a map can be"
+            )
+    return df.select(*[value.column.alias(name) for name, value in record.items()])

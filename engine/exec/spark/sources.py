@@ -1,0 +1,817 @@
+"""Sources and sinks on Spark: scan, constant and store as DataFrames.
+
+**Scan** (:func:`scan_dataframe`): the driver settles the scan's schema with the scan schema tracker
+(:func:`~engine.exec.spark.datasource.resolve_scan`), then one of two readers runs:
+
+* *Spark's own reader* where its semantics equal Drill's for these files: parquet always; JSON
+  lines (every file's first line is one complete object) and CSV with a header when no provided
+  schema converts values and bad records fail (not ``onError: skip``). One read covers every
+  file; each row finds its file's implicit values (``dirN``, ``filename``, ...) and order by the
+  file Spark reports for it (see :func:`_native_scan`).
+* *The Drill data source* (:mod:`engine.exec.spark.datasource`) everywhere else: Drill's
+  concatenated pretty-printed JSON, ``onError: skip``, provided schemas, Drill's ``columns`` mode.
+
+Both give identical rows and the same Spark schema. The result has one struct column named after
+the scan's ``ref`` holding the record (the columns themselves when ``ref`` is None) and
+:data:`SEQ_COLUMN`, a long that orders rows as the local executor reads them (file order, then
+file position).
+
+**Store** (:func:`store_dataframe`): queue and console sinks collect the (small) result; ``fs``
+stores write with Spark into the staging directory of :mod:`engine.storage.commit` and commit with
+its atomic protocol, so a failed write leaves the previous version. The row count comes from
+``DataFrame.observe`` during the write, not from a second pass.
+
+**Errors** (:func:`translate_spark_error`): the DrillError behind a failed Spark job, rebuilt from
+Spark's error text (a data source task's note, or the file Spark's reader failed on, read again
+by the Drill reader to find the line and column).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import functools
+import os
+import re
+import string
+import unicodedata
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from engine.errors import DrillError, PlanningError, SchemaConflictError, StorageError
+from engine.exec.local.sources import records_to_batch
+from engine.exec.spark.datasource import (
+    DATA_SOURCE_NAME,
+    ERROR_NOTE,
+    ResolvedScan,
+    SchemaSampling,
+    conform_batch,
+    decode_error,
+    is_json_lines,
+    nullable_type,
+    read_file,
+    register_data_source,
+    resolve_scan,
+    spark_schema_of,
+)
+from engine.scan.framework import DEFAULT_BATCH_ROWS, implicit_values
+from engine.scan.projection import name_key
+from engine.storage.commit import Commit, VersionedTarget, recover, remove, target_lock
+from engine.storage.engines import ClasspathEngine, ConsoleEngine, FsEngine, QueueEngine
+from engine.storage.formats import WRITERS
+from engine.storage.formats.csv import header_names
+from engine.storage.partitions import static_prefix
+from engine.storage.paths import InputFile, has_glob, is_hidden
+from engine.storage.store import (
+    DEFAULT_LOCK_TIMEOUT,
+    StoreResult,
+    StoreTarget,
+    _check_compatible,
+)
+from engine.types import DataMode, MajorType, MinorType, from_arrow_field
+
+SEQ_COLUMN = "__drill_seq"
+"""The column that carries a row's input order through a Spark plan (a long; smaller is earlier)."""
+
+MAP_LOOKUP_FILES = 64
+"""Up to this many files, a scan by Spark's reader finds a row's file values in a literal map;
+beyond, in a broadcast join (see :func:`_native_scan`)."""
+
+ReaderChoice = Literal["auto", "spark", "drill"]
+
+_JSON_NATIVE_TYPES = frozenset(
+    {
+        MinorType.BIT,
+        MinorType.INT,
+        MinorType.BIGINT,
+        MinorType.FLOAT4,
+        MinorType.FLOAT8,
+        MinorType.VARCHAR,
+    }
+)
+_NATIVE_FILE_LIMIT = 50_000
+_RECORD = "__drill_record"
+_FILE = "__drill_file"
+_BASE = "__drill_file_base"
+# java.net.URI leaves these as they are in a path: unreserved, punct, '/' and '@'.
+_URI_KEPT = frozenset(string.ascii_letters + string.digits + "-_.!~*'()" + ",;:$&+=" + "/@")
+# Non-ASCII characters it quotes: controls and spaces (Character.isISOControl, isSpaceChar).
+_URI_QUOTED = frozenset({"Cc", "Zs", "Zl", "Zp"})
+
+
+# ---------------------------------------------------------------- scan
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """How a scan runs on Spark: its resolved schema and files, the reader, and why.
+
+    ``reader`` is ``spark-parquet``, ``spark-json``, ``spark-csv`` or ``drill`` (the data source).
+    """
+
+    resolved: ResolvedScan
+    reader: str
+    reason: str
+
+    @property
+    def is_native(self) -> bool:
+        return self.reader != "drill"
+
+
+def plan_scan(
+    engine: Any,
+    selection: Mapping[str, Any],
+    *,
+    file_columns: Sequence[str] = (),
+    sampling: SchemaSampling | None = None,
+    reader: ReaderChoice = "auto",
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    projection: Sequence[str] | None = None,
+) -> ScanPlan:
+    """Resolve a scan on the driver and choose its reader (``reader`` forces one: a forced
+    ``spark`` reader that would change the results is a :class:`PlanningError`).
+    ``projection``: the paths of the record the plan uses (None: all of it)."""
+    resolved = resolve_scan(
+        engine,
+        selection,
+        file_columns=file_columns,
+        sampling=sampling,
+        batch_rows=batch_rows,
+        projection=projection,
+    )
+    blocker = native_blocker(resolved)
+    native = f"spark-{'csv' if resolved.format == 'text' else resolved.format}"
+    if reader == "drill":
+        return ScanPlan(resolved, "drill", "the Drill reader was asked for")
+    if blocker is None:
+        return ScanPlan(resolved, native, "Spark's reader has Drill's semantics for these files")
+    if reader == "spark":
+        raise PlanningError(
+            f"Spark's own reader cannot read selection {dict(selection)!r} as Drill does: "
+            f"{blocker}",
+            hint="leave the reader choice to the planner (reader='auto')",
+        )
+    return ScanPlan(resolved, "drill", blocker)
+
+
+def native_blocker(resolved: ResolvedScan) -> str | None:
+    """Why Spark's own reader would not read these files as Drill does (None: it would)."""
+    odd = next((f for f in resolved.files if not _spark_readable_path(f.real_path)), None)
+    if odd is not None:
+        return f"the path {odd.real_path} holds characters Spark's reader does not take literally"
+    if len({f.real_path for f in resolved.files}) < len(resolved.files):
+        return "the selection lists one file twice (through a symbolic link)"
+    fmt = resolved.format
+    if fmt == "parquet":
+        if resolved.foreign_types:
+            return f"Spark's parquet reader types {resolved.foreign_types[0]} otherwise than Drill"
+        return None
+    if resolved.options.skip_errors:
+        return "onError: skip counts the bad records it skips, which Spark's reader cannot"
+    if resolved.request.selection.get("schema") is not None:
+        return "a provided schema converts values the Drill way"
+    types = [resolved.output_types[name] for name in resolved.table_columns]
+    if fmt == "json":
+        odd = next((t for t in types if not _json_native(t)), None)
+        if odd is not None:
+            return f"the type {odd} has no equal in Spark's JSON reader"
+        pretty = next((f for f in resolved.files if not is_json_lines(f)), None)
+        if pretty is not None:
+            return f"{pretty.path} is not JSON lines (a record spans lines)"
+        return None
+    if fmt in ("csv", "text"):
+        if not _csv_header(resolved):
+            return "Drill's columns mode (no header) has no equal in Spark's CSV reader"
+        if any(t.minor != MinorType.VARCHAR or t.mode == DataMode.REPEATED for t in types):
+            return "only text columns read the same way in Spark's CSV reader"
+        if len({tuple(_header_of(f, resolved)) for f in _nonempty(resolved.files)}) > 1:
+            return "the files have different headers"
+        return None
+    return f"format {fmt} has no Spark reader"
+
+
+def scan_dataframe(
+    spark: Any,
+    engine: Any,
+    selection: Mapping[str, Any],
+    ref: str | None,
+    *,
+    file_columns: Sequence[str] = (),
+    sampling: SchemaSampling | None = None,
+    reader: ReaderChoice = "auto",
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    projection: Sequence[str] | None = None,
+) -> DataFrame:
+    """A scan as a DataFrame: ``ref`` (a struct holding each record; the record's columns at the
+    root when ``ref`` is None) and :data:`SEQ_COLUMN`. See the module docstring; the keywords
+    are :func:`plan_scan`'s."""
+    plan = plan_scan(
+        engine,
+        selection,
+        file_columns=file_columns,
+        sampling=sampling,
+        reader=reader,
+        batch_rows=batch_rows,
+        projection=projection,
+    )
+    return scan_plan_dataframe(spark, plan, ref)
+
+
+def scan_plan_dataframe(spark: Any, plan: ScanPlan, ref: str | None) -> DataFrame:
+    """The DataFrame of a scan already planned with :func:`plan_scan`."""
+    resolved = plan.resolved
+    columns = list(resolved.output_types)
+    if not resolved.files:
+        schema = StructType([*resolved.spark_schema.fields, StructField(SEQ_COLUMN, LongType())])
+        frame = spark.createDataFrame([], schema)
+    elif plan.is_native:
+        frame = _native_scan(spark, resolved)
+    else:
+        register_data_source(spark)
+        frame = (
+            spark.read.format(DATA_SOURCE_NAME)
+            .schema(resolved.spark_schema)
+            .options(**resolved.request.to_options())
+            .load()
+            .withColumn(SEQ_COLUMN, F.monotonically_increasing_id())
+        )
+    # The cast gives both readers' records the declared (nullable) types, literals included.
+    record = F.struct(*[column(c) for c in columns]).cast(resolved.spark_schema)
+    if ref:
+        return frame.select(record.alias(ref), column(SEQ_COLUMN))
+    wrapped = frame.select(record.alias(_RECORD), column(SEQ_COLUMN))
+    return wrapped.select(f"{_RECORD}.*", SEQ_COLUMN)
+
+
+def column(name: str) -> Column:
+    """The top-level column ``name``, whatever characters it holds (dots included)."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _native_scan(spark: Any, resolved: ResolvedScan) -> DataFrame:
+    """One read of every file by Spark's reader, each row given its file's implicit values and a
+    sequence number ``file base + monotonically_increasing_id``.
+
+    Spark packs files into partitions by size, not in the scan's order; within a file, rows keep
+    their order and the file's splits get increasing partition ids. So a file's base (its index
+    shifted above the bits Spark's id uses) gives the scan order. The file comes from
+    ``_metadata.file_path``; its implicit values from a literal map (a projection Spark prunes
+    when nothing uses it), or beyond ``MAP_LOOKUP_FILES`` files from a broadcast join.
+    """
+    files = [f for f in resolved.files if f.size > 0 or resolved.format != "parquet"]
+    _remember_native(resolved, files)
+    if not files:
+        schema = StructType([*resolved.spark_schema.fields, StructField(SEQ_COLUMN, LongType())])
+        return spark.createDataFrame([], schema)
+    implicit = [n for n in resolved.output_types if n in resolved.implicit]
+    shift = 63 - max(1, (len(resolved.files) - 1).bit_length())
+    order = {f.real_path: i for i, f in enumerate(resolved.files)}
+    scanned = (
+        _spark_read(spark, resolved, files)
+        .select("*", F.col("_metadata.file_path").alias(_FILE))
+        .withColumn(SEQ_COLUMN, F.monotonically_increasing_id())
+    )
+    names = resolved.table_columns
+    if len(files) <= MAP_LOOKUP_FILES:
+        entries = []
+        for file in files:
+            values = implicit_values(file)
+            info = F.struct(
+                F.lit(order[file.real_path] << shift).alias(_BASE),
+                *[F.lit(values.get(n)).cast(StringType()).alias(n) for n in implicit],
+            )
+            entries += [F.lit(spark_file_uri(file.real_path)), info]
+        found = F.try_element_at(F.create_map(*entries), column(_FILE))
+        info = F.when(found.isNull(), _unknown_file()).otherwise(found)
+        return scanned.select(
+            *[column(n) for n in names],
+            *[info[n].alias(n) for n in implicit],
+            _sequence(info[_BASE]),
+        )
+    rows = []
+    for file in files:
+        values = implicit_values(file)
+        base = order[file.real_path] << shift
+        rows.append((spark_file_uri(file.real_path), base, *[values.get(n) for n in implicit]))
+    lookup_schema = StructType(
+        [
+            StructField(_FILE, StringType(), False),
+            StructField(_BASE, LongType(), False),
+            *[StructField(n, StringType(), True) for n in implicit],
+        ]
+    )
+    lookup = spark.createDataFrame(rows, lookup_schema)
+    joined = scanned.join(F.broadcast(lookup), on=_FILE, how="left")
+    base = F.when(column(_BASE).isNull(), _unknown_file()).otherwise(column(_BASE))
+    return joined.select(
+        *[column(n) for n in names],
+        *[column(n) for n in implicit],
+        _sequence(base),
+    )
+
+
+def _sequence(base: Column) -> Column:
+    # ``base`` is never null (an unknown file raises first); the coalesce tells Spark so, and
+    # keeps the column non-nullable like the data source's.
+    return (F.coalesce(base, F.lit(0)) + column(SEQ_COLUMN)).alias(SEQ_COLUMN)
+
+
+def _unknown_file() -> Column:
+    message = F.concat(F.lit("the scan did not list the file Spark read: "), column(_FILE))
+    return F.raise_error(message)
+
+
+def spark_file_uri(path: Path | str) -> str:
+    """The URI Spark's readers report for a local file (``_metadata.file_path``): Hadoop's
+    ``Path.toUri``, i.e. ``java.net.URI`` quoting, UTF-8 ``%XX``.
+
+    >>> spark_file_uri("/data/day=1/a b+c/ü.json")
+    'file:/data/day=1/a%20b+c/ü.json'
+    """
+    quoted = []
+    for ch in str(path):
+        if ch in _URI_KEPT or (ord(ch) > 127 and unicodedata.category(ch) not in _URI_QUOTED):
+            quoted.append(ch)
+        else:
+            quoted.extend(f"%{byte:02X}" for byte in ch.encode("utf-8"))
+    return "file:" + "".join(quoted)
+
+
+def _spark_read(spark: Any, resolved: ResolvedScan, files: Sequence[InputFile]) -> DataFrame:
+    """Spark's reader over ``files``, giving the table columns in output order and types."""
+    paths = [str(f.real_path) for f in files]
+    names = resolved.table_columns
+    table = StructType([resolved.spark_schema[name] for name in names])
+    if resolved.format == "parquet":
+        return spark.read.schema(table).parquet(*paths).select(*[column(n) for n in names])
+    if resolved.format == "json":
+        frame = spark.read.schema(table).option("mode", "FAILFAST").json(paths)
+        return frame.select(*[column(n) for n in names])
+    header = _header_of(next(iter(_nonempty(resolved.files)), files[0]), resolved)
+    positional = StructType([StructField(f"_c{i}", StringType()) for i in range(len(header))])
+    options = resolved.options
+    frame = (
+        spark.read.schema(positional)
+        .options(
+            header=True,
+            enforceSchema=True,
+            sep=options.delimiter,
+            quote=options.quote,
+            escape=options.quote,
+            multiLine=True,
+            mode="FAILFAST",
+        )
+        .csv(paths)
+    )
+    keys = [name_key(h) for h in header]
+    selected = []
+    for name in names:
+        if name_key(name) in keys:
+            raw = column(f"_c{keys.index(name_key(name))}")
+            # Spark reads an empty field as null; Drill's CSV reader gives an empty string.
+            selected.append(F.when(raw.isNull(), F.lit("")).otherwise(raw).alias(name))
+        else:
+            selected.append(F.lit(None).cast(StringType()).alias(name))
+    return frame.select(*selected)
+
+
+def _json_native(t: MajorType) -> bool:
+    if t.minor == MinorType.MAP:
+        return bool(t.fields) and all(_json_native(child) for _, child in t.fields)
+    if t.minor == MinorType.LIST:
+        return t.element is not None and _json_native(t.element)
+    return t.minor in _JSON_NATIVE_TYPES
+
+
+def _spark_readable_path(path: Path) -> bool:
+    """Whether Spark reads ``path`` as it is: no glob characters, no ':' (Hadoop takes it for
+    a scheme), valid UTF-8."""
+    text = str(path)
+    if has_glob(text) or any(ch in text for ch in "{}\\:"):
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _nonempty(files: Iterable[InputFile]) -> list[InputFile]:
+    return [f for f in files if f.size > 0]
+
+
+def _csv_header(resolved: ResolvedScan) -> bool:
+    default = resolved.format == "csv"
+    return default if resolved.options.header is None else resolved.options.header
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_header(path: str, size: int, delimiter: str, quote: str) -> tuple[str, ...]:
+    with open(path, encoding="utf-8-sig", newline="") as text:
+        for fields in csv.reader(text, delimiter=delimiter, quotechar=quote, strict=False):
+            if fields:
+                return tuple(header_names(fields))
+    return ()
+
+
+def _header_of(file: InputFile, resolved: ResolvedScan) -> tuple[str, ...]:
+    options = resolved.options
+    return _read_header(str(file.real_path), file.size, options.delimiter, options.quote)
+
+
+# ---------------------------------------------------------------- what Spark's readers read
+
+_NATIVE_FILES: OrderedDict[str, tuple[ResolvedScan, InputFile]] = OrderedDict()
+
+
+def _remember_native(resolved: ResolvedScan, files: Iterable[InputFile]) -> None:
+    """Keep which scan read each file with Spark's reader, to explain its errors the Drill way."""
+    for file in files:
+        _NATIVE_FILES[str(file.real_path)] = (resolved, file)
+        _NATIVE_FILES.move_to_end(str(file.real_path))
+    while len(_NATIVE_FILES) > _NATIVE_FILE_LIMIT:
+        _NATIVE_FILES.popitem(last=False)
+
+
+# ---------------------------------------------------------------- constant
+
+
+def constant_dataframe(spark: Any, content: Sequence[Any] | None) -> DataFrame:
+    """A constant's records as a DataFrame, typed as the local executor types them (a JSON
+    reader's types), with :data:`SEQ_COLUMN` in record order."""
+    records = list(content or [])
+    if not records:
+        return spark.createDataFrame([], StructType([StructField(SEQ_COLUMN, LongType(), False)]))
+    batch = records_to_batch(records)
+    types = {f.name: nullable_type(from_arrow_field(f)) for f in batch.schema}
+    schema = spark_schema_of(types)
+    data = conform_batch(batch, to_arrow_schema(schema, timezone="UTC"))
+    table = pa.Table.from_batches([data]).append_column(
+        pa.field(SEQ_COLUMN, pa.int64(), nullable=False),
+        pa.array(range(len(records)), pa.int64()),
+    )
+    full = StructType([*schema.fields, StructField(SEQ_COLUMN, LongType(), False)])
+    return spark.createDataFrame(table, schema=full)
+
+
+# ---------------------------------------------------------------- store
+
+
+def store_dataframe(
+    df: DataFrame,
+    engine: Any,
+    target: Mapping[str, Any] | None,
+    *,
+    partition_values: Mapping[str, Any] | None = None,
+    sink_records: list[Any] | None = None,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> StoreResult:
+    """Write ``df`` to ``target`` of ``engine`` (see the module docstring and
+    :func:`engine.storage.store.write_store`, whose target format and outcomes this follows).
+
+    Records reaching a queue or console sink are also appended to ``sink_records`` when given
+    (what ``RunResult.records()`` returns). A :data:`SEQ_COLUMN` still present is dropped.
+    """
+    if SEQ_COLUMN in df.columns:
+        df = df.drop(SEQ_COLUMN)
+    if isinstance(engine, ConsoleEngine | QueueEngine):
+        from engine.storage.store import write_store
+
+        table = _collect(df)
+        if sink_records is not None:
+            sink_records.extend(table.to_pylist())
+        return write_store(engine, target, table)
+    if isinstance(engine, ClasspathEngine):
+        raise StorageError(f"{engine.label} is read-only; store to an fs engine")
+    if not isinstance(engine, FsEngine):
+        raise StorageError(f"{getattr(engine, 'label', engine)} cannot be written to")
+    spec = StoreTarget.parse(target, engine=engine)
+    return _store_fs(df, spec, dict(partition_values or {}), lock_timeout)
+
+
+def _collect(df: DataFrame) -> pa.Table:
+    try:
+        return df.toArrow()
+    except Exception as err:
+        translated = translate_spark_error(err)
+        if translated is not None:
+            raise translated from err
+        raise
+
+
+def _store_fs(
+    df: DataFrame, spec: StoreTarget, static: dict[str, Any], lock_timeout: float
+) -> StoreResult:
+    columns = list(spec.partition_by) or list(static)
+    if list(static) != columns[: len(static)]:
+        raise StorageError(
+            f"partition values {list(static)} must name the leading partitionBy columns {columns}"
+        )
+    clashing = [c for c in static if c in df.columns]
+    if clashing:
+        raise StorageError(
+            f"partition value for {', '.join(repr(c) for c in clashing)} given, but the rows "
+            "hold that column too",
+            hint="drop the column before the store, or leave it out of partition_values",
+        )
+    dynamic = columns[len(static) :]
+    _check_columns(df, spec, dynamic)
+    prefix = static_prefix(static) if static else ""
+    partitioned = bool(columns)
+    observation = Observation(f"store {spec.path}")
+    observed = df.observe(observation, F.count(F.lit(1)).alias("rows"))
+    target = VersionedTarget(spec.location)
+    with target_lock(target, timeout=lock_timeout):
+        recover(target)
+        if spec.mode == "error" and target.exists():
+            raise StorageError(
+                f"store target '{spec.path}' already exists ({spec.location}) and mode is error",
+                hint="use mode: overwrite or append, or remove the target first",
+            )
+        if spec.mode != "error" and target.exists() and target.current_data() is None:
+            raise StorageError(
+                f"store target '{spec.path}' is a file, not a dataset directory; "
+                f"mode {spec.mode}{' with partitions' if partitioned else ''} needs one"
+            )
+        try:
+            with Commit(target) as commit:
+                spark_dir = commit.staging / f".spark-{uuid.uuid4().hex}"
+                _spark_write(observed, spec, spark_dir / prefix if prefix else spark_dir, dynamic)
+                written = _data_files(spark_dir)
+                if not written and not partitioned:
+                    written = [_write_empty(df, spec, spark_dir)]
+                paths = sorted({os.path.dirname(rel) for rel in written if os.path.dirname(rel)})
+                if spec.mode == "append":
+                    replaced: list[str] | None = []
+                elif partitioned:
+                    replaced = [prefix] if prefix else paths
+                else:
+                    replaced = None
+                kept: list[str] = []
+                if replaced is not None:
+                    kept = commit.carry_over(lambda rel: not _under_any(rel, replaced))
+                    _check_compatible(spec, commit.staging, kept, [])  # the format
+                    _check_same_columns(spec, commit.staging, kept, spark_dir, written)
+                for rel in written:
+                    destination = commit.staging / rel
+                    destination.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(spark_dir / rel, destination)
+                remove(spark_dir)
+                commit.commit()
+        except DrillError:
+            raise
+        except Exception as err:
+            translated = translate_spark_error(err)
+            if translated is not None:
+                raise translated from err
+            raise StorageError(
+                f"writing {spec.format} to store target '{spec.path}' failed: "
+                f"{_spark_reason(_error_text(err))}; the previous version is unchanged",
+            ) from err
+    rows = observation.get.get("rows", 0) if written else 0
+    return StoreResult(
+        location=str(spec.location),
+        format=spec.format,
+        row_count=int(rows),
+        files=tuple(str(spec.location / rel) for rel in written),
+        schema=to_arrow_schema(df.schema, timezone="UTC"),
+        mode=spec.mode,
+        partitions=tuple(sorted(set(paths) | ({prefix} if prefix else set()))),
+        version=commit.version,
+    )
+
+
+def _check_columns(df: DataFrame, spec: StoreTarget, dynamic: Sequence[str]) -> None:
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    missing = [c for c in dynamic if c not in fields]
+    if missing:
+        raise StorageError(
+            f"partitionBy names {', '.join(repr(c) for c in missing)}, not among the columns "
+            f"stored ({', '.join(fields)})"
+        )
+    nested_types = (StructType, ArrayType, MapType)
+    for name in dynamic:
+        if isinstance(fields[name], nested_types):
+            raise StorageError(
+                f"cannot partition by '{name}': it is {fields[name].simpleString()}, not a scalar"
+            )
+    if spec.format == "csv":
+        nested = [n for n, t in fields.items() if n not in dynamic and isinstance(t, nested_types)]
+        if nested:
+            raise StorageError(
+                f"csv stores only scalar columns, and {', '.join(repr(n) for n in nested)} "
+                f"{'is' if len(nested) == 1 else 'are'} nested",
+                hint="store nested data as parquet or json, or flatten it first",
+            )
+
+
+def _spark_write(df: DataFrame, spec: StoreTarget, path: Path, dynamic: Sequence[str]) -> None:
+    writer = df.write.mode("errorifexists")
+    if dynamic:
+        writer = writer.partitionBy(*dynamic)
+    if spec.format == "json":
+        writer.option("ignoreNullFields", "false").json(str(path))
+    elif spec.format == "csv":
+        writer.options(header=True, quote='"', escape='"').csv(str(path))
+    else:
+        writer.parquet(str(path))
+
+
+def _write_empty(df: DataFrame, spec: StoreTarget, spark_dir: Path) -> str:
+    """An unpartitioned store of no rows still writes one file, so the schema survives."""
+    rel = f"part-00000-{uuid.uuid4().hex[:8]}.{spec.format}"
+    spark_dir.mkdir(parents=True, exist_ok=True)
+    schema = to_arrow_schema(df.schema, timezone="UTC")
+    WRITERS[spec.format](schema.empty_table(), spark_dir / rel)
+    return rel
+
+
+def _data_files(directory: Path) -> list[str]:
+    """The data files Spark wrote below ``directory`` (markers and checksums left out)."""
+    found = []
+    for root, subdirs, files in os.walk(directory):
+        subdirs[:] = sorted(d for d in subdirs if not is_hidden(d))
+        rel_dir = os.path.relpath(root, directory)
+        for name in sorted(files):
+            if not is_hidden(name):
+                found.append(name if rel_dir == "." else f"{rel_dir}/{name}")
+    return found
+
+
+def _check_same_columns(
+    spec: StoreTarget, staging: Path, kept: Sequence[str], spark_dir: Path, written: Sequence[str]
+) -> None:
+    """Parquet files kept beside new ones must have the same columns and types. Nullability is
+    not compared: Spark's writers derive it from the expressions, not from the data."""
+    old = [rel for rel in kept if rel.endswith(".parquet") and not _hidden(rel)]
+    new = [rel for rel in written if rel.endswith(".parquet")]
+    if spec.format != "parquet" or not old or not new:
+        return
+    existing = pq.read_schema(staging / old[0])
+    incoming = pq.read_schema(spark_dir / new[0])
+    if [(f.name, _loose(f.type)) for f in existing] != [(f.name, _loose(f.type)) for f in incoming]:
+        raise StorageError(
+            f"store target '{spec.path}' has the schema ({_schema_text(existing)}) and the rows "
+            f"written have ({_schema_text(incoming)})",
+            hint="overwrite the whole target to change its schema",
+        )
+
+
+def _loose(dtype: pa.DataType) -> pa.DataType:
+    """``dtype`` with every nested field nullable and list items named alike."""
+    if pa.types.is_struct(dtype):
+        return pa.struct([pa.field(f.name, _loose(f.type)) for f in dtype])
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return pa.list_(_loose(dtype.value_type))
+    return dtype
+
+
+def _schema_text(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+
+def _hidden(rel: str) -> bool:
+    return any(is_hidden(part) for part in rel.split("/"))
+
+
+def _under_any(rel: str, prefixes: Sequence[str]) -> bool:
+    return any(rel == p or rel.startswith(p + "/") for p in prefixes)
+
+
+# ---------------------------------------------------------------- errors
+
+_NOTE = re.compile(re.escape(ERROR_NOTE) + r"(\{.*\})")
+_READ_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?\s+(?:SQLSTATE|$)", re.M)
+_PY_ERROR = re.compile(r"^engine\.errors\.(\w+): (.*)$", re.M)
+_CONFLICT = re.compile(r"^(?:(.*): )?column '(.*)' changed type from (.+) to (.+)$")
+_CAUSE = re.compile(r"^Caused by: [\w.$]+: (.*)$", re.M)
+_ERROR_CLASS = re.compile(r"\[([A-Z_]+(?:\.[A-Z_]+)*)\] ([^\n]*)")
+
+
+def translate_spark_error(exc: BaseException) -> DrillError | None:
+    """The engine error behind a Spark failure, or None when it is not one of ours.
+
+    Finds, in this order: the note a Drill data source task attached to its DrillError; a file
+    Spark's own reader failed on (read again by the Drill reader, which names line and column);
+    the text of an engine error raised in a Python worker.
+
+    >>> text = "Traceback ...\\nengine.errors.StorageError: /d/a.json:3:1: malformed JSON\\n"
+    >>> str(translate_spark_error(RuntimeError(text)))
+    '/d/a.json:3:1: malformed JSON'
+    >>> translate_spark_error(RuntimeError("boom")) is None
+    True
+    """
+    if isinstance(exc, DrillError):
+        return exc
+    text = _error_text(exc)
+    note = _NOTE.search(text)
+    if note:
+        decoded = decode_error(note.group(1))
+        if decoded is not None:
+            return decoded
+    failed = _READ_FILE.search(text)
+    if failed:
+        return _explain_read_failure(failed.group(1), text)
+    raised = _PY_ERROR.search(text)
+    if raised:
+        return _rebuild(raised.group(1), raised.group(2))
+    return None
+
+
+def _error_text(exc: BaseException) -> str:
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        parts.append(str(current))
+        for attribute in ("desc", "stackTrace", "_stackTrace"):
+            value = getattr(current, attribute, None)
+            if isinstance(value, str):
+                parts.append(value)
+        java = getattr(current, "java_exception", None)
+        if java is not None:
+            with contextlib.suppress(Exception):
+                parts.append(str(java.toString()))
+        current = current.__cause__ or current.__context__
+    return "\n".join(parts)
+
+
+def _rebuild(kind: str, message: str) -> DrillError:
+    if kind == "SchemaConflictError":
+        match = _CONFLICT.match(message)
+        if match:
+            file, name, old, new = match.groups()
+            return SchemaConflictError(column=name, old_type=old, new_type=new, file=file)
+    if kind == "StorageError":
+        return StorageError(message)
+    return DrillError(message)
+
+
+def _explain_read_failure(uri: str, text: str) -> DrillError:
+    path = unquote(urlsplit(uri).path) if ":" in uri else uri
+    reason = _spark_reason(text)
+    known = _NATIVE_FILES.get(path)
+    if known is None:
+        return StorageError(f"Spark could not read the file: {reason}", file=path)
+    resolved, file = known
+    depth = max((len(f.dirs) for f in resolved.files), default=0)
+    try:
+        for _ in read_file(resolved.request, file, resolved.spark_schema, partition_depth=depth):
+            pass
+    except DrillError as err:
+        return err
+    return StorageError(
+        f"Spark's {resolved.format} reader failed where the Drill reader does not: {reason}",
+        file=str(file.path),
+        hint="report this; meanwhile scan with reader='drill'",
+    )
+
+
+def _spark_reason(text: str) -> str:
+    """The innermost Spark error message in ``text`` (the most specific one)."""
+    causes = _CAUSE.findall(text)
+    for cause in reversed(causes):
+        if "FAILED_READ_FILE" not in cause:
+            return cause.strip()
+    classes = _ERROR_CLASS.findall(text)
+    for name, message in reversed(classes):
+        if not name.startswith("FAILED_READ_FILE"):
+            return f"[{name}] {message.strip()}"
+    first = text.strip().splitlines()
+    return first[0] if first else "unknown error"
+
+
+__all__ = [
+    "MAP_LOOKUP_FILES",
+    "SEQ_COLUMN",
+    "ScanPlan",
+    "column",
+    "constant_dataframe",
+    "native_blocker",
+    "plan_scan",
+    "scan_dataframe",
+    "scan_plan_dataframe",
+    "spark_file_uri",
+    "store_dataframe",
+    "translate_spark_error",
+]

@@ -1,0 +1,235 @@
+"""load_definitions: asset keys, lineage across plans, op graphs, partitions, schedules, checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dagster import (
+    AssetKey,
+    AutomationCondition,
+    DailyPartitionsDefinition,
+    Definitions,
+    GraphDefinition,
+)
+from dagster._core.definitions.backfill_policy import BackfillPolicyType
+
+from drill_dagster import DrillDefinitionsError, DrillTranslator, load_definitions
+from engine.plan import parse_plan
+
+Kit = Any
+
+CLEAN_KEY, ENRICHED, TOTALS = AssetKey("clean"), AssetKey("enriched"), AssetKey("totals")
+EVENTS, CUSTOMERS = AssetKey(["raw", "events"]), AssetKey(["raw", "customers_csv"])
+
+
+@pytest.fixture
+def defs(plans_dir: Path) -> Definitions:
+    return load_definitions(plans_dir, executor="local")
+
+
+def _graph(defs: Definitions, name: str) -> GraphDefinition:
+    assets = next(
+        a for a in defs.assets if getattr(a, "node_def", None) and a.node_def.name == name
+    )  # type: ignore[union-attr]
+    return assets.node_def  # type: ignore[union-attr,return-value]
+
+
+def test_asset_keys_deps_across_plans_and_external_sources(defs: Definitions) -> None:
+    graph = defs.resolve_asset_graph()
+    assert graph.get_all_asset_keys() == {CLEAN_KEY, ENRICHED, TOTALS, EVENTS, CUSTOMERS}
+    assert graph.get(CLEAN_KEY).parent_keys == {EVENTS}
+    assert graph.get(ENRICHED).parent_keys == {CLEAN_KEY, CUSTOMERS}
+    assert graph.get(TOTALS).parent_keys == {CLEAN_KEY}  # only what its records come from
+    assert not graph.get(EVENTS).is_materializable
+    assert not graph.get(CUSTOMERS).is_materializable
+    assert graph.get(EVENTS).group_name == "sources"
+
+
+def test_one_op_per_operator_named_and_described_and_wired(defs: Definitions, kit: Kit) -> None:
+    for name, document in (("clean", kit.CLEAN), ("split", kit.SPLIT)):
+        graph = _graph(defs, name)
+        plan = parse_plan(document)
+        expected = {f"{name}__{op.op}_{op.id}" for op in plan.query}
+        assert {node.name for node in graph.nodes} == expected
+        for op in plan.query:
+            node = graph.node_named(f"{name}__{op.op}_{op.id}")
+            assert json.loads(node.definition.description.strip("`\njson")) == op.to_dict()
+    split = _graph(defs, "split")
+    join = split.dependency_structure.input_to_upstream_outputs_for_node("split__join_3")
+    upstream = {inp.input_name: out.node_name for inp, outs in join.items() for out in outs}
+    assert upstream == {"left": "split__scan_1", "right": "split__scan_2"}
+
+
+def test_spec_attributes_from_the_translator_defaults_and_project_file(defs: Definitions) -> None:
+    graph = defs.resolve_asset_graph()
+    clean, enriched = graph.get(CLEAN_KEY), graph.get(ENRICHED)
+    assert clean.group_name == "ingest" and enriched.group_name == "split"
+    assert clean.owners == ["team:data"] and clean.tags["tier"] == "bronze"
+    assert clean.kinds == {"spark", "parquet"} and graph.get(TOTALS).kinds == {"spark", "json"}
+    assert "events with a positive amount" in (clean.description or "")
+    assert "cleaned" in (clean.description or "")  # the plan's generator note
+    assert clean.metadata["dagster/uri"].endswith("/data/lake/clean")
+    references = clean.metadata["dagster/code_references"].code_references
+    assert references[0].file_path.endswith("plans/clean.json")
+    assert enriched.automation_condition == AutomationCondition.eager()
+    assert clean.automation_condition is None
+
+
+def test_partitions_backfill_policy_and_can_subset(defs: Definitions) -> None:
+    graph = defs.resolve_asset_graph()
+    partitions = graph.get(CLEAN_KEY).partitions_def
+    assert isinstance(partitions, DailyPartitionsDefinition)
+    assert partitions.get_partition_keys() == ["2024-01-01", "2024-01-02", "2024-01-03"]
+    assert graph.get(ENRICHED).partitions_def is None
+    clean_assets = next(a for a in defs.assets if getattr(a, "keys", None) == {CLEAN_KEY})
+    assert clean_assets.backfill_policy.policy_type is BackfillPolicyType.SINGLE_RUN  # type: ignore[union-attr]
+    split_assets = next(a for a in defs.assets if getattr(a, "keys", None) == {ENRICHED, TOTALS})
+    assert split_assets.can_subset  # type: ignore[union-attr]
+    subset = split_assets.subset_for({TOTALS}, selected_asset_check_keys=None)  # type: ignore[union-attr]
+    assert {n.name for n in subset.node_def.nodes} == {
+        "split__scan_1",
+        "split__collapsingaggregate_6",
+        "split__store_7",
+    }
+
+
+def test_jobs_schedules_and_checks(defs: Definitions) -> None:
+    assert {job.name for job in defs.jobs} == {"clean_job", "split_job"}
+    schedules = {s.name: s for s in defs.get_repository_def().schedule_defs}
+    assert set(schedules) == {"clean_schedule", "split_schedule"}
+    assert schedules["split_schedule"].cron_schedule == "0 4 * * *"
+    assert schedules["clean_schedule"].cron_schedule == "0 0 * * *"  # from the daily partitions
+    assert schedules["clean_schedule"].job_name == "clean_job"
+    check_keys = {key for checks in defs.asset_checks for key in checks.check_keys}
+    assert {(k.asset_key, k.name) for k in check_keys} == {
+        (CLEAN_KEY, "schema_contract"),
+        (CLEAN_KEY, "row_count_bounds"),
+    }
+    Definitions.validate_loadable(defs)
+
+
+def test_translator_overrides_keys_groups_and_sources(plans_dir: Path) -> None:
+    class LakeTranslator(DrillTranslator):
+        def get_asset_key(self, store):  # type: ignore[no-untyped-def]
+            return super().get_asset_key(store).with_prefix("lake")
+
+        def get_group_name(self, store):  # type: ignore[no-untyped-def]
+            return "everything"
+
+        def get_source_asset_key(self, source):  # type: ignore[no-untyped-def]
+            return AssetKey(["landing", *source.parts[1:]])
+
+        def get_kinds(self, store):  # type: ignore[no-untyped-def]
+            return {"spark", "drill"}
+
+    defs = load_definitions(plans_dir, translator=LakeTranslator(), executor="local")
+    graph = defs.resolve_asset_graph()
+    lake_enriched = AssetKey(["lake", "enriched"])
+    assert graph.get(lake_enriched).parent_keys == {
+        AssetKey(["lake", "clean"]),
+        AssetKey(["landing", "customers.csv"]),
+    }
+    assert graph.get(lake_enriched).group_name == "everything"
+    assert graph.get(lake_enriched).kinds == {"spark", "drill"}
+
+
+def test_a_bad_plan_fails_loading_with_file_and_json_path(tmp_path: Path, kit: Kit) -> None:
+    broken = kit.copy(kit.CLEAN)
+    broken["query"][1]["op"] = "fliter"
+    del broken["query"][2]["projections"][0]["expr"]
+    plans_dir = kit.write(tmp_path, plans={"clean": broken, "split": kit.SPLIT})
+    with pytest.raises(DrillDefinitionsError) as caught:
+        load_definitions(plans_dir)
+    message = str(caught.value)
+    assert f"{plans_dir / 'clean.json'}: 2 problems" in message
+    assert "$.query[1].op (operator 2): unknown op 'fliter' (did you mean 'filter'?)" in message
+    assert "$.query[2].projections[0].expr" in message
+    assert caught.value.__cause__ is None  # the message is the whole story, no chained traceback
+
+
+def test_a_relaxed_json_syntax_error_names_the_file_line_and_column(
+    tmp_path: Path, kit: Kit
+) -> None:
+    plans_dir = kit.write(tmp_path, project_yaml=None)
+    (plans_dir / "clean.json").write_text('{"query": [\n  {"op": "scan",, }]}')
+    with pytest.raises(DrillDefinitionsError, match=r"clean\.json.*line 2"):
+        load_definitions(plans_dir)
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "expected"),
+    [
+        (
+            "plans: {clean: {partitions: {param: day}}}",
+            "plans.clean.partitions: give exactly one of",
+        ),
+        ("plans: {clean: {partitons: {}}}", "plans.clean.partitons: unknown key"),
+        ("plans: {nope: {group: x}}", "plans.nope: no plan file nope.json"),
+        (
+            "plans: {clean: {stores: {nowhere: {}}}}",
+            "plans.clean.stores.nowhere: clean.json has no store",
+        ),
+        (
+            "plans: {clean: {stores: {clean: {checks: {columns: {id: BIGNIT}}}}}}",
+            "plans.clean.stores.clean.checks.columns: column 'id': unknown Drill type 'BIGNIT'",
+        ),
+        (
+            "plans: {split: {schedule: {}}}",
+            "plans.split.schedule: give either cron or from_partitions",
+        ),
+        ("plans: [clean", "drill_project.yaml:1:"),
+    ],
+)
+def test_project_file_mistakes_name_the_file_and_key(
+    tmp_path: Path, kit: Kit, yaml_text: str, expected: str
+) -> None:
+    plans_dir = kit.write(tmp_path, project_yaml=yaml_text)
+    with pytest.raises(DrillDefinitionsError) as caught:
+        load_definitions(plans_dir)
+    assert str(plans_dir / "drill_project.yaml") in str(caught.value)
+    assert expected in str(caught.value)
+
+
+def test_from_partitions_needs_time_partitions(tmp_path: Path, kit: Kit) -> None:
+    yaml_text = "plans: {split: {schedule: {from_partitions: true}}}"
+    plans_dir = kit.write(tmp_path, project_yaml=yaml_text)
+    with pytest.raises(
+        DrillDefinitionsError, match=r"plans\.split\.schedule: from_partitions needs"
+    ):
+        load_definitions(plans_dir)
+
+
+def test_two_stores_with_one_key_are_refused(tmp_path: Path, kit: Kit) -> None:
+    twin = kit.copy(kit.SPLIT)
+    twin["query"][6]["target"]["path"] = "enriched"
+    plans_dir = kit.write(tmp_path, plans={"split": twin}, project_yaml=None)
+    with pytest.raises(DrillDefinitionsError, match="both have the asset key enriched"):
+        load_definitions(plans_dir)
+
+
+def test_static_partitions_and_a_cron_schedule(tmp_path: Path, kit: Kit) -> None:
+    yaml_text = (
+        "plans: {clean: {partitions: {static: [2024-01-01, 2024-01-02], param: day,"
+        " max_partitions_per_run: 1}, schedule: {cron: '5 * * * *'}}}"
+    )
+    defs = load_definitions(kit.write(tmp_path, project_yaml=yaml_text), executor="local")
+    graph = defs.resolve_asset_graph()
+    assert graph.get(CLEAN_KEY).partitions_def.get_partition_keys() == ["2024-01-01", "2024-01-02"]  # type: ignore[union-attr]
+    clean_assets = next(a for a in defs.assets if getattr(a, "keys", None) == {CLEAN_KEY})
+    assert clean_assets.backfill_policy.max_partitions_per_run == 1  # type: ignore[union-attr]
+    (schedule,) = defs.get_repository_def().schedule_defs
+    assert schedule.cron_schedule == "5 * * * *"
+
+
+def test_a_partition_parameter_the_plan_never_reads_is_warned_about(
+    tmp_path: Path, kit: Kit
+) -> None:
+    yaml_text = "plans: {split: {partitions: {static: [a, b], param: region}}}"
+    plans_dir = kit.write(tmp_path, project_yaml=yaml_text)
+    with pytest.warns(
+        UserWarning, match=r"plans\.split\.partitions: split\.json uses no \$\{region\}"
+    ):
+        load_definitions(plans_dir, executor="local")

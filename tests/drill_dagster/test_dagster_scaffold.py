@@ -1,0 +1,64 @@
+"""`drill-dagster scaffold DIR`: a new plans project that loads in Dagster and materializes."""
+
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from dagster import DagsterInstance, Definitions, materialize
+
+from drill_dagster.cli_scaffold import add_scaffold_command, scaffold_project
+from drill_dagster.resource import default_resources
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="drill-dagster")
+    add_scaffold_command(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(argv)
+
+
+def test_scaffolded_project_loads_and_materializes(tmp_path: Path) -> None:
+    directory = tmp_path / "my plans"
+    args = _parse(["scaffold", str(directory)])
+    assert args.func(args) == 0
+    workspace = yaml.safe_load((directory / "workspace.yaml").read_text())
+    assert workspace["load_from"][0]["python_file"]["relative_path"] == "definitions.py"
+    defs = runpy.run_path(str(directory / "definitions.py"))["defs"]
+    Definitions.validate_loadable(defs)
+    assert "greetings" in {
+        k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()
+    }
+    result = materialize(
+        [*defs.assets, *defs.asset_checks],
+        resources={**defs.resources, **default_resources(executor="local")},
+        instance=DagsterInstance.ephemeral(),
+    )
+    (event,) = result.get_asset_materialization_events()
+    assert event.materialization.metadata["dagster/row_count"].value == 2
+    assert all(e.passed for e in result.get_asset_check_evaluations())
+
+
+def test_scaffold_never_overwrites_unless_forced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scaffold_project(tmp_path)
+    (tmp_path / "definitions.py").write_text("# mine\n")
+    args = _parse(["scaffold", str(tmp_path)])
+    assert args.func(args) == 1
+    assert "greetings.json exists; use --force" in capsys.readouterr().err
+    assert (tmp_path / "definitions.py").read_text() == "# mine\n"
+    args = _parse(["scaffold", str(tmp_path), "--force"])
+    assert args.func(args) == 0
+    assert "load_definitions" in (tmp_path / "definitions.py").read_text()
+
+
+def test_the_cli_module_does_not_import_dagster() -> None:
+    code = "import sys, drill_dagster.cli_scaffold; print('dagster' in sys.modules)"
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

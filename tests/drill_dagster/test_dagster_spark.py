@@ -1,0 +1,123 @@
+"""dagster.materialize on Spark: one op per operator, DataFrames in memory, stores written by Spark.
+
+Uses the session-scoped ``spark`` fixture: the resource finds it running and leaves it running.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from dagster import (
+    AssetIn,
+    AssetKey,
+    AssetSelection,
+    DagsterInstance,
+    Definitions,
+    ExecuteInProcessResult,
+    asset,
+    materialize,
+)
+from dagster._core.storage.tags import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+)
+
+from drill_dagster import load_definitions
+
+pytestmark = pytest.mark.spark
+Kit = Any
+CLEAN, TOTALS = AssetKey("clean"), AssetKey("totals")
+RANGE = {ASSET_PARTITION_RANGE_START_TAG: "2024-01-01", ASSET_PARTITION_RANGE_END_TAG: "2024-01-03"}
+
+
+@dataclass
+class RangeRun:
+    plans_dir: Path
+    defs: Definitions
+    instance: DagsterInstance
+    result: ExecuteInProcessResult
+
+
+@pytest.fixture(scope="module")
+def range_run(tmp_path_factory: pytest.TempPathFactory, spark: Any, kit: Kit) -> Iterator[RangeRun]:
+    """The three days of `clean` materialized once on Spark, shared by the tests below."""
+    plans_dir = kit.write(tmp_path_factory.mktemp("spark_project"))
+    defs = load_definitions(plans_dir, executor="spark")
+    with DagsterInstance.ephemeral() as instance:
+        yield RangeRun(plans_dir, defs, instance, _run(defs, instance, "clean", tags=RANGE))
+
+
+def _run(
+    defs: Definitions, instance: DagsterInstance, *selection: str, **kw: Any
+) -> ExecuteInProcessResult:
+    result = materialize(
+        [*defs.assets, *defs.asset_checks],  # type: ignore[list-item]
+        selection=AssetSelection.assets(*selection),
+        resources=defs.resources,
+        instance=instance,
+        raise_on_error=False,
+        **kw,
+    )
+    failures = [
+        e.event_specific_data.user_failure_data or e.event_specific_data.error
+        for e in result.get_step_failure_events()
+    ]
+    assert result.success, failures
+    return result
+
+
+def test_a_range_on_spark_writes_each_partition_with_operator_row_counts(
+    range_run: RangeRun, spark: Any
+) -> None:
+    plans_dir = range_run.plans_dir
+    events = [e.materialization for e in range_run.result.get_asset_materialization_events()]
+    counts = {e.partition: e.metadata["dagster/partition_row_count"].value for e in events}
+    assert counts == {"2024-01-01": 2, "2024-01-02": 1, "2024-01-03": 2}
+    metadata = events[0].metadata
+    assert metadata["dagster/row_count"].value == 5
+    counters = metadata["drill/operator_counters"].value
+    assert counters["1"]["rows"] == 6  # the scan saw every raw event of the three days
+    assert counters["2"]["rows"] == 5 and counters["4"]["rows"] == 5  # filter, store
+    assert "| filter 2 | rows=5 |" in metadata["drill/operator_metrics"].value
+    columns = [(c.name, c.type) for c in metadata["dagster/column_schema"].value.columns]
+    assert columns == [
+        ("id", "BIGINT"),
+        ("user", "MAP"),
+        ("user.id", "BIGINT"),
+        ("user.name", "VARCHAR"),
+        ("amount", "BIGINT"),
+    ]
+    for day, rows in counts.items():
+        assert pq.read_table(plans_dir.parent / "data/lake/clean" / f"day={day}").num_rows == rows
+    assert spark.range(1).count() == 1  # the test session is still running
+
+
+def test_a_store_loads_as_a_dataframe_in_a_downstream_python_asset(range_run: RangeRun) -> None:
+    defs, instance, plans_dir = range_run.defs, range_run.instance, range_run.plans_dir
+    result = _run(defs, instance, "totals")
+    lake = plans_dir.parent / "data" / "lake"
+    (line,) = (lake / "totals").glob("*.json")
+    assert json.loads(line.read_text()) == {"n": 5, "total": 48}
+    (event,) = result.get_asset_materialization_events()
+    assert event.materialization.metadata["dagster/row_count"].value == 1
+
+    seen = {}
+
+    @asset(ins={"clean": AssetIn(key=CLEAN)})
+    def big_spenders(clean: Any) -> None:
+        seen["columns"] = sorted(clean.columns)
+        seen["rows"] = clean.filter("amount >= 10").count()
+
+    materialize(
+        [*defs.assets, big_spenders],  # type: ignore[list-item]
+        selection=AssetSelection.assets("big_spenders"),
+        resources=defs.resources,
+        instance=instance,
+    )
+    assert seen == {"columns": ["amount", "day", "id", "user"], "rows": 3}

@@ -1,0 +1,107 @@
+"""run_spark end to end: stores as actions, fan-out, per-operator metrics from observe, outputs of
+plans without a store, errors naming the operator, and the session's ownership."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine import run_plan
+from engine.errors import ExecutionError
+from engine.exec.spark import executor
+from engine.plan import parse_plan
+from engine.run import build_engines
+
+RECORDS = [{"g": 1, "x": 5}, {"g": 2, "x": 1}, {"g": 1, "x": 7}, {"g": None, "x": 3}]
+
+
+def plan_of(*ops: dict[str, Any]) -> dict[str, Any]:
+    return {"storage": {"q": {"type": "queue"}}, "query": list(ops)}
+
+
+def test_fan_out_to_two_stores_with_metrics(spark: Any) -> None:
+    plan = plan_of(
+        {"@id": 1, "op": "constant", "content": RECORDS},
+        {"@id": 2, "op": "filter", "input": 1, "expr": "x > 2"},
+        {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {"number": 0}},
+        {"@id": 4, "op": "order", "input": 2, "orderings": [{"order": "desc", "expr": "x"}]},
+        {"@id": 5, "op": "store", "input": 4, "storageengine": "q", "target": {"number": 1}},
+    )
+    result = run_plan(plan, executor="spark", spark=spark)
+    assert result.records() == [
+        {"g": 1, "x": 5},
+        {"g": 1, "x": 7},
+        {"g": None, "x": 3},
+        {"g": 1, "x": 7},
+        {"g": 1, "x": 5},
+        {"g": None, "x": 3},
+    ]
+    assert [(s.operator_id, s.row_count) for s in result.stores] == [("3", 3), ("5", 3)]
+    assert result.metrics["1"]["rows"] == 4
+    assert result.metrics["2"]["rows"] == 3
+    assert result.metrics["5"]["rows"] == 3
+
+
+def test_a_plan_without_store_returns_its_last_operator(spark: Any) -> None:
+    plan = plan_of(
+        {"@id": 1, "op": "constant", "content": RECORDS},
+        {"@id": 2, "op": "segment", "input": 1, "ref": "seg", "exprs": ["g"]},
+    )
+    result = run_plan(plan, executor="spark", spark=spark)
+    assert [(r["x"], r["seg"]) for r in result.records()] == [(5, 1), (7, 1), (1, 2), (3, 3)]
+    assert list(result.outputs) == ["2"]
+
+
+def test_a_failing_operator_is_named(spark: Any) -> None:
+    plan = plan_of(
+        {"@id": 1, "op": "constant", "content": [{"s": "a"}]},
+        {
+            "@id": 7,
+            "op": "collapsingaggregate",
+            "input": 1,
+            "aggregations": [{"ref": "t", "expr": "sum(s)"}],
+        },
+        {"@id": 8, "op": "store", "input": 7, "storageengine": "q", "target": {}},
+    )
+    with pytest.raises(ExecutionError) as raised:
+        run_plan(plan, executor="spark", spark=spark)
+    assert raised.value.operator_id == "7"
+    assert raised.value.operator_kind == "collapsingaggregate"
+    assert "sum() needs numbers" in str(raised.value)
+
+
+class _RecordingSession:
+    """The test session, with ``stop`` recorded instead of done."""
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+        self.stopped = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._spark, name)
+
+    def stop(self) -> None:
+        self.stopped += 1
+
+
+def test_a_session_the_run_started_is_stopped_and_a_given_one_is_not(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = _RecordingSession(spark)
+    monkeypatch.setattr("engine.exec.spark.session.create_session", lambda *a, **k: started)
+    plan = parse_plan(
+        plan_of(
+            {"@id": 1, "op": "constant", "content": RECORDS[:1]},
+            {"@id": 2, "op": "store", "input": 1, "storageengine": "q", "target": {}},
+        )
+    )
+    result = executor.run_spark(
+        plan, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
+    )
+    assert result.records() == RECORDS[:1] and started.stopped == 1
+    given = _RecordingSession(spark)
+    executor.run_spark(
+        plan, engines=build_engines(plan, base_dir=None, classpath=[]), params={}, spark=given
+    )
+    assert given.stopped == 0

@@ -1,0 +1,196 @@
+"""Scans and constants on Spark: Spark's own readers and the Drill data source give identical rows
+(implicit dirN/filename columns and input order included), and bad input is an engine error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import functions as F
+
+from engine.errors import PlanningError, StorageError
+from engine.exec.local.sources import records_to_batch
+from engine.exec.spark import sources
+from engine.exec.spark.datasource import SchemaSampling
+from engine.exec.spark.sources import (
+    SEQ_COLUMN,
+    constant_dataframe,
+    plan_scan,
+    scan_dataframe,
+    scan_plan_dataframe,
+    translate_spark_error,
+)
+from engine.scan.framework import FileScan
+from engine.storage.engines import create_engine
+
+SMALL_SAMPLE = SchemaSampling(full_read_bytes=0, records_per_file=2)
+
+RECORDS = [
+    {"id": 1, "name": "Cake, plain", "m": {"k": 1.5, "tags": ["a", None]}, "ok": True},
+    {"id": 2, "name": 'say "hi"', "m": None, "ok": False},
+    {"id": 3, "name": "", "m": {"k": 2.0, "tags": []}},
+    {"id": 4, "name": "ünï code\nline", "m": {"k": None, "tags": ["z"]}, "ok": None},
+]
+# Directory names Spark writes as %XX in its file URIs, and a file at the root (no dir0).
+LAYOUT = {"day=2024-01-01/a b+c": RECORDS[:1], "day=2024-01-02/ü%": RECORDS[1:], "": RECORDS[:2]}
+
+
+def csv_text(records: list[dict]) -> str:
+    def quote(value: object) -> str:
+        return '"' + str(value).replace('"', '""') + '"' if value is not None else ""
+
+    rows = [
+        f"{r['id']},{quote(r['name'])},{'' if r.get('ok') is None else r['ok']}" for r in records
+    ]
+    return "id,name,ok\n" + "".join(row + "\n" for row in rows)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("scans")
+    for fmt in ("json", "csv", "parquet"):
+        for directory, records in LAYOUT.items():
+            # The first file is the largest: Spark packs files by size, the scan keeps file order.
+            records = records * (30 if directory.endswith("a b+c") else 1)
+            folder = base / fmt / directory
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"part.{fmt}"
+            if fmt == "json":
+                path.write_text("".join(json.dumps(r) + "\n" for r in records))
+            elif fmt == "csv":
+                path.write_text(csv_text(records))
+            else:
+                pq.write_table(pa.Table.from_pylist(records), path)
+    return base
+
+
+def engine_at(root: Path):
+    return create_engine("fs", {"type": "fs", "root": str(root)})
+
+
+def local_records(engine, selection: dict, **kwargs) -> list[dict]:
+    return [r for b in FileScan(engine, selection, **kwargs).batches() for r in b.to_pylist()]
+
+
+def ordered(rows: list, key: str = SEQ_COLUMN) -> list[dict]:
+    rows = sorted(rows, key=lambda r: r[key])
+    return [{k: v for k, v in r.asDict(recursive=True).items() if k != key} for r in rows]
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "parquet"])
+def test_spark_reader_and_data_source_give_identical_rows(spark, root: Path, fmt: str) -> None:
+    engine = engine_at(root)
+    selection = {"path": fmt}
+    native = plan_scan(engine, selection, file_columns=["filename"])
+    drill = plan_scan(engine, selection, file_columns=["filename"], reader="drill")
+    assert native.reader == f"spark-{fmt}", native.reason
+    frames = {
+        label: scan_plan_dataframe(spark, plan, "r").withColumn("via", F.lit(label))
+        for label, plan in (("spark", native), ("drill", drill))
+    }
+    assert frames["spark"].schema == frames["drill"].schema
+    rows = frames["spark"].unionByName(frames["drill"]).collect()  # one action for both
+    by_reader = {label: ordered([r for r in rows if r["via"] == label]) for label in frames}
+    expected = local_records(engine, selection, file_columns=["filename"])
+    for label, records in by_reader.items():
+        assert [r["r"] for r in records] == expected, label
+    assert expected[0]["dir0"] == "day=2024-01-01" and expected[-1]["dir0"] is None
+
+
+def test_beyond_the_map_lookup_limit_files_are_joined_with_their_values(
+    spark, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sources, "MAP_LOOKUP_FILES", 1)
+    engine = engine_at(root)
+    selection = {"path": "json"}
+    df = scan_dataframe(spark, engine, selection, None, file_columns=["fqn"], reader="spark")
+    assert ordered(df.collect()) == local_records(engine, selection, file_columns=["fqn"])
+
+
+def test_the_reader_is_spark_only_where_its_semantics_are_drills(tmp_path: Path) -> None:
+    (tmp_path / "pretty.json").write_text('{\n  "a": 1\n}\n')
+    (tmp_path / "lines.json").write_text('{"a": 1}\n')
+    (tmp_path / "t.csv").write_text("a,b\n1,2\n")
+    pq.write_table(pa.table({"u": pa.array([1], pa.uint32())}), tmp_path / "u.parquet")
+    engine = engine_at(tmp_path)
+    reasons = {
+        name: plan_scan(engine, selection).reason
+        for name, selection in {
+            "pretty": {"path": "pretty.json"},
+            "skip": {"path": "lines.json", "onError": "skip"},
+            "schema": {"path": "lines.json", "schema": [{"name": "a", "type": "DOUBLE"}]},
+            "columns": {"path": "t.csv", "format": "text"},
+            "unsigned": {"path": "u.parquet"},
+        }.items()
+    }
+    assert "types uint32 otherwise" in reasons["unsigned"]
+    assert "not JSON lines" in reasons["pretty"]
+    assert "onError: skip" in reasons["skip"]
+    assert "provided schema" in reasons["schema"]
+    assert "columns mode" in reasons["columns"]
+    assert plan_scan(engine, {"path": "lines.json"}).reader == "spark-json"
+    with pytest.raises(PlanningError, match="not JSON lines"):
+        plan_scan(engine, {"path": "pretty.json"}, reader="spark")
+
+
+def test_an_empty_directory_scans_to_no_rows(spark, tmp_path: Path) -> None:
+    (tmp_path / "none").mkdir()
+    df = scan_dataframe(spark, engine_at(tmp_path), {"path": "none"}, "e")
+    assert df.columns == ["e", SEQ_COLUMN] and df.collect() == []
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        ("l.json", '{"a": 1}\n{"a": 2}\n{"a": 3}\n{"a": 4,}\n', ":4:"),
+        ("w.csv", "a,b\n1,2\n3,4\n5,6\n7\n", ":5:"),
+    ],
+)
+def test_spark_reader_failures_are_storage_errors_naming_file_and_line(
+    spark, tmp_path: Path, name: str, text: str, where: str
+) -> None:
+    (tmp_path / name).write_text(text)
+    engine = engine_at(tmp_path)
+    plan = plan_scan(engine, {"path": name}, sampling=SMALL_SAMPLE)
+    assert plan.is_native  # the bad line is past the sample: Spark's task meets it
+    with pytest.raises(Exception) as caught:
+        scan_plan_dataframe(spark, plan, "r").collect()
+    translated = translate_spark_error(caught.value)
+    assert isinstance(translated, StorageError)
+    assert str(translated).startswith(f"{tmp_path / name}{where}")
+
+
+def test_constant_is_typed_like_the_local_constant(spark) -> None:
+    content = [{"a": 1, "m": {"b": "x"}, "l": [1, 2]}, {"a": 2, "n": None}, {"c": 1.5}]
+    df = constant_dataframe(spark, content)
+    local = records_to_batch(content)
+    assert [f.name for f in df.schema.fields] == [*local.schema.names, SEQ_COLUMN]
+    assert df.schema["a"].dataType.simpleString() == "bigint"
+    assert df.schema["m"].dataType.simpleString() == "struct<b:string>"
+    assert ordered(df.collect()) == local.to_pylist()
+    assert constant_dataframe(spark, []).collect() == []
+
+
+@pytest.mark.parametrize("path", ["/employees.json", "/join"])
+def test_conformance_data_reads_as_the_local_scan_reads_it(
+    spark, conformance_dir: Path, path: str
+) -> None:
+    engine = create_engine("cp", {"type": "classpath"}, classpath=[conformance_dir / "data"])
+    selection = {"path": path, "type": "JSON"}
+    df = scan_dataframe(spark, engine, selection, "e", file_columns=["filename"])
+    expected = local_records(engine, selection, file_columns=["filename"])
+    # The local scan widens its schema file by file; missing and null are the same value.
+    assert [without_nulls(r["e"]) for r in ordered(df.collect())] == [
+        without_nulls(r) for r in expected
+    ]
+
+
+def without_nulls(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
