@@ -101,7 +101,7 @@ class Selection:
     schema: Any = None
     options: Mapping[str, Any] = field(default_factory=dict)
 
-    _KEYS: ClassVar[tuple[str, ...]] = ("path", "type", "format", "schema", "options")
+    _KEYS: ClassVar[tuple[str, ...]] = ("path", "type", "format", "schema", "schemaMode", "options")
 
     @staticmethod
     def parse(selection: Mapping[str, Any] | None, *, engine: str) -> Selection:

@@ -230,3 +230,10 @@ def test_console_sink_on_a_given_stream() -> None:
     out = io.StringIO()
     count = ConsoleSink(out).write_table(pa.table({"d": [dt.date(2024, 1, 2)], "n": [None]}))
     assert count == 1 and out.getvalue() == '{"d": "2024-01-02", "n": null}\n'
+
+
+def test_selection_accepts_schema_mode_for_the_scan_framework() -> None:
+    from engine.storage.engines import Selection
+
+    selection = Selection.parse({"path": "/a.json", "schemaMode": "strict"}, engine="cp")
+    assert selection.path == "/a.json"

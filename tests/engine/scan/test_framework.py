@@ -1,0 +1,70 @@
+"""The scan framework end to end: files -> readers -> loader -> tracker -> aligned batches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.errors import SchemaConflictError, StorageError
+from engine.scan.framework import FileScan, implicit_values
+from engine.storage.engines import create_engine
+from engine.storage.paths import InputFile
+
+
+def _engine(root: Path):
+    return create_engine("fs", {"type": "fs", "root": str(root)})
+
+
+def test_files_share_one_layout_and_dir_columns(tmp_path: Path) -> None:
+    (tmp_path / "d1").mkdir()
+    (tmp_path / "d1" / "a.json").write_text('{"x": 1}\n')
+    (tmp_path / "b.json").write_text('{"y": "q", "x": 2}\n')
+    rows = [r for b in FileScan(_engine(tmp_path), {"path": "/"}).batches() for r in b.to_pylist()]
+    assert {"x": 2, "y": "q", "dir0": None} in rows
+    assert any(r["x"] == 1 and r["dir0"] == "d1" for r in rows)
+
+
+def test_file_columns_appear_only_when_referenced(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text('{"x": 1}\n')
+    plain = next(FileScan(_engine(tmp_path), {"path": "a.json"}).batches())
+    assert "filename" not in plain.schema.names
+    named = next(
+        FileScan(_engine(tmp_path), {"path": "a.json"}, file_columns=["filename"]).batches()
+    )
+    assert named.to_pylist() == [{"x": 1, "filename": "a.json"}]
+
+
+def test_strict_mode_keeps_the_first_schema(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text('{"x": 1}\n')
+    (tmp_path / "b.json").write_text('{"x": 2, "extra": true}\n')
+    scan = FileScan(_engine(tmp_path), {"path": "/", "schemaMode": "strict"})
+    rows = [r for b in scan.batches() for r in b.to_pylist()]
+    assert rows == [{"x": 1}, {"x": 2}]
+    assert scan.tracker is not None and scan.tracker.warnings
+
+
+def test_conflicting_types_name_the_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text('{"x": [1]}\n{"x": "s"}\n')
+    with pytest.raises(SchemaConflictError, match=r"a\.json:2"):
+        list(FileScan(_engine(tmp_path), {"path": "a.json"}).batches())
+
+
+def test_a_record_must_be_an_object(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text('{"x": 1}\n{\n"x": 2}\n7\n')
+    with pytest.raises(StorageError, match=r"a\.json:4.*must be a JSON object"):
+        list(FileScan(_engine(tmp_path), {"path": "a.json"}).batches())
+
+
+def test_implicit_values_of_a_file() -> None:
+    values = implicit_values(
+        InputFile(Path("/r/2024/01/e.json"), Path("/r/2024/01/e.json"), ("2024", "01"), 0)
+    )
+    assert values == {
+        "fqn": "/r/2024/01/e.json",
+        "filepath": "/r/2024/01",
+        "filename": "e.json",
+        "suffix": "json",
+        "dir0": "2024",
+        "dir1": "01",
+    }
