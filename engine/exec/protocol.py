@@ -186,6 +186,29 @@ class SingleInputOperator(BatchOperator):
         self._pending.clear()
 
 
+class GeneratorOperator(BatchOperator):
+    """An operator written as a generator: :meth:`generate` yields the outgoing batches and pulls
+    its inputs with :meth:`drain`; closing the operator closes the generator."""
+
+    def __init__(self, operator_id: str, inputs: Iterable[BatchOperator] = ()) -> None:
+        super().__init__(operator_id, inputs)
+        self._stream: Iterator[pa.RecordBatch] | None = None
+
+    def generate(self) -> Iterator[pa.RecordBatch]:
+        raise NotImplementedError
+
+    def produce(self) -> pa.RecordBatch | None:
+        if self._stream is None:
+            self._stream = self.generate()
+        return next(self._stream, None)
+
+    def release(self) -> None:
+        close = getattr(self._stream, "close", None)
+        if close is not None:
+            close()
+        self._stream = None
+
+
 class BatchSource(BatchOperator):
     """A leaf operator over an iterable of batches (a scan's readers, a constant, a test)."""
 

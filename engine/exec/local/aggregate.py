@@ -46,7 +46,7 @@ from engine.exec.local.buffering import BatchBuffer, rechunk, to_batch
 from engine.exec.local.evaluate import evaluate
 from engine.exec.local.registry import ExecContext, creator
 from engine.exec.local.trees import build_batch, get_path, set_path
-from engine.exec.protocol import BatchOperator
+from engine.exec.protocol import BatchOperator, GeneratorOperator
 from engine.expr import Call, Expr, FunctionKind, parse_expression, parse_field_ref
 from engine.plan.operators import CollapsingAggregate, RunningAggregate
 
@@ -96,7 +96,7 @@ def _emit(batch: pa.RecordBatch, batch_rows: int) -> Iterator[pa.RecordBatch]:
         yield from rechunk(pa.Table.from_batches([batch]), batch_rows)
 
 
-class CollapsingAggregateOperator(BatchOperator):
+class CollapsingAggregateOperator(GeneratorOperator):
     """Collapses each run of ``within`` into one record of carryovers and aggregations."""
 
     kind = "collapsingaggregate"
@@ -113,19 +113,8 @@ class CollapsingAggregateOperator(BatchOperator):
             )
             for i, a in enumerate(op.aggregations)
         ]
-        self._stream: Iterator[pa.RecordBatch] | None = None
 
-    def produce(self) -> pa.RecordBatch | None:
-        if self._stream is None:
-            self._stream = self._generate()
-        return next(self._stream, None)
-
-    def release(self) -> None:
-        if self._stream is not None:
-            self._stream.close()  # type: ignore[attr-defined]
-            self._stream = None
-
-    def _generate(self) -> Iterator[pa.RecordBatch]:
+    def generate(self) -> Iterator[pa.RecordBatch]:
         buffer = BatchBuffer(self.operator_id, self.kind, max_bytes=self.ctx.max_buffered_bytes)
         splitter = RunSplitter(self.within, buffer)
         for batch in self.drain():
@@ -196,7 +185,7 @@ def _null_row(schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.nulls(1, f.type) for f in schema], schema=schema)
 
 
-class RunningAggregateOperator(BatchOperator):
+class RunningAggregateOperator(GeneratorOperator):
     """Writes running aggregations at their refs on every record, restarting at ``within`` changes."""
 
     kind = "runningaggregate"
@@ -214,22 +203,11 @@ class RunningAggregateOperator(BatchOperator):
             )
             for i, a in enumerate(op.aggregations)
         ]
-        self._stream: Iterator[pa.RecordBatch] | None = None
         # The within value of the last record and each call's running value there.
         self._last_key: pa.Array | None = None
         self._carry: list[list[pa.Scalar]] | None = None
 
-    def produce(self) -> pa.RecordBatch | None:
-        if self._stream is None:
-            self._stream = self._generate()
-        return next(self._stream, None)
-
-    def release(self) -> None:
-        if self._stream is not None:
-            self._stream.close()  # type: ignore[attr-defined]
-            self._stream = None
-
-    def _generate(self) -> Iterator[pa.RecordBatch]:
+    def generate(self) -> Iterator[pa.RecordBatch]:
         for batch in self.drain():
             out = self.append(batch)
             if out.num_rows == 0:

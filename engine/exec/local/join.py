@@ -39,7 +39,7 @@ from engine.exec.local.aggregate_functions import same_pairs
 from engine.exec.local.buffering import BatchBuffer
 from engine.exec.local.evaluate import evaluate
 from engine.exec.local.registry import ExecContext, creator
-from engine.exec.protocol import BatchOperator
+from engine.exec.protocol import BatchOperator, GeneratorOperator
 from engine.expr import Expr, parse_expression
 from engine.plan.operators import Join
 
@@ -68,7 +68,7 @@ class _Condition:
     right: Expr
 
 
-class JoinOperator(BatchOperator):
+class JoinOperator(GeneratorOperator):
     """Joins input 0 (left, streamed) with input 1 (right, buffered)."""
 
     kind = "join"
@@ -83,19 +83,8 @@ class JoinOperator(BatchOperator):
             _Condition(c.relationship, parse_expression(c.left), parse_expression(c.right))
             for c in op.conditions
         ]
-        self._stream: Iterator[pa.RecordBatch] | None = None
 
-    def produce(self) -> pa.RecordBatch | None:
-        if self._stream is None:
-            self._stream = self._generate()
-        return next(self._stream, None)
-
-    def release(self) -> None:
-        if self._stream is not None:
-            self._stream.close()  # type: ignore[attr-defined]
-            self._stream = None
-
-    def _generate(self) -> Iterator[pa.RecordBatch]:
+    def generate(self) -> Iterator[pa.RecordBatch]:
         buffer = BatchBuffer(self.operator_id, self.kind, max_bytes=self.ctx.max_buffered_bytes)
         right = buffer.extend(self.drain(1)).batch()
         buffer.clear()

@@ -38,12 +38,12 @@ from engine.exec.local.aggregate_functions import (
 from engine.exec.local.buffering import BatchBuffer
 from engine.exec.local.registry import ExecContext, creator
 from engine.exec.local.trees import get_path, set_path
-from engine.exec.protocol import BatchOperator
+from engine.exec.protocol import BatchOperator, GeneratorOperator
 from engine.expr import parse_field_ref
 from engine.plan.operators import WindowFrame
 
 
-class WindowFrameOperator(BatchOperator):
+class WindowFrameOperator(GeneratorOperator):
     """Emits, for every record, the records of its window with their segment and position."""
 
     kind = "windowframe"
@@ -56,19 +56,8 @@ class WindowFrameOperator(BatchOperator):
         self.end = op.end
         self.segment_path = output_path(op.segment_ref, "ref.segment")
         self.position_path = output_path(op.position_ref, "ref.position")
-        self._stream: Iterator[pa.RecordBatch] | None = None
 
-    def produce(self) -> pa.RecordBatch | None:
-        if self._stream is None:
-            self._stream = self._generate()
-        return next(self._stream, None)
-
-    def release(self) -> None:
-        if self._stream is not None:
-            self._stream.close()  # type: ignore[attr-defined]
-            self._stream = None
-
-    def _generate(self) -> Iterator[pa.RecordBatch]:
+    def generate(self) -> Iterator[pa.RecordBatch]:
         buffer = BatchBuffer(self.operator_id, self.kind, max_bytes=self.ctx.max_buffered_bytes)
         splitter = RunSplitter(self.within, buffer)
         offset = 0  # records before the current chunk: window numbers are global

@@ -173,3 +173,25 @@ def test_second_reader_changing_the_schema_reaches_downstream_as_ok_new_schema()
 
 def test_run_of_an_empty_fragment_is_an_empty_table() -> None:
     assert FragmentExecutor(BatchSource("1", [])).run().num_rows == 0
+
+
+def test_generator_operator_streams_and_close_ends_the_generator() -> None:
+    from engine.exec.protocol import GeneratorOperator
+
+    closed: list[bool] = []
+
+    class Doubler(GeneratorOperator):
+        kind = "doubler"
+
+        def generate(self):
+            try:
+                for b in self.drain():
+                    yield pa.record_batch({"a": [v * 2 for v in b.column(0).to_pylist()]})
+            finally:
+                closed.append(True)
+
+    op = Doubler("2", [BatchSource("1", [batch(a=[1]), batch(a=[2])])])
+    assert op.next() is IterOutcome.OK_NEW_SCHEMA
+    assert op.batch.column(0).to_pylist() == [2]
+    op.close()
+    assert closed == [True]
