@@ -95,9 +95,12 @@ def run_plan(
     params: Mapping[str, Any] | None = None,
     spark: Any = None,
     console_stream: Any = None,
+    optimize: bool = True,
 ) -> RunResult:
     """Parse (if needed), validate and run ``plan`` on ``executor`` (``local`` or ``spark``).
 
+    The plan runs as the planner rewrites it (:func:`engine.planner.optimize`: pushdowns, folding)
+    unless ``optimize`` is False; the result names the operators of ``plan`` either way.
     Errors are the engine's own: :class:`~engine.errors.PlanError` for the plan,
     :class:`~engine.errors.ExecutionError` naming fragment and operator for the run.
     """
@@ -117,8 +120,18 @@ def run_plan(
     if executor == "spark":
         from engine.exec.spark.executor import run_spark
 
-        return run_spark(logical, engines=engines, params=dict(params or {}), spark=spark)
-    return _run_local(logical, engines, dict(params or {}))
+        return run_spark(
+            logical, engines=engines, params=dict(params or {}), spark=spark, optimize=optimize
+        )
+    planned = logical
+    if optimize:
+        from engine.planner import Statistics
+        from engine.planner import optimize as optimize_plan
+
+        planned = optimize_plan(logical, Statistics.from_engines(logical, engines))
+    result = _run_local(planned, engines, dict(params or {}))
+    result.plan = logical
+    return result
 
 
 _PARAM = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

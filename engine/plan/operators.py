@@ -140,13 +140,36 @@ class SingleInputOperator(Operator):
 
 
 class Scan(Operator):
-    """Reads ``selection`` from a storage engine; every record is held under ``ref``."""
+    """Reads ``selection`` from a storage engine; every record is held under ``ref``.
+
+    The planner (:mod:`engine.planner`) may add what it pushed into the scan; a plan may also say
+    it: ``projection`` (the record's top-level members to read; absent: all of them),
+    ``pushedFilter`` (only records where this expression is true are read) and ``pushedLimit``
+    (at most this many records, the first in scan order).
+    """
 
     kind: ClassVar[OperatorKind] = OperatorKind.SOURCE
     op: Literal["scan"] = "scan"
     storage_engine: str = _storage_engine_field()
     selection: dict[str, Any] | None = None
     ref: Name | None
+    projection: list[Name] | None = None
+    pushed_filter: Expression | None = Field(
+        default=None,
+        validation_alias=AliasChoices("pushedFilter", "pushed_filter"),
+        serialization_alias="pushedFilter",
+    )
+    pushed_limit: int | None = Field(
+        default=None,
+        ge=0,
+        validation_alias=AliasChoices("pushedLimit", "pushed_limit"),
+        serialization_alias="pushedLimit",
+    )
+
+    def expressions(self) -> list[ExpressionSite]:
+        if self.pushed_filter is None:
+            return []
+        return [ExpressionSite("pushedFilter", self.pushed_filter, "scalar")]
 
     def names(self) -> list[tuple[str, str]]:
         return [("ref", self.ref)] if self.ref is not None else []

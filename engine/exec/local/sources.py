@@ -13,8 +13,10 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from engine.errors import StorageError
+from engine.exec.local.evaluate import evaluate_predicate
 from engine.exec.local.registry import ExecContext, creator
 from engine.exec.protocol import BatchOperator, BatchSource
+from engine.plan.expressions import parse_cached
 from engine.plan.operators import Constant, Scan, Store
 from engine.scan.framework import FILE_COLUMNS, FileScan
 from engine.scan.loader import ResultSetLoader
@@ -47,11 +49,22 @@ class ScanOperator(BatchSource):
         self.scan = FileScan(
             engine,
             self.op.selection or {},
+            projection=self.op.projection,
             file_columns=[c for c in referenced if c in FILE_COLUMNS],
             batch_rows=self.ctx.batch_rows,
         )
+        pushed = parse_cached(self.op.pushed_filter) if self.op.pushed_filter else None
+        remaining = self.op.pushed_limit
         for batch in self.scan.batches():
-            yield wrap_under(self.op.ref, batch)
+            if remaining is not None and remaining <= 0:
+                break  # the rest of the files need not be read
+            batch = wrap_under(self.op.ref, batch)
+            if pushed is not None:
+                batch = batch.filter(evaluate_predicate(pushed, batch))
+            if remaining is not None:
+                batch = batch.slice(0, remaining)
+                remaining -= batch.num_rows
+            yield batch
         self.ctx.metrics.setdefault(self.op.id, {}).update(
             files=self.scan.files_read, skipped_records=self.scan.skipped
         )

@@ -1,0 +1,109 @@
+"""Helpers the rewrite rules share: rewiring the DAG and rewriting an operator's expressions.
+
+Operators are frozen pydantic models, so every change is a copy; ids never change.
+
+>>> from engine.plan import parse_plan
+>>> plan = parse_plan({"query": [
+...     {"@id": 1, "op": "constant", "content": [{"a": 1}]},
+...     {"@id": 2, "op": "filter", "input": 1, "expr": "true"},
+...     {"@id": 3, "op": "limit", "input": 2, "last": 1}]})
+>>> [op.id for op in remove_operator(plan, "2").topological_order()]
+['1', '3']
+>>> field_paths("a.b[0].c + d")
+[('a', 'b'), ('d',)]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from engine.expr import Expr, field_refs
+from engine.plan import LogicalPlan, Operator
+from engine.plan.expressions import parse_cached
+
+Path = tuple[str, ...]
+
+_STEP = re.compile(r"([A-Za-z_]+)(?:\[(\d+)\])?")
+
+
+def field_paths(expr: str | Expr) -> list[Path]:
+    """The field paths an expression reads, each cut at its first array index."""
+    tree = parse_cached(expr) if isinstance(expr, str) else expr
+    paths = []
+    for ref in field_refs(tree):
+        path: list[str] = []
+        for step in ref.path:
+            if not isinstance(step, str):
+                break
+            path.append(step)
+        paths.append(tuple(path))
+    return paths
+
+
+def consumers(plan: LogicalPlan) -> dict[str, list[Operator]]:
+    """For every operator id, the operators reading it (document order)."""
+    found: dict[str, list[Operator]] = {op.id: [] for op in plan.query}
+    for op in plan.query:
+        for ref in op.input_ids():
+            found.setdefault(ref, []).append(op)
+    return found
+
+
+def with_inputs_renamed(op: Operator, old: str, new: str) -> Operator:
+    """``op`` reading ``new`` wherever it read ``old``."""
+    update: dict[str, Any] = {}
+    for key in ("input", "left", "right"):
+        if getattr(op, key, None) == old:
+            update[key] = new
+    inputs = getattr(op, "inputs", None)
+    if inputs is not None and old in inputs:
+        update["inputs"] = [new if ref == old else ref for ref in inputs]
+    return op.model_copy(update=update) if update else op
+
+
+def replace_operators(plan: LogicalPlan, changed: dict[str, Operator]) -> LogicalPlan:
+    """The plan with the operators of ``changed`` (by id) swapped in, document order kept."""
+    if not changed:
+        return plan
+    return plan.with_query([changed.get(op.id, op) for op in plan.query])
+
+
+def remove_operator(plan: LogicalPlan, op_id: str) -> LogicalPlan:
+    """The plan without single-input operator ``op_id``; its readers read its input instead."""
+    op = plan.operator(op_id)
+    (source,) = op.input_ids()
+    query = [with_inputs_renamed(other, op_id, source) for other in plan.query if other.id != op_id]
+    return plan.with_query(query)
+
+
+def map_expressions(op: Operator, rewrite: Callable[[str], str]) -> Operator:
+    """``op`` with every expression text replaced by ``rewrite(text)`` (unchanged ones kept)."""
+    result = op
+    for site in op.expressions():
+        new = rewrite(site.text)
+        if new != site.text:
+            result = _replace_at(result, site.path.split("."), new)
+    return result
+
+
+def _replace_at(model: Any, steps: list[str], value: Any) -> Any:
+    match = _STEP.fullmatch(steps[0])
+    assert match is not None, steps
+    name = _field_name(model, match.group(1))
+    current = getattr(model, name)
+    if match.group(2) is not None:
+        index = int(match.group(2))
+        items = list(current)
+        items[index] = value if len(steps) == 1 else _replace_at(items[index], steps[1:], value)
+        return model.model_copy(update={name: items})
+    new = value if len(steps) == 1 else _replace_at(current, steps[1:], value)
+    return model.model_copy(update={name: new})
+
+
+def _field_name(model: Any, key: str) -> str:
+    for name, info in type(model).model_fields.items():
+        if key in (name, info.serialization_alias):
+            return name
+    raise KeyError(key)

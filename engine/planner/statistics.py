@@ -1,0 +1,137 @@
+"""What the storage engines report about a plan's scans, for the planner's choices.
+
+:class:`Statistics` holds, per scan id, a :class:`ScanStatistics`: the format, the files and bytes
+the selection lists, rows where the format records them (parquet footers), the top-level column
+types of a parquet selection (the columns a filter may be pushed on) and the engine's
+:class:`~engine.storage.engines.Capabilities`. Constants need no engine: their rows are counted
+from the plan. Without statistics the planner assumes the worst: sizes unknown (no broadcast,
+every scan parallel) and no filter pushdown.
+
+>>> import tempfile, pathlib
+>>> from engine.plan import parse_plan
+>>> root = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (root / "e.json").write_text('{"a": 1}\\n{"a": 2}\\n')
+>>> plan = parse_plan({"storage": {"fs": {"type": "fs", "root": str(root)}}, "query": [
+...     {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "e", "selection": {"path": "e.json"}}]})
+>>> s = Statistics.collect(plan).scan("1")
+>>> s.format, s.file_count, s.total_bytes, s.row_count, s.capabilities.can_push_filters
+('json', 1, 18, None, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine.errors import DrillError
+from engine.plan import LogicalPlan, Scan
+from engine.storage.engines import Capabilities
+
+SCALAR = "scalar"
+NESTED = "nested"
+
+
+@dataclass(frozen=True)
+class ScanStatistics:
+    """One scan's selection as its storage engine reports it."""
+
+    format: str
+    file_count: int
+    total_bytes: int
+    row_count: int | None = None
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    columns: Mapping[str, pa.DataType] | None = None  # parquet: top-level column -> Arrow type
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """Statistics of a plan's scans, by scan operator id."""
+
+    scans: Mapping[str, ScanStatistics] = field(default_factory=dict)
+
+    def scan(self, op_id: str) -> ScanStatistics | None:
+        return self.scans.get(op_id)
+
+    @staticmethod
+    def from_engines(plan: LogicalPlan, engines: Mapping[str, Any]) -> Statistics:
+        """Ask each scan's storage engine (``engines`` by name, as the executors build them).
+
+        A scan whose engine cannot tell (a missing path, a queue engine) gets no statistics; the
+        run reports that problem itself, with its location.
+        """
+        found: dict[str, ScanStatistics] = {}
+        for op in plan.query:
+            if not isinstance(op, Scan) or op.storage_engine not in engines:
+                continue
+            stats = _scan_statistics(engines[op.storage_engine], op.selection or {})
+            if stats is not None:
+                found[op.id] = stats
+        return Statistics(found)
+
+    @staticmethod
+    def collect(
+        plan: LogicalPlan,
+        *,
+        base_dir: Path | None = None,
+        classpath: Sequence[Path | str] = (),
+    ) -> Statistics:
+        """Build the plan's storage engines (as :func:`engine.run.run_plan` does) and ask them."""
+        from engine.run import build_engines
+
+        try:
+            engines = build_engines(plan, base_dir=base_dir, classpath=classpath)
+        except DrillError:
+            return Statistics()
+        return Statistics.from_engines(plan, engines)
+
+
+def _scan_statistics(engine: Any, selection: Mapping[str, Any]) -> ScanStatistics | None:
+    if not hasattr(engine, "list_files"):
+        return None
+    try:
+        files = engine.list_files(selection)
+        fmt = engine.format_of(selection) if files or "format" in selection else "json"
+        capabilities = engine.capabilities(selection) if files else Capabilities(can_read=True)
+    except DrillError:
+        return None
+    rows: int | None = None
+    columns: dict[str, pa.DataType] | None = None
+    if fmt == "parquet":
+        rows, columns = 0, {}
+        for file in files:
+            if not file.size:
+                continue
+            meta = pq.read_metadata(file.real_path)
+            rows += meta.num_rows
+            for column in meta.schema.to_arrow_schema():
+                seen = columns.setdefault(column.name, column.type)
+                if seen != column.type:
+                    columns[column.name] = pa.null()  # differs between files: never pushed on
+    return ScanStatistics(
+        format=fmt,
+        file_count=len(files),
+        total_bytes=sum(f.size for f in files),
+        row_count=rows,
+        capabilities=capabilities,
+        columns=columns,
+    )
+
+
+def is_scalar_type(dtype: pa.DataType) -> bool:
+    """Whether a column of this type holds one plain value per record (no nested filtering).
+
+    >>> is_scalar_type(pa.int64()), is_scalar_type(pa.list_(pa.int64())), is_scalar_type(pa.null())
+    (True, False, False)
+    """
+    return bool(
+        pa.types.is_integer(dtype)
+        or pa.types.is_floating(dtype)
+        or pa.types.is_string(dtype)
+        or pa.types.is_large_string(dtype)
+        or pa.types.is_boolean(dtype)
+    )
