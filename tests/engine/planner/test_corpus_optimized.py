@@ -11,10 +11,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "conformance"))
 
-from corpus import CORPUS, PARSE_ONLY, case_params, check_case, load_cases  # noqa: E402
+from corpus import CORPUS, PARSE_ONLY, case_params, check_case, load_cases
 
-from engine.plan import parse_plan  # noqa: E402
-from engine.planner import Statistics, optimize  # noqa: E402
+from engine.plan import parse_plan
+from engine.planner import Statistics, optimize
 
 
 @pytest.mark.parametrize("optimized", [True, False], ids=["rules", "no-rules"])
