@@ -85,6 +85,7 @@ class SparkRunContext:
     engines: dict[str, Any]
     params: dict[str, Any] = field(default_factory=dict)
     file_columns: dict[str, Sequence[str]] = field(default_factory=dict)  # scan id -> names
+    broadcast: dict[str, str] = field(default_factory=dict)  # join id -> "left" | "right"
     store_results: dict[str, Any] = field(default_factory=dict)  # store id -> StoreResult
     sink_records: list[Any] = field(default_factory=list)  # queue/console records, in order
 
@@ -145,13 +146,18 @@ class SparkCompiler:
 
     def visit_scan(self, op: Scan, inputs: list[DataFrame]) -> DataFrame:
         engine = self.ctx.engine(op.storage_engine)
-        return scan_dataframe(
+        df = scan_dataframe(
             self.spark,
             engine,
             op.selection or {},
             op.ref,
             file_columns=tuple(self.ctx.file_columns.get(op.id, ())),
+            projection=op.projection,
+            pushed_filter=parse_cached(op.pushed_filter) if op.pushed_filter else None,
         )
+        if op.pushed_limit is not None:
+            df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
+        return df
 
     def visit_constant(self, op: Constant, inputs: list[DataFrame]) -> DataFrame:
         return constant_dataframe(self.spark, op.content)
@@ -327,6 +333,12 @@ class SparkCompiler:
                 # Values that cannot be compared never match (and null never matches).
                 value_l, value_r = F.lit(None).cast("long"), F.lit(None).cast("long")
             conditions.append((value_l, condition.relationship, value_r))
+        # The physical plan's broadcast-hash-join: the small side is shipped to every task.
+        build = self.ctx.broadcast.get(op.id)
+        if build == "left":
+            left = F.broadcast(left)
+        elif build == "right":
+            right = F.broadcast(right)
         return join_rows(left, right, conditions, how=op.type, seq=SEQ_COLUMN)
 
 

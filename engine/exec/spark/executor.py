@@ -38,22 +38,30 @@ def run_spark(
     engines: Mapping[str, Any],
     params: Mapping[str, Any],
     spark: Any = None,
+    optimize: bool = True,
 ) -> RunResult:
-    """Run ``plan`` on ``spark`` (a new local session when None, stopped afterwards)."""
+    """Run ``plan`` on ``spark`` (a new local session when None, stopped afterwards); the
+    planner's rules rewrite it first unless ``optimize`` is False."""
     own_session = spark is None
     if own_session:
         from engine.exec.spark.session import create_session
 
         spark = create_session()
     try:
-        return SparkPlanRun(plan, spark, engines=engines, params=params).run()
+        return SparkPlanRun(plan, spark, engines=engines, params=params, optimize=optimize).run()
     finally:
         if own_session:
             spark.stop()
 
 
 class SparkPlanRun:
-    """One run of ``plan``: its compiler, its DataFrames and its metrics."""
+    """One run of ``plan``: its physical plan, its compiler, its DataFrames and its metrics.
+
+    The plan is planned first (:func:`engine.planner.optimize` with the storage engines'
+    statistics, then :func:`engine.planner.physical.to_physical`): scans get their pushed
+    projections and filters, broadcast-hash-joins their broadcast hint, and a failure names the
+    fragment of the physical plan where its operator runs.
+    """
 
     def __init__(
         self,
@@ -62,9 +70,22 @@ class SparkPlanRun:
         *,
         engines: Mapping[str, Any],
         params: Mapping[str, Any],
+        optimize: bool = True,
     ) -> None:
+        from engine.planner import Statistics
+        from engine.planner import optimize as optimize_plan
+        from engine.planner.physical import to_physical
+
         self.plan = plan
-        scans = referenced_members(plan)
+        stats = Statistics.from_engines(plan, engines)
+        self.planned = optimize_plan(plan, stats) if optimize else plan
+        self.physical = to_physical(self.planned, stats)
+        owners = {op: f.id for f in self.physical.fragments() for op in f.operators}
+        self.fragments = {
+            op.id: owners[self.physical.implementing(op.id)[-1].id]
+            for op in self.planned.topological_order()
+        }
+        scans = referenced_members(self.planned)
         self.ctx = SparkRunContext(
             engines=dict(engines),
             params=dict(params),
@@ -72,26 +93,30 @@ class SparkPlanRun:
                 op_id: sorted(n for n in names if n in FILE_COLUMNS)
                 for op_id, names in scans.items()
             },
+            broadcast={
+                str(pop.logical_id): pop.props["build"]
+                for pop in self.physical.graph
+                if pop.pop == "broadcast-hash-join"
+            },
         )
         self.compiler = SparkCompiler(spark, self.ctx)
         self.metrics = OperatorMetrics()
         self.frames: dict[str, DataFrame] = {}
 
     def run(self) -> RunResult:
-        order = self.plan.topological_order()
+        order = self.planned.topological_order()
         readers = Counter(ref for op in order for ref in op.input_ids())
         roots = [op for op in order if readers[op.id] == 0]
         outputs: dict[str, pa.Table] = {}
         for op in order:
-            fragment = _fragment_of(op, roots)
             inputs = [self.frames[ref] for ref in op.input_ids()]
-            with _failures_named(op, fragment):
+            with _failures_named(op, self.fragments.get(op.id)):
                 frame = self.compiler.compile(op, inputs)
             if not isinstance(op, Store):
                 self.frames[op.id] = self.metrics.observe(op.id, frame)
         for op in roots:
             if not isinstance(op, Store):
-                with _failures_named(op, _fragment_of(op, roots)):
+                with _failures_named(op, self.fragments.get(op.id)):
                     outputs[op.id] = collect_records(self.frames[op.id])
         metrics = self.metrics.collect()
         for store_id, written in self.ctx.store_results.items():
@@ -106,16 +131,29 @@ class SparkPlanRun:
         )
 
 
+    def compile_frames(self) -> dict[str, DataFrame]:
+        """Each root's DataFrame (a store's input), compiled but not run: for ``explain``."""
+        order = self.planned.topological_order()
+        readers = Counter(ref for op in order for ref in op.input_ids())
+        frames: dict[str, DataFrame] = {}
+        for op in order:
+            label = op.op if op.has_generated_id else f"{op.op} {op.id}"
+            with _failures_named(op, self.fragments.get(op.id)):
+                if isinstance(op, Store):
+                    frames[label] = self.frames[op.input or ""]
+                    continue
+                inputs = [self.frames[ref] for ref in op.input_ids()]
+                self.frames[op.id] = self.compiler.compile(op, inputs)
+            if readers[op.id] == 0:
+                frames[label] = self.frames[op.id]
+        return frames
+
+
 def collect_records(df: DataFrame) -> pa.Table:
     """``df``'s records in sequence order as an Arrow table (the sequence column dropped)."""
     if SEQ_COLUMN in df.columns:
         df = df.orderBy(SEQ_COLUMN).drop(SEQ_COLUMN)
     return nullable_everywhere(df).toArrow()
-
-
-def _fragment_of(op: Operator, roots: list[Operator]) -> int | None:
-    ids = [root.id for root in roots]
-    return ids.index(op.id) if op.id in ids else None
 
 
 @contextmanager

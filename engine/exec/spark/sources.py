@@ -59,6 +59,7 @@ from pyspark.sql.types import (
 
 from engine.errors import DrillError, PlanningError, SchemaConflictError, StorageError
 from engine.exec.local.sources import records_to_batch
+from engine.exec.spark.columns import compile_predicate
 from engine.exec.spark.datasource import (
     DATA_SOURCE_NAME,
     ERROR_NOTE,
@@ -73,6 +74,7 @@ from engine.exec.spark.datasource import (
     resolve_scan,
     spark_schema_of,
 )
+from engine.expr import Call, Cast, Expr, FieldRef, IfElse, field_refs
 from engine.scan.framework import DEFAULT_BATCH_ROWS, implicit_values
 from engine.scan.projection import name_key
 from engine.storage.commit import Commit, VersionedTarget, recover, remove, target_lock
@@ -220,10 +222,13 @@ def scan_dataframe(
     reader: ReaderChoice = "auto",
     batch_rows: int = DEFAULT_BATCH_ROWS,
     projection: Sequence[str] | None = None,
+    pushed_filter: Expr | None = None,
 ) -> DataFrame:
     """A scan as a DataFrame: ``ref`` (a struct holding each record; the record's columns at the
     root when ``ref`` is None) and :data:`SEQ_COLUMN`. See the module docstring; the keywords
-    are :func:`plan_scan`'s."""
+    are :func:`plan_scan`'s, and ``pushed_filter`` (over the scan's output, ``ref.member``) keeps
+    only the records where it is true: Spark's own reader gets it right after the read, so a
+    parquet read skips what its statistics exclude."""
     plan = plan_scan(
         engine,
         selection,
@@ -233,16 +238,23 @@ def scan_dataframe(
         batch_rows=batch_rows,
         projection=projection,
     )
-    return scan_plan_dataframe(spark, plan, ref)
+    return scan_plan_dataframe(spark, plan, ref, pushed_filter=pushed_filter)
 
 
-def scan_plan_dataframe(spark: Any, plan: ScanPlan, ref: str | None) -> DataFrame:
+def scan_plan_dataframe(
+    spark: Any, plan: ScanPlan, ref: str | None, *, pushed_filter: Expr | None = None
+) -> DataFrame:
     """The DataFrame of a scan already planned with :func:`plan_scan`."""
     resolved = plan.resolved
     columns = list(resolved.output_types)
+    row_filter = None if pushed_filter is None else _unwrapped(pushed_filter, ref)
+    late_filter = pushed_filter if row_filter is None else None  # reads outside the record
     if not resolved.files:
         schema = StructType([*resolved.spark_schema.fields, StructField(SEQ_COLUMN, LongType())])
         frame = spark.createDataFrame([], schema)
+    elif plan.is_native and row_filter is not None:
+        frame = _native_scan(spark, resolved, row_filter=row_filter)
+        row_filter = None
     elif plan.is_native:
         frame = _native_scan(spark, resolved)
     else:
@@ -255,11 +267,17 @@ def scan_plan_dataframe(spark: Any, plan: ScanPlan, ref: str | None) -> DataFram
             .withColumn(SEQ_COLUMN, F.monotonically_increasing_id())
         )
     # The cast gives both readers' records the declared (nullable) types, literals included.
+    if row_filter is not None:
+        frame = frame.where(compile_predicate(row_filter, frame.schema))
     record = F.struct(*[column(c) for c in columns]).cast(resolved.spark_schema)
     if ref:
-        return frame.select(record.alias(ref), column(SEQ_COLUMN))
-    wrapped = frame.select(record.alias(_RECORD), column(SEQ_COLUMN))
-    return wrapped.select(f"{_RECORD}.*", SEQ_COLUMN)
+        result = frame.select(record.alias(ref), column(SEQ_COLUMN))
+    else:
+        wrapped = frame.select(record.alias(_RECORD), column(SEQ_COLUMN))
+        result = wrapped.select(f"{_RECORD}.*", SEQ_COLUMN)
+    if late_filter is not None:
+        result = result.where(compile_predicate(late_filter, result.schema))
+    return result
 
 
 def column(name: str) -> Column:
@@ -267,7 +285,36 @@ def column(name: str) -> Column:
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def _native_scan(spark: Any, resolved: ResolvedScan) -> DataFrame:
+def _unwrapped(expr: Expr, ref: str | None) -> Expr | None:
+    """``expr`` over the scan's own columns (``ref.a`` -> ``a``); None when it reads anything
+    outside ``ref`` (it then cannot run before the records are wrapped)."""
+    if not ref:
+        return expr
+    refs = field_refs(expr)
+    if any(r.path[0] != ref or len(r.path) < 2 or not isinstance(r.path[1], str) for r in refs):
+        return None
+    mapping = {r: FieldRef(r.path[1:]) for r in refs}
+    return _replace_refs(expr, mapping)
+
+
+def _replace_refs(expr: Expr, mapping: Mapping[FieldRef, FieldRef]) -> Expr:
+    if isinstance(expr, FieldRef):
+        return mapping.get(expr, expr)
+    if isinstance(expr, Call):
+        return Call(expr.name, tuple(_replace_refs(a, mapping) for a in expr.args), expr.position)
+    if isinstance(expr, Cast):
+        return Cast(_replace_refs(expr.expr, mapping), expr.type, expr.position)
+    if isinstance(expr, IfElse):
+        branches = tuple(
+            (_replace_refs(c, mapping), _replace_refs(v, mapping)) for c, v in expr.branches
+        )
+        return IfElse(branches, _replace_refs(expr.otherwise, mapping), expr.position)
+    return expr
+
+
+def _native_scan(
+    spark: Any, resolved: ResolvedScan, *, row_filter: Expr | None = None
+) -> DataFrame:
     """One read of every file by Spark's reader, each row given its file's implicit values and a
     sequence number ``file base + monotonically_increasing_id``.
 
@@ -285,10 +332,11 @@ def _native_scan(spark: Any, resolved: ResolvedScan) -> DataFrame:
     implicit = [n for n in resolved.output_types if n in resolved.implicit]
     shift = 63 - max(1, (len(resolved.files) - 1).bit_length())
     order = {f.real_path: i for i, f in enumerate(resolved.files)}
-    scanned = (
-        _spark_read(spark, resolved, files)
-        .select("*", F.col("_metadata.file_path").alias(_FILE))
-        .withColumn(SEQ_COLUMN, F.monotonically_increasing_id())
+    read = _spark_read(spark, resolved, files)
+    if row_filter is not None:  # before the row ids, so that Spark pushes it into the reader
+        read = read.where(compile_predicate(row_filter, read.schema))
+    scanned = read.select("*", F.col("_metadata.file_path").alias(_FILE)).withColumn(
+        SEQ_COLUMN, F.monotonically_increasing_id()
     )
     names = resolved.table_columns
     if len(files) <= MAP_LOOKUP_FILES:
