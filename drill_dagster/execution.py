@@ -35,7 +35,7 @@ from drill_dagster.partitions import RunSlice
 from drill_dagster.plans import DrillPlan, DrillStore
 from engine import run_plan
 from engine.errors import DrillError
-from engine.explain import explain_logical
+from engine.explain import explain
 from engine.plan import LogicalPlan, StorageConfig
 
 
@@ -117,7 +117,7 @@ def _where(plan: DrillPlan, slice_: RunSlice) -> str:
 
 def explain_store(plan: DrillPlan, store: DrillStore) -> str:
     """The plan as the store runs it, as text (the physical plan once the planner exists)."""
-    return explain_logical(store_subplan(plan, [store.id]))
+    return explain(store_subplan(plan, [store.id]), base_dir=plan.path.parent)
 
 
 def store_output(

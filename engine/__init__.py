@@ -19,7 +19,7 @@ from engine.errors import (
     SchemaConflictError,
     StorageError,
 )
-from engine.explain import explain_logical
+from engine.explain import explain, explain_logical
 from engine.expr import parse_expression
 from engine.plan import LogicalPlan, parse_plan, plan_json_schema
 from engine.run import RunResult, run_plan
@@ -35,6 +35,7 @@ __all__ = [
     "RunResult",
     "SchemaConflictError",
     "StorageError",
+    "explain",
     "explain_logical",
     "parse_expression",
     "parse_plan",

@@ -54,12 +54,31 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from engine.explain import explain_logical
+    from engine.explain import explain, explain_logical
     from engine.plan import parse_plan
 
-    for path in _plan_files(args.plans):
-        plan = parse_plan(path)
-        print(explain_logical(plan, fmt=args.format))
+    spark = None
+    if args.spark:
+        from engine.exec.spark.session import create_session
+
+        spark = create_session()
+    try:
+        for path in _plan_files(args.plans):
+            plan = parse_plan(path)
+            if args.logical:
+                print(explain_logical(plan, fmt=args.format))
+                continue
+            text = explain(
+                plan,
+                fmt=args.format,
+                spark=spark,
+                classpath=args.classpath,
+                base_dir=path.resolve().parent,
+            )
+            print(text)
+    finally:
+        if spark is not None:
+            spark.stop()
     return EXIT_OK
 
 
@@ -118,9 +137,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.set_defaults(func=cmd_validate)
 
-    explain = sub.add_parser("explain", help="show a plan's operator DAG")
+    explain = sub.add_parser(
+        "explain", help="show how a plan runs: fragments, pushed projections and filters"
+    )
     explain.add_argument("plans", nargs="+", metavar="PLAN")
-    explain.add_argument("--format", choices=["text", "json"], default="text")
+    explain.add_argument("--format", choices=["text", "json", "markdown"], default="text")
+    explain.add_argument(
+        "--spark", action="store_true", help="also show the Spark plans (starts a local session)"
+    )
+    explain.add_argument(
+        "--logical", action="store_true", help="show the logical operator DAG as written instead"
+    )
+    explain.add_argument(
+        "--classpath",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a data root for `classpath` storage engines (repeatable)",
+    )
     explain.set_defaults(func=cmd_explain)
 
     run_cmd = sub.add_parser("run", help="run plans; print sink records as JSON lines")

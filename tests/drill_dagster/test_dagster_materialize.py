@@ -100,7 +100,7 @@ def test_one_partition_writes_its_rows_and_every_metadata_key(
     events = AssetKey(["raw", "events"])
     assert lineage["amount"] == [TableColumnDep(asset_key=events, column_name="amount")]
     assert lineage["user"] == [TableColumnDep(asset_key=events, column_name="user")]
-    assert "filter 2: expr=e.amount > 0" in metadata["drill/plan"].value
+    assert "(filter 2): expr=e.amount > 0" in metadata["drill/plan"].value
     assert "| scan 1 |" in metadata["drill/operator_metrics"].value
     assert metadata["drill/plan_file"].value == str(plans_dir / "clean.json")
     assert metadata["drill/schema_version"].value == 1
