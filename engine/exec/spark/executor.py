@@ -130,7 +130,6 @@ class SparkPlanRun:
             self.ctx.sink_records,
         )
 
-
     def compile_frames(self) -> dict[str, DataFrame]:
         """Each root's DataFrame (a store's input), compiled but not run: for ``explain``."""
         order = self.planned.topological_order()

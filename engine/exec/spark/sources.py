@@ -75,6 +75,7 @@ from engine.exec.spark.datasource import (
     spark_schema_of,
 )
 from engine.expr import Call, Cast, Expr, FieldRef, IfElse, field_refs
+from engine.expr import Literal as LiteralNode
 from engine.scan.framework import DEFAULT_BATCH_ROWS, implicit_values
 from engine.scan.projection import name_key
 from engine.storage.commit import Commit, VersionedTarget, recover, remove, target_lock
@@ -312,6 +313,37 @@ def _replace_refs(expr: Expr, mapping: Mapping[FieldRef, FieldRef]) -> Expr:
     return expr
 
 
+_SPARK_COMPARISONS = {
+    "equal": "__eq__",
+    "not_equal": "__ne__",
+    "less_than": "__lt__",
+    "less_than_or_equal": "__le__",
+    "greater_than": "__gt__",
+    "greater_than_or_equal": "__ge__",
+}
+_MIRRORED = {"__lt__": "__gt__", "__le__": "__ge__", "__gt__": "__lt__", "__ge__": "__le__"}
+
+
+def _reader_tests(expr: Expr) -> list[Column]:
+    """Plain Spark comparisons implied by ``expr``'s ``column <op> literal`` conjuncts, for the
+    reader's own filter pushdown (parquet row groups). Each keeps a superset of what the exact
+    test keeps (Spark's NaN is greater than every number, Drill's compares false), and the exact
+    test runs after them."""
+    if isinstance(expr, Call) and expr.name == "and":
+        return [t for arg in expr.args for t in _reader_tests(arg)]
+    if not isinstance(expr, Call) or expr.name not in _SPARK_COMPARISONS:
+        return []
+    left, right = expr.args
+    method = _SPARK_COMPARISONS[expr.name]
+    if isinstance(right, FieldRef) and isinstance(left, LiteralNode):
+        left, right, method = right, left, _MIRRORED.get(method, method)
+    if not (isinstance(left, FieldRef) and isinstance(right, LiteralNode)) or len(left.path) != 1:
+        return []
+    if right.value is None or (isinstance(right.value, float) and right.value != right.value):
+        return []
+    return [getattr(column(str(left.path[0])), method)(F.lit(right.value))]
+
+
 def _native_scan(
     spark: Any, resolved: ResolvedScan, *, row_filter: Expr | None = None
 ) -> DataFrame:
@@ -334,6 +366,8 @@ def _native_scan(
     order = {f.real_path: i for i, f in enumerate(resolved.files)}
     read = _spark_read(spark, resolved, files)
     if row_filter is not None:  # before the row ids, so that Spark pushes it into the reader
+        for test in _reader_tests(row_filter):
+            read = read.where(test)
         read = read.where(compile_predicate(row_filter, read.schema))
     scanned = read.select("*", F.col("_metadata.file_path").alias(_FILE)).withColumn(
         SEQ_COLUMN, F.monotonically_increasing_id()
