@@ -161,9 +161,11 @@ class MetadataRepository:
                 raise StorageError(f"unknown storage engine '{name}' (known: {known})")
             settings = dict(self.storage[name])
             root = settings.get("root")
-            if settings.get("type") == "fs" and isinstance(root, str) and self.base_dir:
-                if not Path(root).is_absolute() and not root.startswith("file:"):
-                    settings["root"] = str((self.base_dir / root).resolve())
+            relative = isinstance(root, str) and not (
+                Path(root).is_absolute() or root.startswith("file:")
+            )
+            if settings.get("type") == "fs" and relative and self.base_dir:
+                settings["root"] = str((self.base_dir / str(root)).resolve())
             self._engines[name] = create_engine(name, settings, classpath=self.classpath)
         return self._engines[name]
 

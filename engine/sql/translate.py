@@ -521,10 +521,7 @@ class SqlPlanner:
             if isinstance(item, exp.Alias):
                 name = self.name(item.args["alias"])
             elif isinstance(expr, FieldRef) and isinstance(target, exp.Column | exp.Dot):
-                last = expr.path[-1]
-                name = str(last) if len(expr.path) > 1 else str(last)
-                if isinstance(target, exp.Column) and len(expr.path) == 1:
-                    name = target.name
+                name = str(expr.path[-1])
             else:
                 name = f"EXPR${i}"
             names.append(name)
