@@ -347,7 +347,13 @@ class SqlPlanner:
         items = list(node.expressions)
         op_id, items = self.flatten(items, op_id, scope)
         group, having = node.args.get("group"), node.args.get("having")
-        grouped = group is not None or having is not None or any(i.find(exp.AggFunc) for i in items)
+        grouped = (
+            group is not None
+            or having is not None
+            or any(
+                a.find_ancestor(exp.Window) is None for i in items for a in i.find_all(exp.AggFunc)
+            )
+        )
         aggregation, keys = None, []
         if grouped:
             op_id, aggregation, keys = self.aggregate(node, items, op_id, scope)

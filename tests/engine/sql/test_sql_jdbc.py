@@ -84,3 +84,20 @@ def test_jdbc_sql_on_the_local_executor(conformance_dir: Path, case_id: str) -> 
 @pytest.mark.parametrize("case_id", CASES)
 def test_jdbc_sql_on_spark(conformance_dir: Path, case_id: str, spark) -> None:
     check(conformance_dir, case_id, "spark", spark=spark)
+
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "sql"
+
+
+@pytest.mark.parametrize("case_id", CASES)
+def test_jdbc_sql_plan_matches_its_golden_file(conformance_dir: Path, case_id: str) -> None:
+    """SQL -> plan JSON is stable; regenerate with DRILL_UPDATE_GOLDEN=1 after a deliberate change."""
+    import os
+
+    plan = sql_to_plan(JDBC_SQL[case_id], jdbc_repository(conformance_dir / "data"), case="upper")
+    text = f"-- {JDBC_SQL[case_id]}\n" + json.dumps(plan, indent=1) + "\n"
+    path = GOLDEN / f"{case_id}.plan"
+    if os.environ.get("DRILL_UPDATE_GOLDEN"):
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.read_text() == text
