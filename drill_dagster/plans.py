@@ -39,7 +39,7 @@ from engine.lineage import StoreLineage, column_lineage
 from engine.plan import LogicalPlan, Operator, Scan, Store, parse_plan
 from engine.storage.paths import parse_root
 
-PLAN_SUFFIXES = (".json", ".hjson")
+PLAN_SUFFIXES = (".json", ".hjson", ".sql")  # .sql: a step in SQL (engine.sql.sql_file)
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_]")
 _PARAM = re.compile(r"\$\{")
 _GLOB = re.compile(r"[*?\[{]")
@@ -275,7 +275,7 @@ def load_project(
 def load_plan(path: Path, config: ProjectConfig) -> DrillPlan:
     """One plan file, parsed and validated, with its stores and scans (not yet linked)."""
     try:
-        logical = parse_plan(path)
+        logical = parse_plan(_sql_plan(path) if path.suffix == ".sql" else path)
     except PlanError as err:
         raise err if err.source else err.with_source(str(path)) from None
     name = safe_name(path.stem)
@@ -287,6 +287,15 @@ def load_plan(path: Path, config: ProjectConfig) -> DrillPlan:
     for op in logical.sources():
         if isinstance(op, Scan):
             plan.scans.append(_scan(plan, op))
+    return plan
+
+
+def _sql_plan(path: Path) -> dict[str, Any]:
+    from engine.sql import sql_file_to_plan
+
+    plan = sql_file_to_plan(path)
+    if not any(op["op"] == "store" and op["storageengine"] != "queue" for op in plan["query"]):
+        raise PlanError(f"{path}: a SQL step needs a store header, e.g. `-- store: lake.my_table`")
     return plan
 
 

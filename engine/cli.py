@@ -106,6 +106,53 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_sql(args: argparse.Namespace) -> int:
+    """``sql``: SQL -> logical plan; print its records, or ``--explain`` it, or save ``--to-plan``."""
+    import io
+    import json
+    import os
+
+    from engine.metadata import MetadataRepository
+    from engine.plan import parse_plan
+    from engine.sql import sql_to_plan
+    from engine.sql.sql_file import repository_beside
+
+    # Drill's default engines: `cp` (the classpath roots) and `dfs` (the working directory).
+    storage = {"cp": {"type": "classpath"}, "dfs": {"type": "fs", "root": os.getcwd()}}
+    if args.plans:
+        beside = repository_beside(Path(args.plans) / "_.sql", {}, classpath=args.classpath)
+        for name, config in beside.storage.items():
+            root = config.get("root")
+            if config.get("type") == "fs" and isinstance(root, str):
+                config = {**config, "root": str(beside.engine(name).root)}  # type: ignore[attr-defined]
+            storage[name] = config
+        repository = MetadataRepository(storage, classpath=args.classpath)
+        repository._stores = beside._stores
+    else:
+        repository = MetadataRepository(storage, classpath=args.classpath)
+    plan = sql_to_plan(args.statement, repository, case=args.case)
+    logical = parse_plan(plan)
+    if args.to_plan:
+        Path(args.to_plan).write_text(json.dumps(plan, indent=2) + "\n")
+        print(f"wrote {args.to_plan}", file=sys.stderr)
+    if args.explain:
+        from engine.explain import explain_logical
+
+        print(explain_logical(logical, fmt="text"))
+        return EXIT_OK
+    if args.to_plan:
+        return EXIT_OK
+    from engine.run import run_plan
+    from engine.storage.formats.json import to_json_line
+
+    result = run_plan(
+        logical, executor=args.executor, classpath=args.classpath, console_stream=io.StringIO()
+    )
+    for record in result.records():
+        print(to_json_line(record))
+    return EXIT_OK
+
+
 def cmd_functions(args: argparse.Namespace) -> int:
     from engine.expr.functions import FUNCTIONS
 
@@ -172,6 +219,23 @@ def build_parser() -> argparse.ArgumentParser:
     from drill_dagster.cli_scaffold import add_scaffold_command
 
     add_scaffold_command(sub)
+
+    sql = sub.add_parser("sql", help="run a SQL query (or explain it, or save it as a plan)")
+    sql.add_argument("statement", metavar="SQL", help="one SQL statement, in quotes")
+    sql.add_argument("--explain", action="store_true", help="print the plan instead of running it")
+    sql.add_argument("--to-plan", metavar="FILE", help="write the logical plan JSON to FILE")
+    sql.add_argument("--executor", choices=["local", "spark"], default="local")
+    sql.add_argument("--classpath", action="append", default=[], metavar="DIR")
+    sql.add_argument(
+        "--plans", metavar="DIR", help="a plans directory: its engines and store targets as tables"
+    )
+    sql.add_argument(
+        "--case",
+        choices=["preserve", "upper"],
+        default="preserve",
+        help="spelling of unquoted output names (upper: as Drill's early SQL layer)",
+    )
+    sql.set_defaults(func=cmd_sql)
 
     functions = sub.add_parser("functions", help="list the functions expressions may call")
     functions.set_defaults(func=cmd_functions)

@@ -135,7 +135,8 @@ class SchemaConflictError(DrillError):
         old_type: str,
         new_type: str,
         file: str | None = None,
-        hint: str | None = "give the column a type in the selection's `schema`, or use schemaMode: change",
+        hint: str
+        | None = "give the column a type in the selection's `schema`, or use schemaMode: change",
     ) -> None:
         self.column = column
         self.old_type = old_type
@@ -166,3 +167,55 @@ class StorageError(DrillError):
         if line is not None:
             where += f":{line}" + (f":{column}" if column is not None else "")
         super().__init__(f"{where}: {message}" if where else message, hint=hint)
+
+
+class SqlError(DrillError):
+    """A SQL statement that does not parse or names something unknown; ``line`` and ``column`` are
+    1-based and point into ``sql`` (None when the fault has no position).
+
+    >>> print(SqlError("unknown table 'emps'", sql="select *\\nfrom emps", line=2, column=6))
+    unknown table 'emps' at line 2, column 6
+      from emps
+           ^
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        sql: str,
+        line: int | None = None,
+        column: int | None = None,
+        source: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.reason = message
+        self.sql = sql
+        self.line = line
+        self.column = column
+        self.source = source
+        super().__init__(message, hint=hint)
+
+    def _render(self) -> str:
+        head = f"{self.source}: " if self.source else ""
+        if self.line is None or self.column is None:
+            text = f"{head}{self.reason}"
+        else:
+            lines = self.sql.splitlines() or [""]
+            row = lines[self.line - 1] if 0 < self.line <= len(lines) else ""
+            caret = " " * (self.column - 1) + "^"
+            text = (
+                f"{head}{self.reason} at line {self.line}, column {self.column}\n  {row}\n  {caret}"
+            )
+        return text if not self.hint else f"{text}\n  hint: {self.hint}"
+
+    def with_source(self, source: str, *, line_offset: int = 0) -> SqlError:
+        """The same error, naming the file the SQL came from (lines shifted by ``line_offset``)."""
+        return SqlError(
+            self.reason,
+            sql="\n" * line_offset + self.sql,
+            line=None if self.line is None else self.line + line_offset,
+            column=self.column,
+            source=source,
+            hint=self.hint,
+        )

@@ -36,6 +36,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pyarrow as pa
+
 from engine.errors import StorageError
 
 LOCK_POLL_SECONDS = 0.05
@@ -138,6 +140,9 @@ class Commit:
         self.version = uuid.uuid4().hex
         self.staging = target.staging_path(self.version)
         self.committed = False
+        # What the store wrote, for the metadata repository (engine.metadata): set by the store.
+        self.schema: pa.Schema | None = None
+        self.metadata_file: Path | None = None
 
     def __enter__(self) -> Commit:
         self.staging.mkdir()
@@ -188,6 +193,12 @@ class Commit:
         os.replace(link, target.path)
         fsync_dir(target.parent)
         self.committed = True
+        if self.metadata_file is not None:  # the storage engine informs the metadata repository
+            from engine.metadata.version_file import write_version_metadata
+
+            write_version_metadata(
+                target.path, self.metadata_file, version=self.version, schema=self.schema
+            )
         if previous is not None:
             remove(target.version_path(previous))
         if foreign:

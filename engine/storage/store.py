@@ -61,6 +61,14 @@ class StoreTarget:
     format: str = "parquet"
     partition_by: tuple[str, ...] = ()
     mode: str = "overwrite"
+    root: Path | None = None
+
+    @property
+    def metadata_file(self) -> Path | None:
+        """Where the metadata repository keeps what this target holds (:mod:`engine.metadata`)."""
+        from engine.metadata.version_file import metadata_path
+
+        return None if self.root is None else metadata_path(self.root, self.location)
 
     @staticmethod
     def parse(target: Mapping[str, Any] | None, *, engine: FsEngine) -> StoreTarget:
@@ -96,7 +104,7 @@ class StoreTarget:
         if len(set(partition_by)) != len(partition_by):
             raise StorageError(f"{where}: partitionBy names a column twice")
         location = engine.resolve_target(path)
-        return StoreTarget(path, location, fmt, tuple(partition_by), mode)
+        return StoreTarget(path, location, fmt, tuple(partition_by), mode, engine.root)
 
 
 @dataclass(frozen=True)
@@ -183,6 +191,7 @@ def _write_fs(
                     kept = commit.carry_over(lambda rel: not _under_any(rel, replaced))
                     _check_compatible(spec, commit.staging, kept, parts)
                 written = _write_parts(spec, commit, parts, partitioned)
+                commit.schema, commit.metadata_file = table.schema, spec.metadata_file
                 commit.commit()
         except DrillError:
             raise

@@ -658,6 +658,7 @@ def _store_fs(
                     destination.parent.mkdir(parents=True, exist_ok=True)
                     os.replace(spark_dir / rel, destination)
                 remove(spark_dir)
+                commit.metadata_file = spec.metadata_file  # the metadata repository's record
                 commit.commit()
         except DrillError:
             raise

@@ -1,0 +1,726 @@
+"""SQL (a sqlglot tree) -> an ordinary logical plan dict, names resolved by the metadata repository.
+
+Every FROM item is held under its own key in the record (a scan's ``ref``, a subquery's projection
+``output.<key>.<column>``), so a join's merged record keeps both sides' columns. The SELECT list
+becomes the last ``project`` (flat ``output.<name>`` refs), as in the plans of Drill's JdbcTest:
+
+=====================  ====================================================================
+SQL                    operators
+=====================  ====================================================================
+FROM t / JOIN ... ON   scan (or the view's / subquery's operators), join (``outer`` = FULL)
+WHERE                  filter
+FLATTEN(x) in SELECT   flatten
+GROUP BY, aggregates   (transform), segment, collapsingaggregate; HAVING: filter
+agg() OVER (...)       order, segment, runningaggregate
+SELECT list            project
+DISTINCT, UNION        union (``distinct``)
+ORDER BY / LIMIT       order (``nullCollation`` when NULLS FIRST/LAST is written), limit
+VALUES                 constant
+=====================  ====================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from engine.errors import SqlError
+from engine.expr import Expr, FieldRef, Literal, to_string
+from engine.metadata import MetadataRepository, TableInfo
+from engine.sql.dialect import parse_sql, sql_error
+from engine.sql.expressions import Aggregation, ExprTranslator, Relation, Scope
+
+CASES = ("preserve", "upper")
+_RELATIONSHIPS = {
+    exp.EQ: "==",
+    exp.NEQ: "!=",
+    exp.LT: "<",
+    exp.LTE: "<=",
+    exp.GT: ">",
+    exp.GTE: ">=",
+}
+_FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+MAX_VIEW_DEPTH = 16
+
+
+@dataclass
+class Output:
+    """What a query produced: the operator id and its column names (None: unknown)."""
+
+    op_id: str
+    columns: list[str] | None
+
+
+@dataclass
+class SqlPlanner:
+    """Builds the operators of one SQL statement (see the module docstring)."""
+
+    sql: str
+    repository: MetadataRepository
+    case: str = "preserve"
+    query: list[dict[str, Any]] = field(default_factory=list)
+    engines: set[str] = field(default_factory=set)
+    _keys: int = 0
+    _views: list[str] = field(default_factory=list)
+
+    def add(self, op: dict[str, Any]) -> str:
+        op_id = str(len(self.query) + 1)
+        self.query.append({"@id": op_id, **op})
+        return op_id
+
+    def error(self, message: str, node: exp.Expression | None, hint: str | None = None) -> SqlError:
+        return sql_error(message, self.sql, node, hint=hint)
+
+    def name(self, ident: exp.Identifier | str) -> str:
+        """An output name: unquoted identifiers fold to upper case when ``case`` is upper."""
+        if isinstance(ident, str):
+            return ident.upper() if self.case == "upper" else ident
+        quoted = bool(ident.args.get("quoted"))
+        return ident.this if quoted or self.case != "upper" else ident.this.upper()
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def statement(self, node: exp.Expression, prefix: str | None = None) -> Output:
+        if isinstance(node, exp.Select):
+            return self.select(node, prefix)
+        if isinstance(node, exp.Union):
+            return self.union(node, prefix)
+        if isinstance(node, exp.Values):
+            return self.values(node, prefix)
+        if isinstance(node, exp.Subquery | exp.Paren):
+            return self.statement(node.this, prefix)
+        raise self.error(f"{type(node).__name__.upper()} is not supported; write a SELECT", node)
+
+    def union(self, node: exp.Union, prefix: str | None) -> Output:
+        if isinstance(node, exp.Intersect | exp.Except):
+            raise self.error(f"{node.key.upper()} is not supported", node)
+        left = self.statement(node.this)
+        right = self.statement(node.expression)
+        if left.columns is not None and right.columns is not None:
+            if len(left.columns) != len(right.columns):
+                raise self.error(
+                    f"the two sides of UNION have {len(left.columns)} and "
+                    f"{len(right.columns)} columns",
+                    node.expression,
+                )
+            if left.columns != right.columns:
+                right = self.rename(right, left.columns)
+        distinct = bool(node.args.get("distinct"))
+        op_id = self.add({"op": "union", "inputs": [left.op_id, right.op_id], "distinct": distinct})
+        out = Output(op_id, left.columns)
+        out = self.order_limit(node, out)
+        return self.wrap(out, prefix)
+
+    def values(self, node: exp.Values, prefix: str | None) -> Output:
+        alias = node.args.get("alias")
+        rows = []
+        for row in node.expressions:
+            items = row.expressions if isinstance(row, exp.Tuple) else [row]
+            rows.append([self.constant(item) for item in items])
+        width = len(rows[0]) if rows else 0
+        if any(len(r) != width for r in rows):
+            raise self.error("every VALUES row needs the same number of values", node)
+        names = [f"EXPR${i}" for i in range(width)]
+        if alias is not None and alias.args.get("columns"):
+            names = [self.name(c) for c in alias.args["columns"]]
+            if len(names) != width:
+                raise self.error(f"{len(names)} column names for {width} values", alias)
+        content = [dict(zip(names, row)) for row in rows]
+        if prefix is not None:
+            content = [{prefix: record} for record in content]
+        return Output(self.add({"op": "constant", "content": content}), names)
+
+    def constant(self, node: exp.Expression) -> Any:
+        value = ExprTranslator(Scope(), self.sql).visit(node)
+        if not isinstance(value, Literal):
+            raise self.error("VALUES holds literals only", node)
+        return value.value
+
+    def rename(self, out: Output, names: list[str], prefix: str | None = None) -> Output:
+        head = ("output", prefix) if prefix else ("output",)
+        projections = [
+            {"ref": str(FieldRef((*head, new))), "expr": str(FieldRef((old,)))}
+            for old, new in zip(out.columns or [], names)
+        ]
+        return Output(
+            self.add({"op": "project", "input": out.op_id, "projections": projections}), names
+        )
+
+    def wrap(self, out: Output, prefix: str | None) -> Output:
+        """``out``'s columns held under ``prefix`` (how a subquery joins its outer query)."""
+        if prefix is None:
+            return out
+        if out.columns is None:
+            raise self.error("a subquery with unknown columns must name them", None)
+        return self.rename(out, out.columns, prefix)
+
+    # -- FROM ---------------------------------------------------------------------------------
+
+    def new_key(self, alias: str, scope: Scope) -> str:
+        taken = {r.key for r in scope.relations}
+        key = alias
+        while key in taken:
+            self._keys += 1
+            key = f"{alias}{self._keys}"
+        return key
+
+    def from_item(self, node: exp.Expression, scope: Scope) -> tuple[str, Relation]:
+        alias_node = node.args.get("alias")
+        alias = alias_node.name if alias_node is not None and alias_node.name else None
+        if isinstance(node, exp.Table):
+            parts = [p for p in node.parts]
+            names = [p.this for p in parts]
+            info = self.repository.resolve(names)
+            if info is None:
+                raise self.error(
+                    f"unknown table {'.'.join(names)!r}",
+                    node,
+                    hint=self.table_hint(),
+                )
+            alias = alias or names[-1].rsplit("/", 1)[-1].split(".")[0]
+            key = self.new_key(alias, scope)
+            if info.is_view:
+                return self.view(info, node, key, alias)
+            return self.scan(info, key, alias)
+        if isinstance(node, exp.Subquery | exp.Values):
+            alias = alias or f"EXPR${len(scope.relations)}"
+            key = self.new_key(alias, scope)
+            body = node.this if isinstance(node, exp.Subquery) else node
+            if isinstance(node, exp.Values):
+                out = self.values(node, key)
+            else:
+                out = self.statement(body, key)
+            columns = out.columns
+            if alias_node is not None and alias_node.args.get("columns") and columns is not None:
+                renamed = [self.name(c) for c in alias_node.args["columns"]]
+                if not isinstance(node, exp.Values):
+                    out = self.rename(
+                        Output(out.op_id, [f"{key}.{c}" for c in columns]), renamed, key
+                    )
+                columns = renamed
+            return out.op_id, Relation(key, alias, columns)
+        if isinstance(node, exp.Unnest | exp.Lateral):
+            raise self.error("use FLATTEN(column) in the SELECT list to unnest a list", node)
+        raise self.error(f"{type(node).__name__} is not supported in FROM", node)
+
+    def table_hint(self) -> str:
+        tables = [t.name for t in self.repository.tables()]
+        engines = sorted(self.repository.storage)
+        known = f"known tables: {', '.join(tables)}; " if tables else ""
+        return f"{known}or name a location as <engine>.`path` (engines: {', '.join(engines)})"
+
+    def scan(self, info: TableInfo, key: str, alias: str) -> tuple[str, Relation]:
+        assert info.engine is not None and info.selection is not None
+        self.engines.add(info.engine)
+        schema = self.repository.schema(info)
+        if info.record_column:
+            columns: list[str] | None = []
+        else:
+            columns = None if schema is None else list(schema.names)
+        op_id = self.add(
+            {
+                "op": "scan",
+                "storageengine": info.engine,
+                "selection": dict(info.selection),
+                "ref": key,
+            }
+        )
+        return op_id, Relation(key, alias, columns, info.record_column)
+
+    def view(
+        self, info: TableInfo, node: exp.Expression, key: str, alias: str
+    ) -> tuple[str, Relation]:
+        if info.name in self._views or len(self._views) > MAX_VIEW_DEPTH:
+            raise self.error(f"view {info.name!r} refers to itself", node)
+        self._views.append(info.name)
+        try:
+            tree = parse_sql(info.view_sql or "")
+        except SqlError as err:
+            raise self.error(f"view {info.name!r} does not parse: {err.reason}", node) from None
+        inner = SqlPlanner(
+            info.view_sql or "", self.repository, self.case, self.query, self.engines
+        )
+        inner._views = self._views
+        try:
+            out = inner.statement(tree, key)
+        except SqlError as err:
+            raise self.error(f"in view {info.name!r}: {err}", node) from None
+        finally:
+            self._views.pop()
+        return out.op_id, Relation(key, alias, out.columns)
+
+    def from_clause(self, node: exp.Select) -> tuple[str | None, Scope]:
+        scope = Scope()
+        source = node.args.get("from_") or node.args.get("from")
+        if source is None:
+            return None, scope
+        op_id, relation = self.from_item(source.this, scope)
+        scope.relations.append(relation)
+        for join in node.args.get("joins") or []:
+            op_id = self.join(join, op_id, scope)
+        return op_id, scope
+
+    def join(self, join: exp.Join, left_id: str, scope: Scope) -> str:
+        right_id, right = self.from_item(join.this, scope)
+        side = (join.args.get("side") or "").upper()
+        kind = (join.args.get("kind") or "").upper()
+        if join.args.get("using"):
+            raise self.error("JOIN ... USING is not supported; write ON a = b", join)
+        left_keys = {r.key for r in scope.relations}
+        if side == "RIGHT":
+            left_id, right_id = right_id, left_id
+            scope.relations.insert(0, right)
+            join_type = "left"
+        else:
+            scope.relations.append(right)
+            join_type = {"LEFT": "left", "FULL": "outer"}.get(side, "inner")
+        if kind in ("SEMI", "ANTI"):
+            raise self.error(f"{kind} JOIN is not supported", join)
+        right_keys = {right.key}
+        if side == "RIGHT":
+            left_keys, right_keys = right_keys, left_keys
+        conditions, residual = [], []
+        translator = ExprTranslator(scope, self.sql)
+        on = join.args.get("on")
+        for part in _conjuncts(on) if on is not None else []:
+            condition = self.condition(part, translator, left_keys, right_keys)
+            if condition is None:
+                if join_type != "inner":
+                    raise self.error(
+                        "an outer join's ON takes comparisons of one side with the other",
+                        part,
+                        hint="move other conditions into a subquery or WHERE",
+                    )
+                residual.append(translator.visit(part))
+            else:
+                conditions.append(condition)
+        op_id = self.add(
+            {
+                "op": "join",
+                "left": left_id,
+                "right": right_id,
+                "type": join_type,
+                "conditions": conditions,
+            }
+        )
+        for expr in residual:
+            op_id = self.add({"op": "filter", "input": op_id, "expr": to_string(expr)})
+        return op_id
+
+    def condition(
+        self,
+        node: exp.Expression,
+        translator: ExprTranslator,
+        left_keys: set[str],
+        right_keys: set[str],
+    ) -> dict[str, str] | None:
+        relationship = _RELATIONSHIPS.get(type(node))
+        if relationship is None:
+            return None
+        a, b = translator.visit(node.this), translator.visit(node.expression)
+        ka, kb = _keys_of(a), _keys_of(b)
+        if ka and kb and ka <= left_keys and kb <= right_keys:
+            return {"relationship": relationship, "left": to_string(a), "right": to_string(b)}
+        if ka and kb and ka <= right_keys and kb <= left_keys:
+            return {
+                "relationship": _FLIPPED[relationship],
+                "left": to_string(b),
+                "right": to_string(a),
+            }
+        return None
+
+    # -- SELECT -------------------------------------------------------------------------------
+
+    def select(self, node: exp.Select, prefix: str | None) -> Output:
+        op_id, scope = self.from_clause(node)
+        if op_id is None:
+            op_id = self.add({"op": "constant", "content": [{}]})
+        where = node.args.get("where")
+        if where is not None:
+            if where.this.find(exp.AggFunc) is not None:
+                raise self.error("aggregates are not allowed in WHERE; use HAVING", where.this)
+            expr = ExprTranslator(scope, self.sql).visit(where.this)
+            op_id = self.add({"op": "filter", "input": op_id, "expr": to_string(expr)})
+        items = list(node.expressions)
+        op_id, items = self.flatten(items, op_id, scope)
+        group, having = node.args.get("group"), node.args.get("having")
+        grouped = (
+            group is not None
+            or having is not None
+            or any(
+                a.find_ancestor(exp.Window) is None for i in items for a in i.find_all(exp.AggFunc)
+            )
+        )
+        aggregation, keys = None, []
+        if grouped:
+            op_id, aggregation, keys = self.aggregate(node, items, op_id, scope)
+        windows = _Windows()
+        translator = ExprTranslator(
+            scope, self.sql, aggregation=aggregation, window=lambda w: windows.add(self, w, scope)
+        )
+        # Translate everything first: the aggregate step needs every aggregate call.
+        names, exprs = self.select_list(items, scope, translator)
+        having_expr = translator.visit(having.this) if having is not None else None
+        distinct = node.args.get("distinct") is not None
+        hidden = self.hidden_order(node, names, translator, distinct)
+        if aggregation is not None:
+            op_id = self.emit_aggregate(op_id, keys, aggregation)
+        if having_expr is not None:
+            op_id = self.add({"op": "filter", "input": op_id, "expr": to_string(having_expr)})
+        if windows.aggregations and aggregation is not None:
+            raise self.error("window functions and GROUP BY in one SELECT are not supported", node)
+        op_id = windows.emit(self, op_id)
+        projections = [
+            {"ref": str(FieldRef(("output", name))), "expr": to_string(expr)}
+            for name, expr in zip(names, exprs)
+        ]
+        projections += [
+            {"ref": str(FieldRef(("output", ref))), "expr": to_string(expr)} for ref, expr in hidden
+        ]
+        if not projections:
+            raise self.error("the SELECT list is empty", node)
+        out = Output(self.add({"op": "project", "input": op_id, "projections": projections}), names)
+        if distinct:
+            union = {"op": "union", "inputs": [out.op_id], "distinct": True}
+            out = Output(self.add(union), out.columns)
+        out = self.order_limit(node, out)
+        if hidden:
+            out = self.rename(out, names)
+        return self.wrap(out, prefix)
+
+    def hidden_order(
+        self, node: exp.Select, names: list[str], translator: ExprTranslator, distinct: bool
+    ) -> list[tuple[str, Expr]]:
+        """ORDER BY items that are not result columns: computed as hidden columns, dropped after."""
+        order = node.args.get("order")
+        hidden = []
+        for i, ordered in enumerate(order.expressions if order is not None else []):
+            if self.output_column(ordered.this, names) is None and not distinct:
+                ref = f"$o{i}"
+                hidden.append((ref, translator.visit(ordered.this)))
+                ordered.meta["hidden"] = ref
+        return hidden
+
+    def flatten(
+        self, items: list[exp.Expression], op_id: str, scope: Scope
+    ) -> tuple[str, list[exp.Expression]]:
+        result = []
+        for item in items:
+            target = item.this if isinstance(item, exp.Alias) else item
+            if isinstance(target, exp.Explode | exp.Flatten) or (
+                isinstance(target, exp.Anonymous) and str(target.this).lower() == "flatten"
+            ):
+                args = target.expressions if isinstance(target, exp.Anonymous) else [target.this]
+                if len(args) != 1:
+                    raise self.error("FLATTEN takes one list column", target)
+                ref = f"$f{len(result)}"
+                expr = ExprTranslator(scope, self.sql).visit(args[0])
+                op_id = self.add(
+                    {
+                        "op": "flatten",
+                        "input": op_id,
+                        "ref": ref,
+                        "expr": to_string(expr),
+                        "drop": False,
+                    }
+                )
+                default = _default_name(args[0])
+                scope.relations.append(Relation(ref, ref, [], record_column=ref))
+                column = exp.column(ref, quoted=True)
+                alias = item.args.get("alias") if isinstance(item, exp.Alias) else None
+                name = alias if alias is not None else exp.to_identifier(default)
+                item = exp.alias_(column, name)
+            result.append(item)
+        return op_id, result
+
+    def aggregate(
+        self, node: exp.Select, items: list[exp.Expression], op_id: str, scope: Scope
+    ) -> tuple[str, Aggregation, list[FieldRef]]:
+        plain = ExprTranslator(scope, self.sql)
+        aggregation = Aggregation()
+        transforms, keys = [], []
+        group = node.args.get("group")
+        for key_node in group.expressions if group is not None else []:
+            if isinstance(key_node, exp.Literal) and not key_node.is_string:
+                index = int(key_node.this) - 1
+                if not 0 <= index < len(items):
+                    raise self.error(f"GROUP BY {index + 1}: no such SELECT item", key_node)
+                key_node = items[index].unalias()
+            else:
+                key_node = self.alias_target(key_node, items) or key_node
+            if key_node.find(exp.AggFunc) is not None:
+                raise self.error("GROUP BY cannot hold an aggregate", key_node)
+            expr = plain.visit(key_node)
+            if isinstance(expr, FieldRef):
+                ref = expr
+            else:
+                ref = FieldRef((f"$g{len(transforms)}",))
+                transforms.append({"ref": str(ref), "expr": to_string(expr)})
+            aggregation.keys[str(expr)] = ref
+            keys.append(ref)
+        if transforms:
+            op_id = self.add({"op": "transform", "input": op_id, "transforms": transforms})
+        return op_id, aggregation, keys
+
+    def alias_target(
+        self, node: exp.Expression, items: list[exp.Expression]
+    ) -> exp.Expression | None:
+        if isinstance(node, exp.Column) and len(node.parts) == 1:
+            for item in items:
+                if isinstance(item, exp.Alias) and item.alias.lower() == node.name.lower():
+                    return item.this
+        return None
+
+    def emit_aggregate(self, op_id: str, keys: list[FieldRef], aggregation: Aggregation) -> str:
+        within = None
+        if keys:
+            within = "$seg"
+            op_id = self.add(
+                {"op": "segment", "input": op_id, "ref": within, "exprs": [str(k) for k in keys]}
+            )
+        body: dict[str, Any] = {"op": "collapsingaggregate", "input": op_id}
+        if within:
+            body["within"] = within
+        body["carryovers"] = [str(k) for k in keys]
+        body["aggregations"] = [{"ref": ref, "expr": to_string(e)} for ref, e in aggregation.exprs]
+        if not aggregation.exprs:  # GROUP BY without aggregates: DISTINCT on the keys
+            body["aggregations"] = [{"ref": "$count", "expr": "count(1)"}]
+        return self.add(body)
+
+    def select_list(
+        self, items: list[exp.Expression], scope: Scope, translator: ExprTranslator
+    ) -> tuple[list[str], list[Expr | None]]:
+        names: list[str] = []
+        exprs: list[Expr | None] = []
+        for i, item in enumerate(items):
+            if isinstance(item, exp.Star) or (
+                isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
+            ):
+                relations = scope.relations
+                if isinstance(item, exp.Column):
+                    relation = scope.relation(item.table)
+                    if relation is None:
+                        raise self.error(f"unknown table {item.table!r}", item)
+                    relations = [relation]
+                if translator.aggregation is not None:
+                    raise self.error("SELECT * cannot be grouped; name the columns", item)
+                for relation in relations:
+                    if relation.key.startswith("$f"):
+                        continue
+                    if relation.columns is None:
+                        raise self.error(
+                            f"the columns of {relation.alias} are not known yet (no data, no "
+                            "stored schema), so * cannot be expanded",
+                            item,
+                            hint="name the columns, or run the plans that write it first",
+                        )
+                    cols = [relation.record_column] if relation.record_column else relation.columns
+                    for column in cols:
+                        names.append(column)
+                        exprs.append(FieldRef(relation.path(column)))
+                continue
+            target = item.this if isinstance(item, exp.Alias) else item
+            expr = translator.visit(target)
+            if isinstance(item, exp.Alias):
+                name = self.name(item.args["alias"])
+            elif isinstance(expr, FieldRef) and isinstance(target, exp.Column | exp.Dot):
+                name = str(expr.path[-1])
+            else:
+                name = f"EXPR${i}"
+            names.append(name)
+            exprs.append(expr)
+        return _unique(names), exprs
+
+    def output_column(self, node: exp.Expression, names: list[str]) -> str | None:
+        if isinstance(node, exp.Literal) and not node.is_string:
+            index = int(node.this) - 1
+            if not 0 <= index < len(names):
+                raise self.error(f"ORDER BY {index + 1}: there is no such SELECT item", node)
+            return names[index]
+        if isinstance(node, exp.Column) and len(node.parts) == 1:
+            wanted = node.name
+            exact = [n for n in names if n == wanted]
+            folded = [n for n in names if n.lower() == wanted.lower()]
+            if exact or len(folded) == 1:
+                return (exact or folded)[0]
+        return None
+
+    def order_limit(self, node: exp.Expression, out: Output) -> Output:
+        order = node.args.get("order")
+        op_id = out.op_id
+        if order is not None:
+            orderings = []
+            for ordered in order.expressions:
+                column = ordered.meta.get("hidden") or self.output_column(
+                    ordered.this, out.columns or []
+                )
+                if column is None:
+                    raise self.error(
+                        "ORDER BY of a UNION or DISTINCT names a result column", ordered.this
+                    )
+                entry: dict[str, Any] = {
+                    "order": "desc" if ordered.args.get("desc") else "asc",
+                    "expr": str(FieldRef((column,))),
+                }
+                if ordered.meta.get("nulls_explicit"):
+                    entry["nullCollation"] = "first" if ordered.args.get("nulls_first") else "last"
+                orderings.append(entry)
+            op_id = self.add({"op": "order", "input": op_id, "orderings": orderings})
+        limit, offset = node.args.get("limit"), node.args.get("offset")
+        if limit is not None or offset is not None:
+            first = self.count_of(offset) if offset is not None else 0
+            body: dict[str, Any] = {"op": "limit", "input": op_id, "first": first}
+            if limit is not None:
+                body["last"] = first + self.count_of(limit)
+            op_id = self.add(body)
+        return Output(op_id, out.columns)
+
+    def count_of(self, node: exp.Expression) -> int:
+        value = node.expression if isinstance(node, exp.Limit | exp.Offset) else node
+        if not isinstance(value, exp.Literal) or value.is_string or not str(value.this).isdigit():
+            raise self.error("LIMIT and OFFSET take a whole number", value)
+        return int(value.this)
+
+
+@dataclass
+class _Windows:
+    """Window functions of one SELECT: all share one PARTITION BY / ORDER BY (one sort)."""
+
+    spec: str | None = None
+    partition: list[Expr] = field(default_factory=list)
+    orderings: list[dict[str, Any]] = field(default_factory=list)
+    aggregations: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, planner: SqlPlanner, node: exp.Window, scope: Scope) -> Expr:
+        plain = ExprTranslator(scope, planner.sql)
+        if node.args.get("spec") is not None:
+            frame = node.args["spec"]
+            if not (
+                str(frame.args.get("start") or "").upper() == "UNBOUNDED"
+                and str(frame.args.get("end") or "").upper() == "CURRENT ROW"
+            ):
+                raise planner.error(
+                    "only the default window frame (UNBOUNDED PRECEDING to CURRENT ROW) is "
+                    "supported",
+                    frame,
+                )
+        partition = [plain.visit(p) for p in node.args.get("partition_by") or []]
+        order = node.args.get("order")
+        orderings = []
+        for ordered in order.expressions if order is not None else []:
+            entry: dict[str, Any] = {
+                "order": "desc" if ordered.args.get("desc") else "asc",
+                "expr": to_string(plain.visit(ordered.this)),
+            }
+            if ordered.meta.get("nulls_explicit"):
+                entry["nullCollation"] = "first" if ordered.args.get("nulls_first") else "last"
+            orderings.append(entry)
+        spec = repr(([str(p) for p in partition], orderings))
+        if self.spec is not None and spec != self.spec:
+            raise planner.error("all window functions of a SELECT must share one OVER (...)", node)
+        self.spec, self.partition, self.orderings = spec, partition, orderings
+        function = node.this
+        if isinstance(function, exp.RowNumber):
+            call = "row_number()"
+        elif isinstance(function, exp.AggFunc):
+            call = to_string(plain.visit(function))
+        else:
+            raise planner.error("this window function is not supported", function)
+        ref = f"$w{len(self.aggregations)}"
+        self.aggregations.append({"ref": ref, "expr": call})
+        return FieldRef((ref,))
+
+    def emit(self, planner: SqlPlanner, op_id: str) -> str:
+        if not self.aggregations:
+            return op_id
+        orderings = [{"order": "asc", "expr": to_string(p)} for p in self.partition]
+        orderings += self.orderings
+        if orderings:
+            op_id = planner.add({"op": "order", "input": op_id, "orderings": orderings})
+        body: dict[str, Any] = {"op": "runningaggregate", "input": op_id}
+        if self.partition:
+            op_id = planner.add(
+                {
+                    "op": "segment",
+                    "input": op_id,
+                    "ref": "$wseg",
+                    "exprs": [to_string(p) for p in self.partition],
+                }
+            )
+            body = {"op": "runningaggregate", "input": op_id, "within": "$wseg"}
+        body["aggregations"] = self.aggregations
+        return planner.add(body)
+
+
+def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.Paren):
+        return _conjuncts(node.this)
+    if isinstance(node, exp.And):
+        return [*_conjuncts(node.this), *_conjuncts(node.expression)]
+    return [node]
+
+
+def _keys_of(expr: Expr) -> set[str]:
+    from engine.expr import field_refs
+
+    return {ref.root for ref in field_refs(expr)}
+
+
+def _default_name(node: exp.Expression) -> str:
+    if isinstance(node, exp.Column):
+        return node.name
+    return "EXPR$0"
+
+
+def _unique(names: list[str]) -> list[str]:
+    """Calcite's rule: a repeated name gets the lowest free number appended (DEPTID, DEPTID0)."""
+    seen: set[str] = set()
+    result = []
+    for name in names:
+        candidate, n = name, 0
+        while candidate.lower() in seen:
+            candidate = f"{name}{n}"
+            n += 1
+        seen.add(candidate.lower())
+        result.append(candidate)
+    return result
+
+
+def plan_statement(
+    sql: str,
+    repository: MetadataRepository,
+    *,
+    case: str = "preserve",
+    store: Mapping[str, Any] | None = None,
+    storage_extra: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The plan dict of ``sql``; see :func:`engine.sql.sql_to_plan`."""
+    if case not in CASES:
+        raise ValueError(f"case must be one of {CASES}")
+    planner = SqlPlanner(sql, repository, case)
+    out = planner.statement(parse_sql(sql))
+    store = dict(store or {"engine": "queue", "target": {"number": 0}})
+    engine = str(store.get("engine", "queue"))
+    storage = {name: dict(repository.storage[name]) for name in sorted(planner.engines)}
+    if engine in repository.storage:
+        storage[engine] = dict(repository.storage[engine])
+    elif engine == "queue":
+        storage[engine] = {"type": "queue"}
+    storage.update({k: dict(v) for k, v in (storage_extra or {}).items()})
+    if engine not in storage:
+        raise SqlError(f"the store's storage engine '{engine}' is not defined", sql=sql)
+    planner.add(
+        {"op": "store", "input": out.op_id, "storageengine": engine, "target": store.get("target")}
+    )
+    return {
+        "head": {
+            "type": "APACHE_DRILL_LOGICAL",
+            "version": 1,
+            "generator": {"type": "sql", "info": "drill-dagster sql"},
+        },
+        "storage": storage,
+        "query": planner.query,
+    }

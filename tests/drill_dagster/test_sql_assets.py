@@ -1,0 +1,82 @@
+"""A plan step written in SQL (``.sql`` beside the plans) becomes an asset with lineage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from dagster import AssetKey, DagsterInstance, materialize
+
+from drill_dagster import load_definitions
+from engine.metadata import MetadataRepository
+
+ORDERS = {
+    "storage": {
+        "raw": {"type": "fs", "root": "../data/raw"},
+        "lake": {"type": "fs", "root": "../data/lake"},
+    },
+    "query": [
+        {"@id": 1, "op": "scan", "storageengine": "raw", "ref": "o",
+         "selection": {"path": "orders.json"}},
+        {"@id": 2, "op": "project", "input": 1, "projections": [
+            {"ref": "output.customer", "expr": "o.customer"},
+            {"ref": "output.amount", "expr": "o.amount"}]},
+        {"@id": 3, "op": "store", "input": 2, "storageengine": "lake",
+         "target": {"path": "orders", "format": "parquet"}},
+    ],
+}  # fmt: skip
+
+REVENUE_SQL = """-- store: lake.revenue
+-- format: parquet
+-- The revenue of each customer with more than one order.
+SELECT customer, count(*) AS orders, sum(amount) AS revenue
+FROM lake.orders
+GROUP BY customer
+HAVING count(*) > 1
+ORDER BY revenue DESC
+"""
+
+
+def _project(tmp_path: Path) -> Path:
+    raw = tmp_path / "data" / "raw"
+    raw.mkdir(parents=True)
+    rows = [("ann", 5), ("bob", 7), ("ann", 3), ("cy", 1), ("bob", 1)]
+    (raw / "orders.json").write_text(
+        "".join(json.dumps({"customer": c, "amount": a}) + "\n" for c, a in rows)
+    )
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    (plans / "orders.json").write_text(json.dumps(ORDERS))
+    (plans / "revenue.sql").write_text(REVENUE_SQL)
+    return plans
+
+
+def test_sql_step_is_an_asset_reading_the_store_of_another_plan(tmp_path: Path) -> None:
+    plans = _project(tmp_path)
+    defs = load_definitions(plans, executor="local")
+    graph = defs.resolve_asset_graph()
+    keys = {key.to_user_string(): key for key in graph.get_all_asset_keys()}
+    revenue = next(k for name, k in keys.items() if "revenue" in name)
+    orders = next(k for name, k in keys.items() if name.endswith("orders"))
+    assert orders in graph.get(revenue).parent_keys
+
+    with DagsterInstance.ephemeral() as instance:
+        result = materialize(
+            [*defs.assets],  # type: ignore[list-item]
+            resources=defs.resources,
+            instance=instance,
+        )
+    assert result.success
+    lake = tmp_path / "data" / "lake"
+    table = pq.read_table(lake / "revenue")
+    assert sorted(table.to_pylist(), key=lambda r: r["customer"]) == [
+        {"customer": "ann", "orders": 2, "revenue": 8},
+        {"customer": "bob", "orders": 2, "revenue": 8},
+    ]
+    # The store recorded what it wrote; a new repository (a new process) reads it back.
+    repo = MetadataRepository({"lake": {"type": "fs", "root": str(lake)}})
+    stats = repo.statistics(repo.resolve(["lake", "revenue"]))
+    assert stats is not None and stats.row_count == 2 and stats.file_count == 1
+    assert repo.schema(repo.resolve(["lake", "orders"])).names == ["customer", "amount"]
+    assert isinstance(revenue, AssetKey)
