@@ -36,6 +36,24 @@ DEFAULT_BATCH_ROWS = 65_536
 FILE_COLUMNS = ("fqn", "filepath", "filename", "suffix")
 
 
+def allows_union(selection: Mapping[str, Any]) -> bool:
+    """Whether a scan gives a column whose values change kind the UNION type (else: a conflict).
+
+    Drill's ``exec.enable_union_type`` as a selection option, ``unionType``. It is on by default:
+    the logical plan's records are schemaless (the reference interpreter takes any value anywhere),
+    and the corpus flattens a field that is an array in one record and a string in the next.
+    It is off where a schema is promised: ``schemaMode: strict`` (the first batch commits the
+    types) and ``unionType: false``; a provided ``schema`` converts to its own types instead.
+
+    >>> allows_union({"path": "a.json"}), allows_union({"path": "a.json", "unionType": False})
+    (True, False)
+    """
+    if str(selection.get("schemaMode", "change")).lower() == "strict":
+        return False
+    value = selection.get("unionType", True)
+    return value if isinstance(value, bool) else str(value).lower() not in ("false", "0", "no")
+
+
 def implicit_values(file: InputFile) -> dict[str, str | None]:
     """The implicit column values of one file: file columns and ``dir0``, ``dir1``, ..."""
     path = file.path.as_posix()
@@ -88,6 +106,7 @@ class FileScan:
             provided_schema=self.selection.get("schema"),
             mode=str(self.selection.get("schemaMode", "change")).lower(),
             partition_depth=max((len(f.dirs) for f in files), default=0),
+            union=allows_union(self.selection),
         )
 
     def batches(self) -> Iterator[pa.RecordBatch]:
@@ -108,7 +127,10 @@ class FileScan:
             yield from table.to_batches(max_chunksize=self.batch_rows)
             return
         loader = ResultSetLoader(
-            row_limit=self.batch_rows, vector_cache=cache, source=str(file.path)
+            row_limit=self.batch_rows,
+            vector_cache=cache,
+            source=str(file.path),
+            allow_union=allows_union(self.selection),
         )
         loader.start_batch()
         for value, line in reader.records():

@@ -139,6 +139,7 @@ class ScanSchemaTracker:
         implicit_columns: ImplicitColumns | None = None,
         partition_depth: int = 0,
         null_column_type: MajorType = INT,
+        union: bool = False,
     ) -> None:
         if not isinstance(projection, ScanProjection):
             projection = ScanProjection.parse(projection)
@@ -150,6 +151,7 @@ class ScanSchemaTracker:
         self.implicit_columns = implicit_columns or ImplicitColumns()
         self.partition_depth = partition_depth
         self.null_column_type = null_column_type
+        self.union = union
         self.provided_schema = parse_schema(provided_schema, where="provided schema")
         self.defined_schema = (
             None if defined_schema is None else parse_schema(defined_schema, where="defined schema")
@@ -346,6 +348,7 @@ mode=<DataMode.OPTIONAL: 'OPTIONAL'>, fields=(), element=None)),), is_wildcard=F
             null_type=self.null_column_type,
             guessed=set(self._guessed),
             warn=lambda message: self._warn(f"{where}: {message} (strict schema mode)"),
+            unions=self.union,
         )
         found = self._reader_types(reader_output_schema, file)
         resolved = {}

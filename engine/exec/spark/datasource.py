@@ -55,13 +55,20 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, StructField, StructType
 
 from engine.errors import DrillError, ExecutionError, SchemaConflictError, StorageError
-from engine.scan.framework import DEFAULT_BATCH_ROWS, FILE_COLUMNS, FileScan, implicit_values
+from engine.exec.spark.unions import drill_type_of_storage
+from engine.scan.framework import (
+    DEFAULT_BATCH_ROWS,
+    FILE_COLUMNS,
+    FileScan,
+    allows_union,
+    implicit_values,
+)
 from engine.scan.loader_arrow import align
 from engine.scan.tracker import ScanSchemaTracker, SchemaMode
 from engine.storage.engines import ClasspathEngine, FileEngine, FsEngine, create_engine
 from engine.storage.formats.options import ReaderOptions
 from engine.storage.paths import InputFile
-from engine.types import DataMode, MajorType, MinorType, from_spark, to_arrow_field, to_spark
+from engine.types import DataMode, MajorType, MinorType, to_arrow_field, to_spark
 
 DATA_SOURCE_NAME = "drill"
 ERROR_NOTE = "drill-error: "
@@ -327,6 +334,7 @@ def scan_tracker(
         provided_schema=selection.get("schema"),
         mode=mode or str(selection.get("schemaMode", "change")).lower(),
         partition_depth=partition_depth,
+        union=allows_union(selection),
     )
 
 
@@ -459,7 +467,7 @@ def committed_schema(spark_schema: StructType, implicit: Sequence[str]) -> pa.Sc
     """The table columns of a declared Spark schema as the Arrow schema a tracker commits."""
     return pa.schema(
         [
-            to_arrow_field(f.name, from_spark(f.dataType))
+            to_arrow_field(f.name, drill_type_of_storage(f))
             for f in spark_schema.fields
             if f.name not in implicit
         ]
@@ -589,7 +597,7 @@ def _json_lines_table(
     read = pa_json.ReadOptions(block_size=min(file.size + 1, _JSON_BLOCK))
     try:
         return pa_json.read_json(file.real_path, read_options=read, parse_options=parse)
-    except (pa.ArrowInvalid, OSError):
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):  # a UNION is not for pyarrow
         return None
 
 

@@ -73,6 +73,7 @@ from engine.exec.spark.datasource import (
     resolve_scan,
     spark_schema_of,
 )
+from engine.exec.spark.unions import collect_arrow, revive, storage_schema
 from engine.scan.framework import DEFAULT_BATCH_ROWS, implicit_values
 from engine.scan.projection import name_key
 from engine.storage.commit import Commit, VersionedTarget, recover, remove, target_lock
@@ -249,13 +250,15 @@ def scan_plan_dataframe(spark: Any, plan: ScanPlan, ref: str | None) -> DataFram
         register_data_source(spark)
         frame = (
             spark.read.format(DATA_SOURCE_NAME)
-            .schema(resolved.spark_schema)
+            .schema(storage_schema(resolved.spark_schema))
             .options(**resolved.request.to_options())
             .load()
             .withColumn(SEQ_COLUMN, F.monotonically_increasing_id())
         )
-    # The cast gives both readers' records the declared (nullable) types, literals included.
-    record = F.struct(*[column(c) for c in columns]).cast(resolved.spark_schema)
+    # The cast gives both readers' records the declared (nullable) types, literals included;
+    # UNION columns come as JSON text and become variants.
+    record = F.struct(*[column(c) for c in columns]).cast(storage_schema(resolved.spark_schema))
+    record = revive(record, resolved.spark_schema)
     if ref:
         return frame.select(record.alias(ref), column(SEQ_COLUMN))
     wrapped = frame.select(record.alias(_RECORD), column(SEQ_COLUMN))
@@ -464,13 +467,20 @@ def constant_dataframe(spark: Any, content: Sequence[Any] | None) -> DataFrame:
     batch = records_to_batch(records)
     types = {f.name: nullable_type(from_arrow_field(f)) for f in batch.schema}
     schema = spark_schema_of(types)
-    data = conform_batch(batch, to_arrow_schema(schema, timezone="UTC"))
+    storage = storage_schema(schema)  # a UNION column travels as JSON text, then is parsed
+    data = conform_batch(batch, to_arrow_schema(storage, timezone="UTC"))
     table = pa.Table.from_batches([data]).append_column(
         pa.field(SEQ_COLUMN, pa.int64(), nullable=False),
         pa.array(range(len(records)), pa.int64()),
     )
-    full = StructType([*schema.fields, StructField(SEQ_COLUMN, LongType(), False)])
-    return spark.createDataFrame(table, schema=full)
+    full = StructType([*storage.fields, StructField(SEQ_COLUMN, LongType(), False)])
+    frame = spark.createDataFrame(table, schema=full)
+    if storage == schema:
+        return frame
+    return frame.select(
+        *[revive(column(f.name), f.dataType).alias(f.name) for f in schema.fields],
+        column(SEQ_COLUMN),
+    )
 
 
 # ---------------------------------------------------------------- store
@@ -510,7 +520,7 @@ def store_dataframe(
 
 def _collect(df: DataFrame) -> pa.Table:
     try:
-        return df.toArrow()
+        return collect_arrow(df)
     except Exception as err:
         translated = translate_spark_error(err)
         if translated is not None:

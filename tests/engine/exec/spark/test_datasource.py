@@ -90,12 +90,12 @@ def test_an_empty_directory_has_only_its_implicit_columns(tmp_path: Path) -> Non
 def test_a_sampled_conflict_fails_on_the_driver_naming_file_and_column(tmp_path: Path) -> None:
     (tmp_path / "c.json").write_text(lines({"a": 1}, {"a": "x"}))
     with pytest.raises(SchemaConflictError, match=r"c\.json:2: column 'a' changed type"):
-        resolve_scan(fs(tmp_path), {"path": "c.json"}, sampling=SMALL_SAMPLE)
+        resolve_scan(fs(tmp_path), {"path": "c.json", "unionType": False}, sampling=SMALL_SAMPLE)
 
 
 def test_a_task_conflict_after_the_sample_names_file_line_and_column(tmp_path: Path) -> None:
     (tmp_path / "c.json").write_text(lines({"a": 1}, {"a": 2}, {"a": 3}, {"a": "x"}))
-    scan = resolve_scan(fs(tmp_path), {"path": "c.json"}, sampling=SMALL_SAMPLE)
+    scan = resolve_scan(fs(tmp_path), {"path": "c.json", "unionType": False}, sampling=SMALL_SAMPLE)
     with pytest.raises(SchemaConflictError) as caught:
         list(read_file(scan.request, scan.files[0], scan.spark_schema, partition_depth=0))
     assert str(caught.value).startswith(f"{tmp_path / 'c.json'}:4: column 'a' changed type")
