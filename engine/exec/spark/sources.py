@@ -74,7 +74,7 @@ from engine.exec.spark.datasource import (
     spark_schema_of,
 )
 from engine.exec.spark.unions import collect_arrow, revive, storage_schema
-from engine.scan.framework import DEFAULT_BATCH_ROWS, implicit_values
+from engine.scan.framework import DEFAULT_BATCH_ROWS, PartitionLayout, implicit_values
 from engine.scan.projection import name_key
 from engine.storage.commit import Commit, VersionedTarget, recover, remove, target_lock
 from engine.storage.engines import ClasspathEngine, ConsoleEngine, FsEngine, QueueEngine
@@ -86,7 +86,7 @@ from engine.storage.store import (
     DEFAULT_LOCK_TIMEOUT,
     StoreResult,
     StoreTarget,
-    _check_compatible,
+    check_compatible,
 )
 from engine.types import DataMode, MajorType, MinorType, from_arrow_field
 
@@ -579,7 +579,7 @@ def _store_fs(
                 kept: list[str] = []
                 if replaced is not None:
                     kept = commit.carry_over(lambda rel: not _under_any(rel, replaced))
-                    _check_compatible(spec, commit.staging, kept, [])  # the format
+                    check_compatible(spec, commit.staging, kept, [])  # the format
                     _check_same_columns(spec, commit.staging, kept, spark_dir, written)
                 for rel in written:
                     destination = commit.staging / rel
@@ -784,9 +784,9 @@ def _explain_read_failure(uri: str, text: str) -> DrillError:
     if known is None:
         return StorageError(f"Spark could not read the file: {reason}", file=path)
     resolved, file = known
-    depth = max((len(f.dirs) for f in resolved.files), default=0)
+    layout = PartitionLayout.of(resolved.files)
     try:
-        for _ in read_file(resolved.request, file, resolved.spark_schema, partition_depth=depth):
+        for _ in read_file(resolved.request, file, resolved.spark_schema, layout=layout):
             pass
     except DrillError as err:
         return err

@@ -357,3 +357,46 @@ def test_union_columns_flatten_and_compare_alike(spark: Any) -> None:
     assert_same_records(
         build_plan(records, [{"op": "filter", "expr": 'tags == "solo"'}], None, []), spark
     )
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "json"])
+def test_a_partitioned_store_reads_back_alike_on_both_executors(
+    spark: Any, tmp_path: Any, fmt: str
+) -> None:
+    records = [
+        {"day": "2024-01-01", "v": 1},
+        {"day": "2024-01-02", "v": 2},
+        {"day": "2024-01-01", "v": 3},
+        {"day": None, "v": 4},
+    ]
+    storage = {"fs": {"type": "fs", "root": str(tmp_path)}, "q": {"type": "queue"}}
+    write = {
+        "storage": storage,
+        "query": [
+            {"@id": 1, "op": "constant", "content": records},
+            {
+                "@id": 2,
+                "op": "store",
+                "input": 1,
+                "storageengine": "fs",
+                "target": {"path": "/events", "partitionBy": ["day"], "format": fmt},
+            },
+        ],
+    }
+    run_plan(write, executor="spark", spark=spark)
+    read = {
+        "storage": storage,
+        "query": [
+            {"@id": 1, "op": "scan", "storageengine": "fs", "selection": {"path": "/events"}},
+            {"@id": 2, "op": "order", "input": 1, "orderings": [{"expr": "v"}]},
+            {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {}},
+        ],
+    }
+    local = run_plan(read, executor="local").records()
+    assert local == [
+        {"v": 1, "day": "2024-01-01"},
+        {"v": 2, "day": "2024-01-02"},
+        {"v": 3, "day": "2024-01-01"},
+        {"v": 4, "day": None},
+    ]
+    assert run_plan(read, executor="spark", spark=spark).records() == local

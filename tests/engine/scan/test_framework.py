@@ -94,3 +94,30 @@ def test_implicit_values_of_a_file() -> None:
         "dir0": "2024",
         "dir1": "01",
     }
+
+
+def test_hive_style_directories_are_columns_not_dirs(tmp_path: Path) -> None:
+    for day, rows in [("2024-01-01", '{"v": 1}\n{"v": 2}\n'), ("2024-01-02", '{"v": 3}\n')]:
+        (tmp_path / "t" / f"day={day}").mkdir(parents=True)
+        (tmp_path / "t" / f"day={day}" / "part.json").write_text(rows)
+    (tmp_path / "t" / "day=__HIVE_DEFAULT_PARTITION__").mkdir()
+    (tmp_path / "t" / "day=__HIVE_DEFAULT_PARTITION__" / "part.json").write_text('{"v": 4}\n')
+    (tmp_path / "t" / "plain").mkdir()
+    (tmp_path / "t" / "plain" / "part.json").write_text('{"v": 5}\n')
+    rows = [r for b in FileScan(_engine(tmp_path), {"path": "t"}).batches() for r in b.to_pylist()]
+    assert sorted(rows, key=lambda r: r["v"]) == [
+        {"v": 1, "dir0": None, "day": "2024-01-01"},
+        {"v": 2, "dir0": None, "day": "2024-01-01"},
+        {"v": 3, "dir0": None, "day": "2024-01-02"},
+        {"v": 4, "dir0": None, "day": None},
+        {"v": 5, "dir0": "plain", "day": None},
+    ]
+
+
+def test_a_provided_schema_types_a_hive_partition_column(tmp_path: Path) -> None:
+    (tmp_path / "t" / "n=7").mkdir(parents=True)
+    (tmp_path / "t" / "n=7" / "part.json").write_text('{"v": 1}\n')
+    scan = FileScan(_engine(tmp_path), {"path": "t", "schema": {"n": "BIGINT"}})
+    (batch,) = scan.batches()
+    assert batch.to_pylist() == [{"n": 7, "v": 1}] or batch.to_pylist() == [{"v": 1, "n": 7}]
+    assert batch.schema.field("n").type == pa.int64()
