@@ -95,6 +95,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             executor=args.executor,
             classpath=args.classpath,
             console_stream=io.StringIO(),  # printed below, once, with the queue records
+            max_buffered_bytes=args.max_buffered_bytes,
         )
         for record in result.records():
             print(to_json_line(record))
@@ -213,6 +214,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="DIR",
         help="a data root for `classpath` storage engines (repeatable)",
+    )
+    run_cmd.add_argument(
+        "--max-buffered-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="memory (bytes) each blocking operator of the local executor may hold (default 2 GiB)",
     )
     run_cmd.set_defaults(func=cmd_run)
 

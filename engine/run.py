@@ -96,14 +96,20 @@ def run_plan(
     spark: Any = None,
     console_stream: Any = None,
     optimize: bool = True,
+    max_buffered_bytes: int | None = None,
 ) -> RunResult:
     """Parse (if needed), validate and run ``plan`` on ``executor`` (``local`` or ``spark``).
 
     The plan runs as the planner rewrites it (:func:`engine.planner.optimize`: pushdowns, folding)
     unless ``optimize`` is False; the result names the operators of ``plan`` either way.
-    Errors are the engine's own: :class:`~engine.errors.PlanError` for the plan,
+    ``max_buffered_bytes`` bounds what each blocking operator of the local executor (order,
+    segment, union distinct, join's right side, aggregates) may hold in memory; past it the run
+    stops with an error rather than drop rows. The default is 2 GiB; Spark spills instead and
+    ignores it. Errors are the engine's own: :class:`~engine.errors.PlanError` for the plan,
     :class:`~engine.errors.ExecutionError` naming fragment and operator for the run.
     """
+    if max_buffered_bytes is not None and max_buffered_bytes < 1:
+        raise PlanError(f"max_buffered_bytes must be positive, not {max_buffered_bytes}")
     if executor not in EXECUTORS:
         raise PlanError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
     base_dir = None
@@ -129,7 +135,7 @@ def run_plan(
         from engine.planner import optimize as optimize_plan
 
         planned = optimize_plan(logical, Statistics.from_engines(logical, engines))
-    result = _run_local(planned, engines, dict(params or {}))
+    result = _run_local(planned, engines, dict(params or {}), max_buffered_bytes)
     result.plan = logical
     return result
 
@@ -187,11 +193,18 @@ def _is_file(text: str) -> bool:
         return False
 
 
-def _run_local(plan: LogicalPlan, engines: dict[str, Any], params: dict[str, Any]) -> RunResult:
+def _run_local(
+    plan: LogicalPlan,
+    engines: dict[str, Any],
+    params: dict[str, Any],
+    max_buffered_bytes: int | None,
+) -> RunResult:
     from engine.exec.local.executor import LocalExecutor
     from engine.exec.local.registry import ExecContext
 
     ctx = ExecContext(engines=engines, params=params)
+    if max_buffered_bytes is not None:
+        ctx.max_buffered_bytes = max_buffered_bytes
     outputs = LocalExecutor(plan, ctx).run()
     return collect_result(plan, engines, ctx.store_results, ctx.metrics, outputs, ctx.sink_records)
 

@@ -13,7 +13,9 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import json
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
@@ -35,6 +37,7 @@ class MinorType(enum.StrEnum):
     TIMESTAMP = "TIMESTAMP"
     MAP = "MAP"
     LIST = "LIST"
+    UNION = "UNION"  # values of several kinds in one column (Drill's UNION type); see below
 
 
 class DataMode(enum.StrEnum):
@@ -93,6 +96,7 @@ FLOAT4 = scalar(MinorType.FLOAT4)
 FLOAT8 = scalar(MinorType.FLOAT8)
 VARCHAR = scalar(MinorType.VARCHAR)
 VARBINARY = scalar(MinorType.VARBINARY)
+UNION = scalar(MinorType.UNION)
 DATE = scalar(MinorType.DATE)
 TIME = scalar(MinorType.TIME)
 TIMESTAMP = scalar(MinorType.TIMESTAMP)
@@ -102,7 +106,7 @@ _NUMERIC_RANK = [MinorType.INT, MinorType.BIGINT, MinorType.FLOAT4, MinorType.FL
 
 # Names a plan may use for a type (in `cast(x as T)`, `castT(x)` and provided schemas).
 TYPE_NAMES: dict[str, MinorType] = {
-    **{m.value: m for m in MinorType if m not in (MinorType.NULL,)},
+    **{m.value: m for m in MinorType if m not in (MinorType.NULL, MinorType.UNION)},
     "BOOLEAN": MinorType.BIT,
     "BOOL": MinorType.BIT,
     "INTEGER": MinorType.INT,
@@ -137,6 +141,79 @@ def common_numeric(left: MinorType, right: MinorType) -> MinorType:
 def merge_modes(*modes: DataMode) -> DataMode:
     """OPTIONAL if any input may be null, else REQUIRED."""
     return DataMode.OPTIONAL if DataMode.OPTIONAL in modes else DataMode.REQUIRED
+
+
+# ---------------------------------------------------------------- UNION
+# A UNION column holds, per record, any JSON value: a scalar, an array or a map (Drill's UNION
+# type, what its JSON reader makes of a field whose kind changes between records when
+# ``exec.enable_union_type`` is on). In Arrow it is the extension type ``drill.union`` whose storage
+# is each value's JSON text (null for null); ``to_pylist()`` gives the values back. In Spark it is
+# a VARIANT.
+
+
+class UnionScalar(pa.ExtensionScalar):
+    """One value of a ``drill.union`` array; ``as_py()`` decodes its JSON text."""
+
+    def as_py(self, **kwargs: object) -> object:
+        text = self.value
+        return None if text is None or not text.is_valid else json.loads(text.as_py())
+
+
+class UnionArrowType(pa.ExtensionType):
+    """The Arrow type of a Drill UNION column: ``drill.union``, stored as JSON text."""
+
+    def __init__(self) -> None:
+        super().__init__(pa.string(), "drill.union")
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return b""
+
+    @classmethod
+    def __arrow_ext_deserialize__(
+        cls, storage_type: pa.DataType, serialized: bytes
+    ) -> UnionArrowType:
+        return cls()
+
+    def __arrow_ext_scalar_class__(self) -> type[pa.ExtensionScalar]:
+        return UnionScalar
+
+
+UNION_ARROW = UnionArrowType()
+with contextlib.suppress(pa.ArrowKeyError):  # already registered (a module reload)
+    pa.register_extension_type(UNION_ARROW)
+
+
+def is_union(dtype: pa.DataType) -> bool:
+    return isinstance(dtype, pa.ExtensionType) and dtype.extension_name == "drill.union"
+
+
+def json_text(value: object) -> str | None:
+    """The JSON text a UNION column stores for a Python value (None stays null).
+
+    >>> json_text({"t": [1, 2.5, "x"]}), json_text(None)
+    ('{"t": [1, 2.5, "x"]}', None)
+    """
+    if value is None:
+        return None
+    from engine.storage.formats.json import json_default
+
+    return json.dumps(value, default=json_default, ensure_ascii=False)
+
+
+def union_array(values: list[object] | pa.Array | pa.ChunkedArray) -> pa.ExtensionArray:
+    """A ``drill.union`` array of Python values, or of any Arrow array (its values re-encoded).
+
+    >>> union_array([["x", "y"], "solo", None]).to_pylist()
+    [['x', 'y'], 'solo', None]
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array):
+        if is_union(values.type):
+            return values
+        values = values.to_pylist()
+    storage = pa.array([json_text(v) for v in values], pa.string())
+    return pa.ExtensionArray.from_storage(UNION_ARROW, storage)
 
 
 # ---------------------------------------------------------------- Arrow
@@ -181,6 +258,8 @@ def to_arrow(t: MajorType) -> pa.DataType:
     if t.minor == MinorType.LIST:
         assert t.element is not None
         return pa.list_(to_arrow_field("element", t.element))
+    if t.minor == MinorType.UNION:
+        return UNION_ARROW
     return _TO_ARROW[t.minor]
 
 
@@ -191,6 +270,8 @@ def to_arrow_field(name: str, t: MajorType) -> pa.Field:
 def from_arrow(dtype: pa.DataType, *, nullable: bool = True) -> MajorType:
     """The Drill type of an Arrow type. A list of non-null scalars or maps is REPEATED."""
     mode = DataMode.OPTIONAL if nullable else DataMode.REQUIRED
+    if is_union(dtype):
+        return MajorType(MinorType.UNION, mode)
     if pa.types.is_struct(dtype):
         return MajorType.map({f.name: from_arrow_field(f) for f in dtype}, mode)
     if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
@@ -235,6 +316,8 @@ def to_spark(t: MajorType):
     if t.minor == MinorType.LIST:
         assert t.element is not None
         return st.ArrayType(to_spark(t.element), containsNull=t.element.mode != DataMode.REQUIRED)
+    if t.minor == MinorType.UNION:
+        return st.VariantType()
     return {
         MinorType.NULL: st.NullType(),
         MinorType.BIT: st.BooleanType(),
@@ -255,6 +338,8 @@ def from_spark(dtype, *, nullable: bool = True) -> MajorType:
     from pyspark.sql import types as st
 
     mode = DataMode.OPTIONAL if nullable else DataMode.REQUIRED
+    if isinstance(dtype, st.VariantType):
+        return MajorType(MinorType.UNION, mode)
     if isinstance(dtype, st.StructType):
         return MajorType.map(
             {f.name: from_spark(f.dataType, nullable=f.nullable) for f in dtype}, mode

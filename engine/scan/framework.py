@@ -21,23 +21,53 @@ The same code runs in the local executor and inside Spark tasks (the Spark data 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from engine.errors import SchemaConflictError, StorageError
 from engine.scan.loader import ResultSetLoader
+from engine.scan.projection import name_key
 from engine.scan.tracker import ScanSchemaTracker
 from engine.scan.vector_cache import VectorCache
+from engine.storage.partitions import parse_partition_dir
 from engine.storage.paths import InputFile
 
 DEFAULT_BATCH_ROWS = 65_536
 FILE_COLUMNS = ("fqn", "filepath", "filename", "suffix")
 
 
+def allows_union(selection: Mapping[str, Any]) -> bool:
+    """Whether a scan gives a column whose values change kind the UNION type (else: a conflict).
+
+    Drill's ``exec.enable_union_type`` as a selection option, ``unionType``. It is on by default:
+    the logical plan's records are schemaless (the reference interpreter takes any value anywhere),
+    and the corpus flattens a field that is an array in one record and a string in the next.
+    It is off where a schema is promised: ``schemaMode: strict`` (the first batch commits the
+    types) and ``unionType: false``; a provided ``schema`` converts to its own types instead.
+
+    >>> allows_union({"path": "a.json"}), allows_union({"path": "a.json", "unionType": False})
+    (True, False)
+    """
+    if str(selection.get("schemaMode", "change")).lower() == "strict":
+        return False
+    value = selection.get("unionType", True)
+    return value if isinstance(value, bool) else str(value).lower() not in ("false", "0", "no")
+
+
 def implicit_values(file: InputFile) -> dict[str, str | None]:
-    """The implicit column values of one file: file columns and ``dir0``, ``dir1``, ..."""
+    """The implicit column values of one file: file columns, ``dir0``, ``dir1``, ... and the
+    Hive-style partition columns (a directory ``day=2024-01-02`` is column ``day``, as a
+    partitioned store writes it and Spark's readers read it back; its ``dirN`` is left out).
+
+    >>> from pathlib import Path
+    >>> f = InputFile(Path("t/day=2024-01-02/x/a.json"), Path("/r/t/day=2024-01-02/x/a.json"),
+    ...               ("day=2024-01-02", "x"), 1)
+    >>> {k: v for k, v in implicit_values(f).items() if k not in FILE_COLUMNS}
+    {'day': '2024-01-02', 'dir1': 'x'}
+    """
     path = file.path.as_posix()
     name = posixpath.basename(path)
     values: dict[str, str | None] = {
@@ -46,8 +76,50 @@ def implicit_values(file: InputFile) -> dict[str, str | None]:
         "filename": name,
         "suffix": name.rsplit(".", 1)[1] if "." in name else None,
     }
-    values.update({f"dir{i}": d for i, d in enumerate(file.dirs)})
+    for i, directory in enumerate(file.dirs):
+        hive = parse_partition_dir(directory)
+        if hive is None:
+            values[f"dir{i}"] = directory
+        else:
+            values[hive[0]] = hive[1]
     return values
+
+
+@dataclass(frozen=True)
+class PartitionLayout:
+    """The partition columns of a scan's files: ``dirN`` up to ``depth`` and the Hive ``keys``."""
+
+    depth: int = 0
+    keys: tuple[str, ...] = ()
+
+    @staticmethod
+    def of(files: Iterable[InputFile]) -> PartitionLayout:
+        """The layout of ``files``: ``dirN`` for each level some file has a plain directory at,
+        a column per Hive key (``k=v``) in the order first met.
+
+        >>> from pathlib import Path
+        >>> files = [InputFile(Path(p), Path(p), tuple(p.split("/")[:-1]), 1)
+        ...          for p in ["a/day=1/f.json", "day=2/f.json"]]
+        >>> PartitionLayout.of(files)
+        PartitionLayout(depth=1, keys=('day',))
+        """
+        depth = 0
+        keys: list[str] = []
+        for file in files:
+            for i, directory in enumerate(file.dirs):
+                hive = parse_partition_dir(directory)
+                if hive is None:
+                    depth = max(depth, i + 1)
+                elif name_key(hive[0]) not in {name_key(k) for k in keys}:
+                    keys.append(hive[0])
+        return PartitionLayout(depth, tuple(keys))
+
+    def is_partition(self, name: str) -> bool:
+        """Whether ``name`` is one of the layout's partition columns."""
+        lowered = name.lower()
+        if lowered.startswith("dir") and lowered[3:].isdigit():
+            return int(lowered[3:]) < self.depth
+        return name_key(name) in {name_key(k) for k in self.keys}
 
 
 class FileScan:
@@ -83,11 +155,14 @@ class FileScan:
         if self.projection is not None or self.file_columns:
             projection = [*(self.projection if self.projection is not None else ["**"])]
             projection += [c for c in self.file_columns if c not in projection]
+        layout = PartitionLayout.of(files)
         return ScanSchemaTracker(
             projection,
             provided_schema=self.selection.get("schema"),
             mode=str(self.selection.get("schemaMode", "change")).lower(),
-            partition_depth=max((len(f.dirs) for f in files), default=0),
+            partition_depth=layout.depth,
+            partition_keys=layout.keys,
+            union=allows_union(self.selection),
         )
 
     def batches(self) -> Iterator[pa.RecordBatch]:
@@ -108,7 +183,10 @@ class FileScan:
             yield from table.to_batches(max_chunksize=self.batch_rows)
             return
         loader = ResultSetLoader(
-            row_limit=self.batch_rows, vector_cache=cache, source=str(file.path)
+            row_limit=self.batch_rows,
+            vector_cache=cache,
+            source=str(file.path),
+            allow_union=allows_union(self.selection),
         )
         loader.start_batch()
         for value, line in reader.records():

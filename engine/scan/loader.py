@@ -42,6 +42,12 @@ its column raises :class:`~engine.errors.SchemaConflictError` naming ``source``.
 :class:`~engine.scan.vector_cache.VectorCache` shared by the readers of a scan, columns come out in
 the cache's order with its types.
 
+**Unions.** With ``allow_union`` (what a JSON scan asks for unless its selection says
+``unionType: false``), a column meeting a value of another kind (an array after strings, a map
+after numbers) does not conflict: it becomes a UNION column (Drill's UNION type, an Arrow
+``drill.union`` array of JSON texts, see :mod:`engine.types`), its earlier values re-encoded. A
+conflict inside an array makes the enclosing named column the union.
+
 >>> loader = ResultSetLoader(row_limit=2)
 >>> loader.start_batch()
 >>> for record in [{"a": 1}, {"a": 2, "b": "x"}, {"a": 3}]:
@@ -111,6 +117,7 @@ class ResultSetLoader:
         vector_cache: VectorCache | None = None,
         schema: pa.Schema | None = None,
         source: str | None = None,
+        allow_union: bool = False,
     ) -> None:
         if row_limit < 1 or byte_limit < 1:
             raise ValueError(
@@ -120,6 +127,7 @@ class ResultSetLoader:
         self.byte_limit = byte_limit
         self.cache = vector_cache
         self.source = source
+        self.allow_union = allow_union
         self._version = 0
         self._output_version: int | None = None
         self._lifecycle = _Lifecycle.NEW
@@ -141,7 +149,9 @@ class ResultSetLoader:
         self._writer = RowSetWriter(self._root, self)
         for field in schema or ():
             major = from_arrow_field(field)
-            self._root.member(field.name, kind_of(major), major)
+            state = self._root.member(field.name, kind_of(major), major)
+            if state is not None:
+                state.declared = True
 
     # ------------------------------------------------------------ what the column states call
 

@@ -18,7 +18,15 @@ import pyarrow.compute as pc
 
 from engine.errors import StorageError
 from engine.scan.loader_values import required_default
-from engine.types import DataMode, MajorType, MinorType, from_arrow, from_arrow_field
+from engine.types import (
+    DataMode,
+    MajorType,
+    MinorType,
+    from_arrow,
+    from_arrow_field,
+    is_union,
+    union_array,
+)
 
 
 def plain_type(dtype: pa.DataType) -> pa.DataType:
@@ -58,6 +66,10 @@ def align(array: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array:
         return array
     if pa.types.is_null(array.type):
         return pa.nulls(len(array), target)
+    if is_union(target):
+        return union_array(array)
+    if is_union(array.type):  # into text: the JSON texts themselves (Spark's storage of a union)
+        array = array.storage
     if pa.types.is_dictionary(array.type):
         return align(array.dictionary_decode(), target)
     mask = array.is_null() if array.null_count else None

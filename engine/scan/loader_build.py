@@ -16,10 +16,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.scan.loader_projection import ProjectionNode
-from engine.scan.loader_state import ColumnState, Kind, LoaderContext, ParentState, ScalarState
+from engine.scan.loader_state import (
+    ColumnState,
+    Kind,
+    LoaderContext,
+    ParentState,
+    ScalarState,
+    UnionState,
+)
 from engine.types import NULL, DataMode, MajorType, MinorType
 
-KIND_NAMES = {Kind.SCALAR: "a scalar", Kind.MAP: "MAP", Kind.ARRAY: "LIST"}
+KIND_NAMES = {Kind.SCALAR: "a scalar", Kind.MAP: "MAP", Kind.ARRAY: "LIST", Kind.UNION: "UNION"}
 
 
 def kind_of(major: MajorType) -> Kind | None:
@@ -28,6 +35,8 @@ def kind_of(major: MajorType) -> Kind | None:
         return Kind.ARRAY
     if major.minor == MinorType.MAP:
         return Kind.MAP
+    if major.minor == MinorType.UNION:
+        return Kind.UNION
     return None if major.minor == MinorType.NULL else Kind.SCALAR
 
 
@@ -101,6 +110,8 @@ def build_state(
                 if child is not None and from_cache:
                     mark_from_cache(child)
         state = tuple_state
+    elif kind is Kind.UNION:
+        state = UnionState(ctx, parent, name, path)
     else:
         state = ScalarState(ctx, parent, name, path, major.minor, major.mode)
     state.from_cache = from_cache

@@ -44,7 +44,7 @@ from engine.scan.loader_values import (
     minor_of_value,
     required_default,
 )
-from engine.types import DataMode, MajorType, MinorType, to_arrow
+from engine.types import UNION, DataMode, MajorType, MinorType, json_text, to_arrow, union_array
 
 if TYPE_CHECKING:
     from engine.scan.vector_cache import VectorCache
@@ -67,6 +67,7 @@ class Kind(enum.Enum):
     SCALAR = "scalar"
     MAP = "map"
     ARRAY = "array"
+    UNION = "union"
 
 
 class LoaderContext(Protocol):
@@ -74,6 +75,7 @@ class LoaderContext(Protocol):
 
     source: str | None
     cache: VectorCache | None
+    allow_union: bool
 
     @property
     def schema_version(self) -> int: ...
@@ -142,6 +144,7 @@ class ColumnState:
         self.from_cache = False
         self.has_data = False
         self.main_type: MajorType | None = None  # frozen: the type this column replaced in a row
+        self.declared = False  # typed by the loader's schema: values never change its type
 
     @property
     def label(self) -> str:
@@ -290,7 +293,10 @@ class ScalarState(ColumnState):
         if value_minor is None:
             raise self.conflict(describe_value(value))
         convert = converter(self.minor, value_minor)
-        if convert is None and self.replaceable:
+        widens = not self.declared and (self.minor, value_minor) in WIDENINGS
+        if convert is None and (self.replaceable or widens):
+            # A late type settles; a number column widens (1 then 1.5 is FLOAT8, as Drill's JSON
+            # reader and the tracker's change mode widen).
             self._set_minor(value_minor)
             convert = converter(self.minor, value_minor)
         if convert is None:
@@ -362,3 +368,84 @@ class ScalarState(ColumnState):
 
     def truncate(self, n: int) -> None:
         del self.values[n:]
+
+
+class UnionState(ColumnState):
+    """A column whose values have several kinds (Drill's UNION): each value kept as JSON text.
+
+    A map member becomes a union when a value of another kind meets it and the loader allows
+    unions (:meth:`~engine.scan.loader_tuple.TupleState.to_union`); its earlier values are
+    re-encoded. It accepts any value from then on.
+    """
+
+    kind = Kind.UNION
+
+    def __init__(
+        self, ctx: LoaderContext, parent: ParentState, name: str | None, path: tuple[str, ...]
+    ) -> None:
+        super().__init__(ctx, parent, name, path)
+        self.values: list[str | None] = []
+        self._slot: Callable[[], int] = parent.scalar_slot
+
+    @property
+    def replaceable(self) -> bool:
+        return False
+
+    def major_type(self, main: bool = False) -> MajorType:
+        if main and self.main_type is not None:
+            return self.main_type
+        return UNION
+
+    def write_value(self, value: Any) -> None:
+        if value is None:
+            self.write_none()
+            return
+        text = json_text(value)
+        assert text is not None
+        slot = self._slot()
+        self.ctx.add_bytes(len(text) + 4)
+        put(self.values, slot, text, None)
+        self.has_data = True
+
+    def write_none(self) -> None:
+        slot = self._slot()
+        self.ctx.add_bytes(NULL_BYTES)
+        if len(self.values) > slot:
+            self.values[slot] = None
+
+    def put_null(self, slot: int) -> None:
+        put(self.values, slot, None, None)
+
+    def absorb(self, major: MajorType, *, widen: bool = False) -> None:
+        self.has_data = True  # a union takes values of every type
+
+    def storage_size(self) -> int:
+        return len(self.values)
+
+    def prefill_nulls(self, count: int) -> None:
+        self.values = [None] * count
+
+    def take(self, n: int, build: bool) -> pa.Array | None:
+        main, self.values = split(self.values, n)
+        if not build:
+            return None
+        if self.main_type is not None:
+            return pa.nulls(n, to_arrow(self.main_type))
+        if len(main) < n:
+            main = main + [None] * (n - len(main))
+        return union_array_of_text(main)
+
+    def truncate(self, n: int) -> None:
+        del self.values[n:]
+
+
+def union_array_of_text(texts: list[str | None]) -> pa.Array:
+    """A ``drill.union`` array from JSON texts."""
+    from engine.types import UNION_ARROW
+
+    return pa.ExtensionArray.from_storage(UNION_ARROW, pa.array(texts, pa.string()))
+
+
+def encode_union(values: pa.Array) -> list[str | None]:
+    """The JSON texts of an Arrow array's values (what a new union column starts from)."""
+    return union_array(values).storage.to_pylist()

@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from engine.errors import SchemaConflictError
 from engine.scan.loader_build import (
     DEFAULT_TYPES,
     KIND_NAMES,
@@ -27,6 +28,8 @@ from engine.scan.loader_state import (
     Kind,
     LoaderContext,
     ParentState,
+    UnionState,
+    encode_union,
     null_mask,
     put,
     split,
@@ -115,7 +118,7 @@ class TupleState(ColumnState):
             if state is not None:
                 self._by_name[name] = state
         if state is not None:
-            if kind is not None and state.kind is not kind:
+            if kind is not None and state.kind is not kind and state.kind is not Kind.UNION:
                 return self._replace(state, kind, declared)
             if declared is not None:
                 state.absorb(declared, widen=widen)
@@ -140,7 +143,7 @@ class TupleState(ColumnState):
         major, from_cache = declared, False
         if major is None:
             cached = self.ctx.cache.lookup(path) if self.ctx.cache is not None else None
-            if cached is not None and (kind is None or kind_of(cached) in (kind, None)):
+            if cached is not None and (kind is None or kind_of(cached) in (kind, None, Kind.UNION)):
                 major, from_cache = cached, True
             else:
                 major = hint if hint is not None else DEFAULT_TYPES[kind or Kind.SCALAR]
@@ -161,6 +164,8 @@ class TupleState(ColumnState):
 
     def _replace(self, old: ColumnState, kind: Kind, declared: MajorType | None) -> ColumnState:
         if not old.replaceable:
+            if self.makes_unions and (declared is None or kind is Kind.UNION):
+                return self.to_union(old)
             raise old.conflict(str(declared) if declared is not None else KIND_NAMES[kind])
         assert old.name is not None
         major = declared if declared is not None else DEFAULT_TYPES[kind]
@@ -170,6 +175,31 @@ class TupleState(ColumnState):
         new.prefill_nulls(old.storage_size())
         if self.ctx.freezing(new):
             new.main_type = old.major_type(main=True)
+        old.detach()
+        self.children[old.name.lower()] = new
+        self._by_name.clear()
+        self.ctx.schema_changed(new)
+        return new
+
+    @property
+    def makes_unions(self) -> bool:
+        """Whether a member meeting a value of another kind becomes a UNION (not a conflict).
+
+        Only members outside arrays do: a conflict inside an array makes the enclosing member a
+        union, so a union is always a named column (which Spark's schemas can mark).
+        """
+        return self.ctx.allow_union and not self._pad
+
+    def to_union(self, old: ColumnState) -> ColumnState:
+        """Replace member ``old`` by a UNION column holding its values so far (the current slot's
+        partly written value is dropped: the caller writes it again)."""
+        assert old.name is not None
+        slot = self.child_slot()
+        prior = old.take(slot, True)
+        new = UnionState(self.ctx, self, old.name, old.path)
+        new.values = encode_union(prior) if prior is not None else [None] * slot
+        new.added_version = old.added_version
+        new.has_data = True
         old.detach()
         self.children[old.name.lower()] = new
         self._by_name.clear()
@@ -200,13 +230,19 @@ class TupleState(ColumnState):
             return
         kind = kind_of_value(value)
         state = self._by_name.get(name)
-        if state is None or state.kind is not kind:
+        if state is None or (state.kind is not kind and state.kind is not Kind.UNION):
             hint = None
             if kind is Kind.SCALAR and (minor := minor_of_value(value)) is not None:
                 hint = MajorType(minor)
             state = self.member(name, kind, hint=hint)
-        if state is not None:
+        if state is None:
+            return
+        try:
             state.write_value(value)
+        except SchemaConflictError:
+            if not self.makes_unions or state.kind is Kind.UNION:
+                raise
+            self.to_union(state).write_value(value)
 
     def absorb(self, major: MajorType, *, widen: bool = False) -> None:
         """Make room for data of type ``major``: add its members, check and settle their types."""

@@ -118,7 +118,9 @@ class ScanSchemaTracker:
     ``projection``: a :class:`ScanProjection` or what :meth:`ScanProjection.parse` takes.
     ``provided_schema`` / ``defined_schema``: see :func:`engine.scan.tracker_hints.parse_schema`.
     ``partition_depth``: how many ``dirN`` columns the wildcard holds (the deepest file's, see
-    :meth:`ImplicitColumns.partition_depth`).
+    :meth:`ImplicitColumns.partition_depth`); ``partition_keys``: the Hive-style directory keys
+    (``day`` of ``day=2024-01-02``), partition columns of the wildcard after the ``dirN`` ones,
+    VARCHAR unless the provided schema types them.
 
     >>> t = ScanSchemaTracker(None, mode="change", partition_depth=1)
     >>> t.apply_reader_schema(pa.schema([("a", pa.int64())]), file="r/2024/f.json")
@@ -139,6 +141,8 @@ class ScanSchemaTracker:
         implicit_columns: ImplicitColumns | None = None,
         partition_depth: int = 0,
         null_column_type: MajorType = INT,
+        union: bool = False,
+        partition_keys: Sequence[str] = (),
     ) -> None:
         if not isinstance(projection, ScanProjection):
             projection = ScanProjection.parse(projection)
@@ -149,7 +153,10 @@ class ScanSchemaTracker:
         self.projection = projection
         self.implicit_columns = implicit_columns or ImplicitColumns()
         self.partition_depth = partition_depth
+        self.partition_keys = tuple(partition_keys)
+        self._key_names = {name_key(k) for k in self.partition_keys}
         self.null_column_type = null_column_type
+        self.union = union
         self.provided_schema = parse_schema(provided_schema, where="provided schema")
         self.defined_schema = (
             None if defined_schema is None else parse_schema(defined_schema, where="defined schema")
@@ -176,6 +183,8 @@ class ScanSchemaTracker:
             return ColumnKind.FILE
         if self.implicit_columns.partition_index(name) is not None:
             return ColumnKind.PARTITION
+        if name_key(name) in self._key_names:
+            return ColumnKind.PARTITION  # a Hive-style directory key (k=v)
         return ColumnKind.TABLE
 
     def _find(self, name: str) -> _Column | None:
@@ -215,6 +224,8 @@ class ScanSchemaTracker:
                 self._add(ProjectedColumn(name), hint)
         self._insert_at = len(self._columns)
         for name in self.implicit_columns.partition_names(self.partition_depth):
+            self._add(ProjectedColumn(name), self._hint(name))
+        for name in self.partition_keys:
             self._add(ProjectedColumn(name), self._hint(name))
         for projected in projection.columns[split:]:
             self._add(projected, self._hint(projected.name))
@@ -346,6 +357,7 @@ mode=<DataMode.OPTIONAL: 'OPTIONAL'>, fields=(), element=None)),), is_wildcard=F
             null_type=self.null_column_type,
             guessed=set(self._guessed),
             warn=lambda message: self._warn(f"{where}: {message} (strict schema mode)"),
+            unions=self.union,
         )
         found = self._reader_types(reader_output_schema, file)
         resolved = {}

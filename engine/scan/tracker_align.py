@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from engine.errors import SchemaConflictError, StorageError
 from engine.scan.projection import name_key
-from engine.types import DataMode, MajorType, MinorType, from_arrow, to_arrow
+from engine.types import DataMode, MajorType, MinorType, from_arrow, to_arrow, union_array
 
 _DEFAULTS: dict[MinorType, object] = {
     MinorType.BIT: False,
@@ -116,6 +116,8 @@ def align_array(
         result = array
     elif pa.types.is_null(array.type):
         return typed_nulls(target, len(array))
+    elif target.minor == MinorType.UNION:
+        result = union_array(array)  # any value fits a union: re-encoded as JSON text
     elif target.minor == MinorType.MAP and target.mode != DataMode.REPEATED:
         result = _align_struct(array, target, arrow, column=column, file=file)
     elif (target.mode == DataMode.REPEATED or target.minor == MinorType.LIST) and _is_list(

@@ -16,7 +16,10 @@ The rules, one column at a time (a *hint* is the provided or defined schema's ty
   - lists merge their elements;
   - a narrower number converts into the known wider one; a wider one widens the column in
     schema-change mode and is a conflict after the strict commit;
-  - any other difference is a conflict, in both modes.
+  - a UNION column takes every type as it is;
+  - any other difference is a conflict in strict mode and without ``unions``; in schema-change
+    mode with ``unions`` the column (the nearest named column: a conflict inside a list makes the
+    list's column the union) becomes a UNION.
 * A map projected by members (``m.a``) keeps exactly those members; missing ones are guessed.
 
 >>> from engine.types import BIGINT, INT, MajorType
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from engine.errors import SchemaConflictError
 from engine.scan.projection import ProjectedColumn, name_key
 from engine.scan.tracker_align import check_conversion
-from engine.types import NUMERIC, DataMode, MajorType, MinorType, common_numeric
+from engine.types import NUMERIC, UNION, DataMode, MajorType, MinorType, common_numeric
 
 Path = tuple[str, ...]
 ELEMENT = "[]"  # the path segment of a list's elements, in messages and guessed paths
@@ -57,6 +60,7 @@ class MergeContext:
     null_type: MajorType
     guessed: set[tuple[str, ...]] = field(default_factory=set)
     warn: Callable[[str], None] = lambda message: None
+    unions: bool = False
 
     def conflict(self, path: Path, old: MajorType | str, new: MajorType) -> SchemaConflictError:
         hint = (
@@ -136,6 +140,17 @@ def settle(path: Path, t: MajorType, ctx: MergeContext) -> MajorType:
 
 def merge(path: Path, current: MajorType, incoming: MajorType, ctx: MergeContext) -> MajorType:
     """The type of a known column after a reader produced ``incoming`` (relaxed) for it."""
+    if current.minor == MinorType.UNION:
+        return current
+    try:
+        return _merge(path, current, incoming, ctx)
+    except SchemaConflictError:
+        if ctx.unions and not ctx.frozen and path[-1] != ELEMENT:
+            return UNION
+        raise
+
+
+def _merge(path: Path, current: MajorType, incoming: MajorType, ctx: MergeContext) -> MajorType:
     key = _path_key(path)
     if incoming.minor == MinorType.NULL:
         return current

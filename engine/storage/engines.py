@@ -101,7 +101,15 @@ class Selection:
     schema: Any = None
     options: Mapping[str, Any] = field(default_factory=dict)
 
-    _KEYS: ClassVar[tuple[str, ...]] = ("path", "type", "format", "schema", "schemaMode", "options")
+    _KEYS: ClassVar[tuple[str, ...]] = (
+        "path",
+        "type",
+        "format",
+        "schema",
+        "schemaMode",
+        "unionType",
+        "options",
+    )
 
     @staticmethod
     def parse(selection: Mapping[str, Any] | None, *, engine: str) -> Selection:

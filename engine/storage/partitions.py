@@ -45,6 +45,26 @@ def escape_partition_value(value: str) -> str:
     return _ESCAPED.sub(lambda m: f"%{ord(m.group()):02X}", value)
 
 
+def parse_partition_dir(name: str) -> tuple[str, str | None] | None:
+    """``(column, value)`` of a Hive-style directory name ``column=value`` (escapes undone; the
+    default partition is a null value), or None for any other directory name.
+
+    >>> parse_partition_dir("city=a%2Fb"), parse_partition_dir("k=__HIVE_DEFAULT_PARTITION__")
+    (('city', 'a/b'), ('k', None))
+    >>> parse_partition_dir("2024"), parse_partition_dir("=x")
+    (None, None)
+    """
+    column, equals, value = name.partition("=")
+    if not equals or not column or column.startswith((".", "_")):
+        return None
+    text = _unescape(value)
+    return _unescape(column), None if text == DEFAULT_PARTITION else text
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), text)
+
+
 def partition_dir(columns: Sequence[str], values: Sequence[Any]) -> str:
     """The directory of one partition: ``col=value`` per column, joined by ``/``."""
     parts = []

@@ -189,7 +189,7 @@ def _write_fs(
                 kept = []
                 if replaced is not None:
                     kept = commit.carry_over(lambda rel: not _under_any(rel, replaced))
-                    _check_compatible(spec, commit.staging, kept, parts)
+                    check_compatible(spec, commit.staging, kept, parts)
                 written = _write_parts(spec, commit, parts, partitioned)
                 commit.schema, commit.metadata_file = table.schema, spec.metadata_file
                 commit.commit()
@@ -237,10 +237,15 @@ def _write_part(format_type: str, table: pa.Table, path: Path) -> None:
     WRITERS[format_type](table, path)
 
 
-def _check_compatible(
+def check_compatible(
     spec: StoreTarget, staging: Path, kept: list[str], parts: list[Partition]
 ) -> None:
-    """Files kept beside new ones must share the format (and, for parquet, the schema)."""
+    """Files kept beside new ones (an append, or the partitions an overwrite leaves) must share
+    the target's format and, for parquet, its columns and types: a StorageError says which.
+
+    Nullability is not compared: OPTIONAL and REQUIRED of one type are the same column (writers
+    derive it from the rows at hand), and neither are the names Arrow gives list elements.
+    """
     extension = "." + EXTENSIONS[spec.format]
     data = [rel for rel in kept if not _hidden(rel)]
     other = [rel for rel in data if not rel.endswith(extension)]
@@ -254,12 +259,31 @@ def _check_compatible(
         return
     existing = pq.read_schema(staging / data[0]).remove_metadata()
     new = parts[0].table.schema.remove_metadata()
-    if not existing.equals(new):
+    if loose_columns(existing) != loose_columns(new):
         raise StorageError(
             f"store target '{spec.path}' has the schema ({_schema_text(existing)}) and the rows "
             f"written have ({_schema_text(new)})",
             hint="overwrite the whole target to change its schema",
         )
+
+
+def loose_columns(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+    """The columns of ``schema`` as (name, type) with nullability and list item names dropped.
+
+    >>> a = pa.schema([pa.field("x", pa.list_(pa.field("item", pa.int64())), nullable=False)])
+    >>> b = pa.schema([pa.field("x", pa.list_(pa.field("element", pa.int64(), nullable=False)))])
+    >>> loose_columns(a) == loose_columns(b)
+    True
+    """
+    return [(f.name, _loose(f.type)) for f in schema]
+
+
+def _loose(dtype: pa.DataType) -> pa.DataType:
+    if pa.types.is_struct(dtype):
+        return pa.struct([pa.field(f.name, _loose(f.type)) for f in dtype])
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return pa.list_(_loose(dtype.value_type))
+    return dtype
 
 
 def _under_any(rel: str, prefixes: list[str]) -> bool:

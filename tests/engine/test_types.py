@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import types as t
@@ -48,6 +48,7 @@ def test_arrow_round_trip(typ: MajorType) -> None:
     assert t.from_arrow_field(field) == typ
 
 
+@settings(deadline=None)  # the first call imports pyspark's types (VARIANT's module included)
 @given(drill_types())
 def test_spark_round_trip(typ: MajorType) -> None:
     spark_type = t.to_spark(typ)
@@ -84,3 +85,18 @@ def test_map_member_lookup_and_printing() -> None:
     assert m.field("a") == t.BIGINT
     assert m.field("zz") is None
     assert str(m) == "MAP<a: BIGINT, b: MAP<c: VARCHAR>>"
+
+
+def test_union_is_json_text_in_arrow_and_a_variant_in_spark() -> None:
+    from pyspark.sql import types as st_
+
+    values = [["x", 1], "solo", {"t": [True, None]}, None, 2.5]
+    array = t.union_array(values)
+    assert array.type == t.UNION_ARROW and t.from_arrow(array.type) == t.UNION
+    assert array.storage.to_pylist()[:2] == ['["x", 1]', '"solo"']
+    assert array.to_pylist() == values
+    assert pa.record_batch({"m": pa.StructArray.from_arrays([array], ["u"])}).to_pylist()[1] == {
+        "m": {"u": "solo"}
+    }
+    assert isinstance(t.to_spark(t.UNION), st_.VariantType)
+    assert str(t.UNION) == "UNION" and t.type_from_name("union") is None

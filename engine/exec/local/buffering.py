@@ -63,8 +63,8 @@ class BatchBuffer:
                 f"{self.kind} {self.operator_id} needs to buffer more than {self.max_bytes} bytes "
                 f"of input ({self.num_rows + batch.num_rows} rows so far) and stopped rather "
                 "than drop rows",
-                hint="raise the local executor's max_buffered_bytes "
-                "(ExecContext.max_buffered_bytes), or run the plan on the spark executor",
+                hint="raise the limit: run_plan(..., max_buffered_bytes=N) or "
+                "`drill-dagster run --max-buffered-bytes N`; or run the plan on the spark executor",
             )
         self.nbytes += size
         self.num_rows += batch.num_rows

@@ -37,7 +37,7 @@ from engine.exec.local.functions_arrow import (
 from engine.exec.local.trees import get_path
 from engine.expr.functions import lookup_function
 from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse, Literal
-from engine.types import to_arrow
+from engine.types import is_union, to_arrow
 
 FieldResolver = Callable[[FieldRef], pa.Array]
 """Where field references read their values: the batch, or a prepared view (nested filtering)."""
@@ -132,7 +132,38 @@ def _call(expr: Call, args: list[Value]) -> Value:
                 expression=str(expr),
             )
         raise EvaluationError(f"unknown function '{expr.name}' in `{expr}`", expression=str(expr))
+    if any(is_union(arg.type) for arg in args):
+        args = _narrow_unions(args)
     return _guard(expr, lambda: function(*args))
+
+
+def _narrow_unions(args: list[Value]) -> list[Value]:
+    """Union arguments as plain arrays: each value kept where it has the kind of the other
+    arguments' type (a string where a string is compared), null elsewhere, as Drill compares a
+    UNION value by value. Without a typed argument, the values' common type is inferred."""
+    like = next((arg.type for arg in args if not is_union(arg.type)), None)
+    narrowed: list[Value] = []
+    for arg in args:
+        if not is_union(arg.type):
+            narrowed.append(arg)
+            continue
+        values = arg.to_pylist()
+        if like is None or pa.types.is_null(like):
+            narrowed.append(pa.array(values))
+            continue
+        kind = family(like)
+        kept = [v if _value_family(v) == kind else None for v in values]
+        narrowed.append(pa.array(kept, type=like if kind != "number" else None))
+    return narrowed
+
+
+def _value_family(value: object) -> str | None:
+    if value is None:
+        return None
+    try:
+        return family(pa.scalar(value).type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
 
 
 def _guard(expr: Expr, compute: Callable[[], Value]) -> Value:

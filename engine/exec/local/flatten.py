@@ -28,6 +28,7 @@ from engine.exec.local.trees import remove_path, set_path
 from engine.exec.protocol import BatchOperator, SingleInputOperator
 from engine.expr import field_refs, parse_expression, parse_field_ref
 from engine.plan.operators import Flatten
+from engine.types import is_union, union_array
 
 
 def flatten_values(values: pa.Array) -> tuple[pa.Array, pa.Array]:
@@ -39,12 +40,31 @@ def flatten_values(values: pa.Array) -> tuple[pa.Array, pa.Array]:
     ([0, 0, 2, 3], [1, 2, None, 3])
     """
     dtype = values.type
+    if is_union(dtype):
+        return _flatten_union(values)
     if not (pa.types.is_list(dtype) or pa.types.is_large_list(dtype)):
         return pa.array(range(len(values)), type=pa.int64()), values
-    if values.null_count:
-        # A null array stands for one null element, so its record is kept (R-FLATTEN-EMPTY).
-        values = pc.if_else(values.is_null(), pa.scalar([None], dtype), values)
-    return pc.list_parent_indices(values), pc.list_flatten(values)
+    parents, elements = pc.list_parent_indices(values), pc.list_flatten(values)
+    if not values.null_count:
+        return parents, elements
+    # A null array stands for one null element, so its record is kept (R-FLATTEN-EMPTY): append
+    # (row, null) pairs and put them in row order with a stable sort (works for list<null> too).
+    null_rows = pc.indices_nonzero(values.is_null()).cast(pa.int64())
+    parents = pa.concat_arrays([parents.cast(pa.int64()), null_rows])
+    elements = pa.concat_arrays([elements, pa.nulls(len(null_rows), elements.type)])
+    order = pc.sort_indices(parents)
+    return parents.take(order), elements.take(order)
+
+
+def _flatten_union(values: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Flatten a UNION column value by value: an array gives its elements, anything else itself."""
+    parents: list[int] = []
+    elements: list[object] = []
+    for row, value in enumerate(values.to_pylist()):
+        items = value if isinstance(value, list) else [value]
+        parents.extend([row] * len(items))
+        elements.extend(items)
+    return pa.array(parents, type=pa.int64()), union_array(elements)
 
 
 class FlattenOperator(SingleInputOperator):

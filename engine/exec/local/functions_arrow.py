@@ -755,6 +755,9 @@ def cast_value(value: Value, target: MinorType) -> Value:
     [12, None]
     >>> cast_value(pa.array([2.7, -2.7]), MinorType.INT).to_pylist()
     [2, -2]
+    >>> import datetime
+    >>> cast_value(pa.array([datetime.date(1970, 1, 3)]), MinorType.BIGINT).to_pylist()
+    [2]
     """
     kind = family(value.type)
     if kind in ("map", "list", "other"):
@@ -789,6 +792,17 @@ def cast_value(value: Value, target: MinorType) -> Value:
 
 
 def _to_integer(value: Value, kind: str, dtype: pa.DataType) -> Value:
+    if kind == "temporal":
+        # As Spark's executor (unix_date, unix_micros): a date counts days since 1970-01-01,
+        # a timestamp or time microseconds.
+        if pa.types.is_date(value.type):
+            days = pc.cast(pc.cast(value, pa.date32()), pa.int32())
+            return _strict_cast(days, dtype, str(dtype))
+        if pa.types.is_time(value.type):
+            micros = pc.cast(pc.cast(value, pa.time64("us")), pa.int64())
+        else:
+            micros = pc.cast(cast(value, TIMESTAMP_TYPE), pa.int64())
+        return _strict_cast(micros, dtype, str(dtype))
     if kind == "number" and not _is_integer(value.type):
         value = pc.trunc(floating(value))
     if kind in ("string", "binary"):

@@ -11,8 +11,10 @@ and ``outer`` keep an unmatched left record alone in its place; ``outer`` append
 records at the end.
 
 The right input is buffered (bounded by ``ctx.max_buffered_bytes``); the left input streams. Equality
-conditions run as an Arrow hash join, the other conditions filter its candidate pairs; a join with
-no usable equality is a nested loop over blocks of pairs, vectorised.
+conditions probe an index of the right keys built once per join (:class:`KeyIndex`: the keys'
+distinct values sorted, the rows grouped by key; probing is a vectorised binary search); the other
+conditions filter its candidate pairs. A join with no usable equality is a nested loop over blocks
+of pairs, vectorised.
 
 >>> import pyarrow as pa
 >>> from engine.exec.protocol import BatchSource, FragmentExecutor
@@ -83,11 +85,14 @@ class JoinOperator(GeneratorOperator):
             _Condition(c.relationship, parse_expression(c.left), parse_expression(c.right))
             for c in op.conditions
         ]
+        self.index_builds = 0  # how many key indexes of the right side were built (one per join)
+        self._indexes: dict[tuple[object, ...], KeyIndex] = {}
 
     def generate(self) -> Iterator[pa.RecordBatch]:
         buffer = BatchBuffer(self.operator_id, self.kind, max_bytes=self.ctx.max_buffered_bytes)
         right = buffer.extend(self.drain(1)).batch()
         buffer.clear()
+        self._indexes.clear()
         right_values = [evaluate(c.right, right) for c in self.conditions]
         matched_right = np.zeros(right.num_rows, dtype=bool)
         left_schema: pa.Schema | None = None
@@ -145,22 +150,21 @@ class JoinOperator(GeneratorOperator):
         hashed: list[int],
         left_rows: int,
     ) -> tuple[np.ndarray, np.ndarray]:
-        left_columns: dict[str, pa.Array] = {}
-        right_columns: dict[str, pa.Array] = {}
+        left_keys: list[pa.Array] = []
+        right_keys: list[pa.Array] = []
         for i in hashed:
             keys = _comparable_keys(left_values[i], right_values[i])
             if keys is None:  # e.g. text against numbers: the condition never holds
                 return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-            left_columns[f"k{i}"], right_columns[f"k{i}"] = keys
-        left_columns["\x00left"] = pa.array(np.arange(left_rows, dtype=np.int64))
-        right_columns["\x00right"] = pa.array(np.arange(len(right_values[0]), dtype=np.int64))
-        joined = pa.table(left_columns).join(
-            pa.table(right_columns), keys=[f"k{i}" for i in hashed], join_type="inner"
-        )
-        return (
-            joined["\x00left"].to_numpy().astype(np.int64),
-            joined["\x00right"].to_numpy().astype(np.int64),
-        )
+            left_keys.append(keys[0])
+            right_keys.append(keys[1])
+        # The index depends on the key types only: one build per join (per left key types, which
+        # change only with a schema change of the left input).
+        signature = (*hashed, *(k.type for k in right_keys))
+        if signature not in self._indexes:
+            self.index_builds += 1
+            self._indexes[signature] = KeyIndex(right_keys)
+        return self._indexes[signature].probe(left_keys, left_rows)
 
     def _hold(
         self,
@@ -206,6 +210,67 @@ class JoinOperator(GeneratorOperator):
         for first in range(0, len(li), step):
             lpart, rpart = li[first : first + step], ri[first : first + step]
             yield merge_records(_take(left, lpart), _take(right, rpart))
+
+
+class KeyIndex:
+    """The right side's equality keys, indexed once: per key column its distinct values sorted,
+    and the rows ordered by their combined key code (a row with a null key is left out: nulls
+    never match). :meth:`probe` finds the matching right rows of left keys by binary search.
+
+    >>> index = KeyIndex([pa.array([2, 1, 2, None])])
+    >>> [a.tolist() for a in index.probe([pa.array([2, 3, 1])], 3)]
+    [[0, 0, 2], [0, 2, 1]]
+    """
+
+    def __init__(self, keys: list[pa.Array]) -> None:
+        rows = len(keys[0]) if keys else 0
+        valid = np.ones(rows, dtype=bool)
+        for key in keys:
+            valid &= ~key.is_null().to_numpy(zero_copy_only=False)
+        self.uniques: list[np.ndarray] = []
+        code = np.zeros(int(valid.sum()), dtype=np.int64)
+        for key in keys:
+            values = _numpy(key.filter(pa.array(valid)))
+            uniques = np.unique(values)
+            self.uniques.append(uniques)
+            code = code * max(len(uniques), 1) + np.searchsorted(uniques, values)
+        rows_kept = np.flatnonzero(valid)
+        order = np.argsort(code, kind="stable")
+        self.codes = code[order]
+        self.rows = rows_kept[order]
+
+    def probe(self, keys: list[pa.Array], left_rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(left index, right index)`` of every matching pair, left-major, right in order."""
+        found = np.ones(left_rows, dtype=bool)
+        for key in keys:
+            found &= ~key.is_null().to_numpy(zero_copy_only=False)
+        code = np.zeros(left_rows, dtype=np.int64)
+        for key, uniques in zip(keys, self.uniques):
+            at = np.flatnonzero(found)
+            values = _numpy(key.take(pa.array(at)))
+            position = np.searchsorted(uniques, values)
+            inside = position < len(uniques)
+            hit = np.zeros(len(at), dtype=bool)
+            hit[inside] = uniques[position[inside]] == values[inside]
+            found[at[~hit]] = False
+            code[at] = code[at] * max(len(uniques), 1) + np.where(hit, position, 0)
+        left = np.flatnonzero(found)
+        low = np.searchsorted(self.codes, code[left], side="left")
+        high = np.searchsorted(self.codes, code[left], side="right")
+        counts = high - low
+        li = np.repeat(left, counts)
+        firsts = np.repeat(low - (np.cumsum(counts) - counts), counts)
+        ri = self.rows[firsts + np.arange(len(li), dtype=np.int64)]
+        return li.astype(np.int64), ri.astype(np.int64)
+
+
+def _numpy(array: pa.Array) -> np.ndarray:
+    """Key values (no nulls) as a NumPy array that sorts and compares as the values do."""
+    if pa.types.is_boolean(array.type):
+        return array.cast(pa.int8()).to_numpy(zero_copy_only=False)
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    return array.to_numpy(zero_copy_only=False)
 
 
 def holds(relationship: str, a: pa.Array, b: pa.Array) -> np.ndarray:

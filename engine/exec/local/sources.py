@@ -76,8 +76,13 @@ def create_scan(op: Scan, inputs: list[BatchOperator], ctx: ExecContext) -> Batc
 
 
 def records_to_batch(records: list[dict], *, source: str = "constant") -> pa.RecordBatch:
-    """Python records as one batch, typed as a JSON reader would type them."""
-    loader = ResultSetLoader(row_limit=max(len(records), 1), source=source)
+    """Python records as one batch, typed as a JSON reader would type them (numbers widen, a
+    field whose values change kind is a UNION).
+
+    >>> records_to_batch([{"a": 1}, {"a": 1.5, "b": [1]}, {"b": "x"}]).to_pylist()
+    [{'a': 1.0, 'b': None}, {'a': 1.5, 'b': [1]}, {'a': None, 'b': 'x'}]
+    """
+    loader = ResultSetLoader(row_limit=max(len(records), 1), source=source, allow_union=True)
     loader.start_batch()
     for record in records:
         loader.write_record(record)

@@ -51,6 +51,7 @@ from engine.exec.spark.spark_functions import (
     type_name,
     unify,
 )
+from engine.exec.spark.unions import narrow_variants
 from engine.expr.functions import lookup_function
 from engine.expr.infer import ExpressionTypeError
 from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse, Literal
@@ -138,6 +139,8 @@ class _Compiler:
                 f"'{name}' has no Spark translation: {UNSUPPORTED.get(name, 'not implemented')}"
             )
         args = [self.compile(arg) for arg in expr.args]
+        if any(isinstance(arg.dtype, T.VariantType) for arg in args):
+            args = narrow_variants(args)  # a UNION value is compared by its kind
         label = f"'{spec.symbol}' ({name})" if spec.symbol else f"'{name}'"
         return _guard(expr, lambda: builder(*args), label, args)
 

@@ -3,7 +3,8 @@
 An array gives one copy of the record per element, in element order; an empty array gives no
 record (R-FLATTEN-EMPTY); a null or missing array, a scalar or a map gives one record carrying that
 value. Arrays go through ``posexplode`` of ``coalesce(value, [null])``, so a null array keeps its
-record with a null element.
+record with a null element. A UNION (VARIANT) value is flattened per record: a variant array gives
+its elements, any other value one record (``try_variant_get(value, '$', 'array<variant>')``).
 
 >>> FLATTEN_POSITION
 '__drill_flatten_pos'
@@ -24,10 +25,13 @@ def flatten_rows(df: DataFrame, value: Column, *, seq: str, name: str) -> DataFr
     """``df`` with column ``name`` holding each element of ``value`` (see the module docstring);
     records are renumbered in (record, element) order."""
     dtype = df.select(value.alias("v")).schema.fields[0].dataType
-    if not isinstance(dtype, T.ArrayType):
+    if isinstance(dtype, T.VariantType):
+        # A UNION value: a variant array gives its elements, anything else (null included) itself.
+        elements = F.try_variant_get(value, "$", "array<variant>")
+        items = F.when(elements.isNotNull(), elements).otherwise(F.array(value))
+    elif isinstance(dtype, T.ArrayType):
+        items = F.coalesce(value, F.array(F.lit(None).cast(dtype.elementType)))
+    else:
         return df.withColumn(name, value)
-    one_null = F.array(F.lit(None).cast(dtype.elementType))
-    exploded = df.select(
-        "*", F.posexplode(F.coalesce(value, one_null)).alias(FLATTEN_POSITION, name)
-    )
+    exploded = df.select("*", F.posexplode(items).alias(FLATTEN_POSITION, name))
     return renumber(exploded, [F.col(seq), F.col(FLATTEN_POSITION)], seq=seq).drop(FLATTEN_POSITION)

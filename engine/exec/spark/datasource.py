@@ -55,13 +55,21 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, StructField, StructType
 
 from engine.errors import DrillError, ExecutionError, SchemaConflictError, StorageError
-from engine.scan.framework import DEFAULT_BATCH_ROWS, FILE_COLUMNS, FileScan, implicit_values
+from engine.exec.spark.unions import drill_type_of_storage
+from engine.scan.framework import (
+    DEFAULT_BATCH_ROWS,
+    FILE_COLUMNS,
+    FileScan,
+    PartitionLayout,
+    allows_union,
+    implicit_values,
+)
 from engine.scan.loader_arrow import align
 from engine.scan.tracker import ScanSchemaTracker, SchemaMode
 from engine.storage.engines import ClasspathEngine, FileEngine, FsEngine, create_engine
 from engine.storage.formats.options import ReaderOptions
 from engine.storage.paths import InputFile
-from engine.types import DataMode, MajorType, MinorType, from_spark, to_arrow_field, to_spark
+from engine.types import DataMode, MajorType, MinorType, to_arrow_field, to_spark
 
 DATA_SOURCE_NAME = "drill"
 ERROR_NOTE = "drill-error: "
@@ -272,8 +280,8 @@ def _resolve(engine: FileEngine, request: ScanRequest) -> ResolvedScan:
     known = bool(files) or _names_format(selection)  # an empty directory has no format
     fmt = engine.format_of(selection) if known else "json"
     options = engine.reader_options(selection) if known else ReaderOptions()
-    depth = max((len(f.dirs) for f in files), default=0)
-    tracker = scan_tracker(selection, request.file_columns, depth, projection=request.projection)
+    layout = PartitionLayout.of(files)
+    tracker = scan_tracker(selection, request.file_columns, layout, projection=request.projection)
     sampling = request.sampling
     complete = True
     foreign: set[str] = set()
@@ -290,7 +298,7 @@ def _resolve(engine: FileEngine, request: ScanRequest) -> ResolvedScan:
     if not tracker.is_resolved:  # no file had a column: only the implicit columns are known
         tracker.apply_reader_schema(pa.schema([]), file=None)
     types = {name: nullable_type(t) for name, t in tracker.output_types().items()}
-    implicit = tuple(name for name in types if is_implicit(name, request.file_columns, depth))
+    implicit = tuple(name for name in types if is_implicit(name, request.file_columns, layout))
     return ResolvedScan(
         request=request.with_files(files),
         files=files,
@@ -312,7 +320,7 @@ def _names_format(selection: Mapping[str, Any]) -> bool:
 def scan_tracker(
     selection: Mapping[str, Any],
     file_columns: Sequence[str],
-    partition_depth: int,
+    layout: PartitionLayout,
     *,
     projection: Sequence[str] | None = None,
     mode: SchemaMode | str | None = None,
@@ -326,18 +334,18 @@ def scan_tracker(
         columns,
         provided_schema=selection.get("schema"),
         mode=mode or str(selection.get("schemaMode", "change")).lower(),
-        partition_depth=partition_depth,
+        partition_depth=layout.depth,
+        partition_keys=layout.keys,
+        union=allows_union(selection),
     )
 
 
-def is_implicit(name: str, file_columns: Sequence[str], partition_depth: int) -> bool:
+def is_implicit(name: str, file_columns: Sequence[str], layout: PartitionLayout) -> bool:
     """Whether output column ``name`` is an implicit (file or partition) column of the scan."""
     lowered = name.lower()
     if lowered in (c.lower() for c in file_columns):
         return True
-    return (
-        lowered.startswith("dir") and lowered[3:].isdigit() and int(lowered[3:]) < partition_depth
-    )
+    return layout.is_partition(name)
 
 
 def _parquet_schema(file: InputFile) -> pa.Schema:
@@ -459,7 +467,7 @@ def committed_schema(spark_schema: StructType, implicit: Sequence[str]) -> pa.Sc
     """The table columns of a declared Spark schema as the Arrow schema a tracker commits."""
     return pa.schema(
         [
-            to_arrow_field(f.name, from_spark(f.dataType))
+            to_arrow_field(f.name, drill_type_of_storage(f))
             for f in spark_schema.fields
             if f.name not in implicit
         ]
@@ -521,7 +529,7 @@ class _SubsetScan(FileScan):
 
 
 def read_file(
-    request: ScanRequest, file: InputFile, spark_schema: StructType, *, partition_depth: int
+    request: ScanRequest, file: InputFile, spark_schema: StructType, *, layout: PartitionLayout
 ) -> Iterator[pa.RecordBatch]:
     """The batches of one file of a resolved scan, as the data source yields them.
 
@@ -532,14 +540,12 @@ def read_file(
     with carrying_drill_errors():
         engine = request.engine.create()
         implicit = [
-            f.name
-            for f in spark_schema.fields
-            if is_implicit(f.name, request.file_columns, partition_depth)
+            f.name for f in spark_schema.fields if is_implicit(f.name, request.file_columns, layout)
         ]
         tracker = scan_tracker(
             request.selection,
             request.file_columns,
-            partition_depth,
+            layout,
             projection=request.projection,
             mode=SchemaMode.STRICT,
         )
@@ -589,7 +595,7 @@ def _json_lines_table(
     read = pa_json.ReadOptions(block_size=min(file.size + 1, _JSON_BLOCK))
     try:
         return pa_json.read_json(file.real_path, read_options=read, parse_options=parse)
-    except (pa.ArrowInvalid, OSError):
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):  # a UNION is not for pyarrow
         return None
 
 
@@ -625,7 +631,7 @@ class DrillScanReader(DataSourceReader):
         if request.files is None:
             self.request = request.with_files(request.engine.create().list_files(request.selection))
         assert self.request.files is not None
-        self.partition_depth = max((len(f.dirs) for f in self.request.files), default=0)
+        self.layout = PartitionLayout.of(self.request.files)
 
     def partitions(self) -> Sequence[InputPartition]:
         assert self.request.files is not None
@@ -633,9 +639,7 @@ class DrillScanReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, DrillFilePartition)
-        yield from read_file(
-            self.request, partition.file, self.schema, partition_depth=self.partition_depth
-        )
+        yield from read_file(self.request, partition.file, self.schema, layout=self.layout)
 
 
 class DrillDataSource(DataSource):

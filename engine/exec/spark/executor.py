@@ -26,6 +26,7 @@ from engine.exec.local.executor import referenced_members
 from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
 from engine.exec.spark.metrics import ROWS, OperatorMetrics
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
+from engine.exec.spark.unions import collect_arrow
 from engine.plan import LogicalPlan
 from engine.plan.operators import Operator, Store
 from engine.run import RunResult, collect_result
@@ -152,7 +153,7 @@ def collect_records(df: DataFrame) -> pa.Table:
     """``df``'s records in sequence order as an Arrow table (the sequence column dropped)."""
     if SEQ_COLUMN in df.columns:
         df = df.orderBy(SEQ_COLUMN).drop(SEQ_COLUMN)
-    return nullable_everywhere(df).toArrow()
+    return collect_arrow(nullable_everywhere(df))
 
 
 @contextmanager

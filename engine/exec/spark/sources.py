@@ -74,9 +74,10 @@ from engine.exec.spark.datasource import (
     resolve_scan,
     spark_schema_of,
 )
+from engine.exec.spark.unions import collect_arrow, revive, storage_schema
 from engine.expr import Call, Cast, Expr, FieldRef, IfElse, field_refs
 from engine.expr import Literal as LiteralNode
-from engine.scan.framework import DEFAULT_BATCH_ROWS, implicit_values
+from engine.scan.framework import DEFAULT_BATCH_ROWS, PartitionLayout, implicit_values
 from engine.scan.projection import name_key
 from engine.storage.commit import Commit, VersionedTarget, recover, remove, target_lock
 from engine.storage.engines import ClasspathEngine, ConsoleEngine, FsEngine, QueueEngine
@@ -88,7 +89,7 @@ from engine.storage.store import (
     DEFAULT_LOCK_TIMEOUT,
     StoreResult,
     StoreTarget,
-    _check_compatible,
+    check_compatible,
 )
 from engine.types import DataMode, MajorType, MinorType, from_arrow_field
 
@@ -262,15 +263,17 @@ def scan_plan_dataframe(
         register_data_source(spark)
         frame = (
             spark.read.format(DATA_SOURCE_NAME)
-            .schema(resolved.spark_schema)
+            .schema(storage_schema(resolved.spark_schema))
             .options(**resolved.request.to_options())
             .load()
             .withColumn(SEQ_COLUMN, F.monotonically_increasing_id())
         )
-    # The cast gives both readers' records the declared (nullable) types, literals included.
     if row_filter is not None:
         frame = frame.where(compile_predicate(row_filter, frame.schema))
-    record = F.struct(*[column(c) for c in columns]).cast(resolved.spark_schema)
+    # The cast gives both readers' records the declared (nullable) types, literals included;
+    # UNION columns come as JSON text and become variants.
+    record = F.struct(*[column(c) for c in columns]).cast(storage_schema(resolved.spark_schema))
+    record = revive(record, resolved.spark_schema)
     if ref:
         result = frame.select(record.alias(ref), column(SEQ_COLUMN))
     else:
@@ -546,13 +549,20 @@ def constant_dataframe(spark: Any, content: Sequence[Any] | None) -> DataFrame:
     batch = records_to_batch(records)
     types = {f.name: nullable_type(from_arrow_field(f)) for f in batch.schema}
     schema = spark_schema_of(types)
-    data = conform_batch(batch, to_arrow_schema(schema, timezone="UTC"))
+    storage = storage_schema(schema)  # a UNION column travels as JSON text, then is parsed
+    data = conform_batch(batch, to_arrow_schema(storage, timezone="UTC"))
     table = pa.Table.from_batches([data]).append_column(
         pa.field(SEQ_COLUMN, pa.int64(), nullable=False),
         pa.array(range(len(records)), pa.int64()),
     )
-    full = StructType([*schema.fields, StructField(SEQ_COLUMN, LongType(), False)])
-    return spark.createDataFrame(table, schema=full)
+    full = StructType([*storage.fields, StructField(SEQ_COLUMN, LongType(), False)])
+    frame = spark.createDataFrame(table, schema=full)
+    if storage == schema:
+        return frame
+    return frame.select(
+        *[revive(column(f.name), f.dataType).alias(f.name) for f in schema.fields],
+        column(SEQ_COLUMN),
+    )
 
 
 # ---------------------------------------------------------------- store
@@ -592,7 +602,7 @@ def store_dataframe(
 
 def _collect(df: DataFrame) -> pa.Table:
     try:
-        return df.toArrow()
+        return collect_arrow(df)
     except Exception as err:
         translated = translate_spark_error(err)
         if translated is not None:
@@ -651,7 +661,7 @@ def _store_fs(
                 kept: list[str] = []
                 if replaced is not None:
                     kept = commit.carry_over(lambda rel: not _under_any(rel, replaced))
-                    _check_compatible(spec, commit.staging, kept, [])  # the format
+                    check_compatible(spec, commit.staging, kept, [])  # the format
                     _check_same_columns(spec, commit.staging, kept, spark_dir, written)
                 for rel in written:
                     destination = commit.staging / rel
@@ -857,9 +867,9 @@ def _explain_read_failure(uri: str, text: str) -> DrillError:
     if known is None:
         return StorageError(f"Spark could not read the file: {reason}", file=path)
     resolved, file = known
-    depth = max((len(f.dirs) for f in resolved.files), default=0)
+    layout = PartitionLayout.of(resolved.files)
     try:
-        for _ in read_file(resolved.request, file, resolved.spark_schema, partition_depth=depth):
+        for _ in read_file(resolved.request, file, resolved.spark_schema, layout=layout):
             pass
     except DrillError as err:
         return err

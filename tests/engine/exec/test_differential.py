@@ -31,7 +31,7 @@ _RECORD = st.fixed_dictionaries(
     }
 )
 # The first record holds a non-empty array, so `a` is typed (arrays of only nulls and empties are
-# a list<null>, which the local flatten cannot handle yet: see test_flatten_of_untyped_arrays).
+# a list<null>: see test_flatten_of_untyped_arrays).
 _TYPED_FIRST = _RECORD.filter(lambda r: bool(r["a"]))
 RECORDS = st.tuples(_TYPED_FIRST, st.lists(_RECORD, max_size=6)).map(lambda t: [t[0], *t[1]])
 DIMENSION = st.lists(
@@ -308,10 +308,95 @@ def test_regressions(spark: Any, chain: list[dict[str, Any]]) -> None:
     assert_same_records(build_plan(_REGRESSION_RECORDS, chain, None, []), spark)
 
 
-@pytest.mark.xfail(
-    reason="local flatten of list<null> fails (pyarrow: AppendScalar for type null)", strict=True
-)
 def test_flatten_of_untyped_arrays(spark: Any) -> None:
     records = [{"g": 0, "a": None}, {"g": 0, "a": []}, {"g": 1, "a": None}]
     chain = [{"op": "flatten", "ref": "e", "expr": "a", "drop": True}]
     assert_same_records(build_plan(records, chain, None, []), spark)
+
+
+def test_temporal_casts_to_integers(spark: Any) -> None:
+    # a date counts days since 1970-01-01, a timestamp microseconds, on both executors
+    records = [{"d": "1970-01-03", "t": "1970-01-01 00:00:01"}, {"d": "2024-02-29", "t": None}]
+    chain = [
+        {
+            "op": "project",
+            "projections": [
+                {"ref": "output.days", "expr": "cast(cast(d as DATE) as BIGINT)"},
+                {"ref": "output.days4", "expr": "cast(cast(d as DATE) as INT)"},
+                {"ref": "output.micros", "expr": "cast(cast(t as TIMESTAMP) as BIGINT)"},
+            ],
+        }
+    ]
+    plan = build_plan(records, chain, None, [])
+    assert run_plan(plan, executor="local").records() == [
+        {"days": 2, "days4": 2, "micros": 1_000_000},
+        {"days": 19782, "days4": 19782, "micros": None},
+    ]
+    assert_same_records(plan, spark)
+
+
+def test_union_columns_flatten_and_compare_alike(spark: Any) -> None:
+    records = [
+        {"id": 1, "tags": ["x", "y"]},
+        {"id": 2, "tags": "solo"},
+        {"id": 3, "tags": [{"t": "p"}, {"t": "q"}]},
+        {"id": 4, "tags": None},
+        {"id": 5, "tags": []},
+    ]
+    flatten = [{"op": "flatten", "ref": "tag", "expr": "tags", "drop": True}]
+    plan = build_plan(records, flatten, None, [])
+    assert [r.get("tag") for r in run_plan(plan, executor="local").records()] == [
+        "x",
+        "y",
+        "solo",
+        {"t": "p"},
+        {"t": "q"},
+        None,
+    ]
+    assert_same_records(plan, spark)
+    assert_same_records(
+        build_plan(records, [{"op": "filter", "expr": 'tags == "solo"'}], None, []), spark
+    )
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "json"])
+def test_a_partitioned_store_reads_back_alike_on_both_executors(
+    spark: Any, tmp_path: Any, fmt: str
+) -> None:
+    records = [
+        {"day": "2024-01-01", "v": 1},
+        {"day": "2024-01-02", "v": 2},
+        {"day": "2024-01-01", "v": 3},
+        {"day": None, "v": 4},
+    ]
+    storage = {"fs": {"type": "fs", "root": str(tmp_path)}, "q": {"type": "queue"}}
+    write = {
+        "storage": storage,
+        "query": [
+            {"@id": 1, "op": "constant", "content": records},
+            {
+                "@id": 2,
+                "op": "store",
+                "input": 1,
+                "storageengine": "fs",
+                "target": {"path": "/events", "partitionBy": ["day"], "format": fmt},
+            },
+        ],
+    }
+    run_plan(write, executor="spark", spark=spark)
+    read = {
+        "storage": storage,
+        "query": [
+            {"@id": 1, "op": "scan", "storageengine": "fs", "selection": {"path": "/events"}},
+            {"@id": 2, "op": "order", "input": 1, "orderings": [{"expr": "v"}]},
+            {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {}},
+        ],
+    }
+    local = run_plan(read, executor="local").records()
+    assert local == [
+        {"v": 1, "day": "2024-01-01"},
+        {"v": 2, "day": "2024-01-02"},
+        {"v": 3, "day": "2024-01-01"},
+        {"v": 4, "day": None},
+    ]
+    assert run_plan(read, executor="spark", spark=spark).records() == local

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from engine.errors import SchemaConflictError, StorageError
 from engine.scan.framework import FileScan, implicit_values
 from engine.storage.engines import create_engine
 from engine.storage.paths import InputFile
+from engine.types import UNION, UNION_ARROW, from_arrow_field
 
 
 def _engine(root: Path):
@@ -44,10 +46,34 @@ def test_strict_mode_keeps_the_first_schema(tmp_path: Path) -> None:
     assert scan.tracker is not None and scan.tracker.warnings
 
 
-def test_conflicting_types_name_the_file_and_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("selection", [{"unionType": False}, {"schemaMode": "strict"}])
+def test_conflicting_types_without_unions_name_the_file_and_line(
+    tmp_path: Path, selection: dict
+) -> None:
     (tmp_path / "a.json").write_text('{"x": [1]}\n{"x": "s"}\n')
     with pytest.raises(SchemaConflictError, match=r"a\.json:2"):
-        list(FileScan(_engine(tmp_path), {"path": "a.json"}).batches())
+        list(FileScan(_engine(tmp_path), {"path": "a.json", **selection}).batches())
+
+
+def test_a_field_whose_kind_changes_in_a_file_is_a_union(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text(
+        '{"x": [1], "n": 1}\n{"x": "s", "n": 2}\n{"x": {"k": [true]}, "n": 3}\n{"n": 4}\n'
+    )
+    (batch,) = FileScan(_engine(tmp_path), {"path": "a.json"}).batches()
+    assert from_arrow_field(batch.schema.field("x")) == UNION
+    assert batch.schema.field("n").type == pa.int64()
+    assert [r["x"] for r in batch.to_pylist()] == [[1], "s", {"k": [True]}, None]
+
+
+def test_files_that_disagree_on_a_kind_make_a_union(tmp_path: Path) -> None:
+    # the first file goes through pyarrow's reader (a list), the second through the loader
+    (tmp_path / "a.json").write_text('{"m": {"x": [1, 2]}}\n')
+    (tmp_path / "b.json").write_text('{"m": {"x": 7}}\n')
+    (tmp_path / "c.json").write_text('{"m": {"x": [3]}}\n')
+    batches = list(FileScan(_engine(tmp_path), {"path": "/"}).batches())
+    rows = [r["m"]["x"] for b in batches for r in b.to_pylist()]
+    assert rows == [[1, 2], 7, [3]]
+    assert batches[-1].schema.field("m").type.field("x").type == UNION_ARROW
 
 
 def test_a_record_must_be_an_object(tmp_path: Path) -> None:
@@ -68,3 +94,30 @@ def test_implicit_values_of_a_file() -> None:
         "dir0": "2024",
         "dir1": "01",
     }
+
+
+def test_hive_style_directories_are_columns_not_dirs(tmp_path: Path) -> None:
+    for day, rows in [("2024-01-01", '{"v": 1}\n{"v": 2}\n'), ("2024-01-02", '{"v": 3}\n')]:
+        (tmp_path / "t" / f"day={day}").mkdir(parents=True)
+        (tmp_path / "t" / f"day={day}" / "part.json").write_text(rows)
+    (tmp_path / "t" / "day=__HIVE_DEFAULT_PARTITION__").mkdir()
+    (tmp_path / "t" / "day=__HIVE_DEFAULT_PARTITION__" / "part.json").write_text('{"v": 4}\n')
+    (tmp_path / "t" / "plain").mkdir()
+    (tmp_path / "t" / "plain" / "part.json").write_text('{"v": 5}\n')
+    rows = [r for b in FileScan(_engine(tmp_path), {"path": "t"}).batches() for r in b.to_pylist()]
+    assert sorted(rows, key=lambda r: r["v"]) == [
+        {"v": 1, "dir0": None, "day": "2024-01-01"},
+        {"v": 2, "dir0": None, "day": "2024-01-01"},
+        {"v": 3, "dir0": None, "day": "2024-01-02"},
+        {"v": 4, "dir0": None, "day": None},
+        {"v": 5, "dir0": "plain", "day": None},
+    ]
+
+
+def test_a_provided_schema_types_a_hive_partition_column(tmp_path: Path) -> None:
+    (tmp_path / "t" / "n=7").mkdir(parents=True)
+    (tmp_path / "t" / "n=7" / "part.json").write_text('{"v": 1}\n')
+    scan = FileScan(_engine(tmp_path), {"path": "t", "schema": {"n": "BIGINT"}})
+    (batch,) = scan.batches()
+    assert batch.to_pylist() == [{"n": 7, "v": 1}] or batch.to_pylist() == [{"v": 1, "n": 7}]
+    assert batch.schema.field("n").type == pa.int64()

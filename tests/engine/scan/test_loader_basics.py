@@ -189,22 +189,39 @@ def test_incompatible_value_raises_schema_conflict_naming_file_and_column():
     assert rows(loader) == [{"a": 1, "b": None, "c": None}, {"a": 2, "b": "ok", "c": 1}]
 
 
-def test_float_into_bigint_conflicts_until_widened_on_request():
+def test_a_float_after_integers_widens_the_column_within_the_batch():
     loader = ResultSetLoader()
     writer = loader.writer()
     loader.start_batch()
     loader.write_record({"n": 1})
     version = loader.schema_version
-    with pytest.raises(SchemaConflictError, match="BIGINT to FLOAT8"):
-        loader.write_record({"n": 1.5})
-    writer.scalar("n").widen(MinorType.FLOAT8)
-    assert loader.schema_version == version + 1
     loader.write_record({"n": 1.5})
+    assert loader.schema_version == version + 1
     batch = loader.harvest()
     assert batch.schema.field("n").type == pa.float64()
     assert batch.column("n").to_pylist() == [1.0, 1.5]
     with pytest.raises(SchemaConflictError):
         writer.scalar("n").widen(MinorType.VARCHAR)
+
+
+def test_a_declared_integer_column_does_not_widen_on_a_float():
+    loader = ResultSetLoader(schema=pa.schema([("n", pa.int64())]))
+    writer = loader.writer()
+    loader.start_batch()
+    loader.write_record({"n": 1})
+    with pytest.raises(SchemaConflictError, match="BIGINT to FLOAT8"):
+        loader.write_record({"n": 1.5})
+    writer.scalar("n").widen(MinorType.FLOAT8)
+    loader.write_record({"n": 1.5})
+    assert loader.harvest().column("n").to_pylist() == [1.0, 1.5]
+
+
+def test_records_to_batch_widens_bigint_to_float8():
+    from engine.exec.local.sources import records_to_batch
+
+    batch = records_to_batch([{"a": 1}, {"a": 1.5}])
+    assert batch.schema.field("a").type == pa.float64()
+    assert batch.to_pylist() == [{"a": 1.0}, {"a": 1.5}]
 
 
 def test_bool_is_not_an_integer_and_huge_integers_are_reported():

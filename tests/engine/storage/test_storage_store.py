@@ -229,6 +229,25 @@ def test_append_with_another_schema_is_refused(fs: FsEngine) -> None:
     assert read_back(fs, "/a") == sorted(V1.to_pylist(), key=repr)
 
 
+def test_append_of_the_same_types_with_other_nullability_is_accepted(fs: FsEngine) -> None:
+    required = pa.schema(
+        [pa.field("day", pa.string(), nullable=False), pa.field("v", pa.int64(), nullable=False)]
+    )
+    write_store(fs, {"path": "/n"}, V1.cast(required))
+    write_store(fs, {"path": "/n", "mode": "append"}, V2)  # OPTIONAL columns this time
+    assert read_back(fs, "/n") == sorted(V1.to_pylist() + V2.to_pylist(), key=repr)
+
+
+def test_check_compatible_is_public_and_ignores_only_nullability() -> None:
+    from engine.storage.store import check_compatible, loose_columns
+
+    assert callable(check_compatible)
+    optional = pa.schema([("a", pa.list_(pa.int64()))])
+    required = pa.schema([pa.field("a", pa.list_(pa.field("e", pa.int64(), False)), False)])
+    assert loose_columns(optional) == loose_columns(required)
+    assert loose_columns(optional) != loose_columns(pa.schema([("a", pa.list_(pa.int32()))]))
+
+
 def test_mode_error_fails_when_the_target_exists(fs: FsEngine) -> None:
     write_store(fs, {"path": "/e", "mode": "error"}, V1)
     with pytest.raises(StorageError, match=r"already exists .* and mode is error"):

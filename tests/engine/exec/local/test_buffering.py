@@ -132,3 +132,38 @@ def test_rechunk_keeps_rows_in_order_in_batches_of_at_most_batch_rows(
     assert [i for b in out for i in b.column(0).to_pylist()] == list(range(start))
     if start:
         assert all(b.num_rows for b in out)
+
+
+_ORDER_PLAN = {
+    "storage": {"q": {"type": "queue"}},
+    "query": [
+        {"@id": 1, "op": "constant", "content": [{"a": i} for i in range(300, 0, -1)]},
+        {"@id": 2, "op": "order", "input": 1, "orderings": [{"expr": "a"}]},
+        {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {}},
+    ],
+}
+
+
+def test_run_plan_takes_the_buffer_limit_its_error_asks_to_raise() -> None:
+    from engine import run_plan
+
+    with pytest.raises(ExecutionError) as raised:
+        run_plan(_ORDER_PLAN, max_buffered_bytes=100)
+    assert "max_buffered_bytes=N" in str(raised.value) and "--max-buffered-bytes" in str(
+        raised.value
+    )
+    records = run_plan(_ORDER_PLAN, max_buffered_bytes=1 << 20).records()
+    assert [r["a"] for r in records] == list(range(1, 301))
+
+
+def test_the_cli_run_command_passes_the_buffer_limit(tmp_path, capsys) -> None:
+    import json
+
+    from engine.cli import EXIT_OK, run
+
+    plan = tmp_path / "order.json"
+    plan.write_text(json.dumps(_ORDER_PLAN))
+    assert run(["run", str(plan), "--max-buffered-bytes", "100"]) != EXIT_OK
+    assert "order 2 needs to buffer more than 100 bytes" in capsys.readouterr().err
+    assert run(["run", str(plan), "--max-buffered-bytes", str(1 << 20)]) == EXIT_OK
+    assert capsys.readouterr().out.splitlines()[:2] == ['{"a": 1}', '{"a": 2}']

@@ -299,3 +299,57 @@ CASES = {case["id"]: case for case in load_cases()}
 )
 def test_corpus_case(case_id: str) -> None:
     check_case(CASES[case_id], executor="local")
+
+
+class _CountingSource(BatchSource):
+    """A batch source that counts how many batches were pulled from it."""
+
+    def __init__(self, operator_id: str, batches: list[pa.RecordBatch]) -> None:
+        super().__init__(operator_id, batches)
+        self.pulled = 0
+
+    def produce(self) -> pa.RecordBatch | None:
+        batch = super().produce()
+        self.pulled += batch is not None
+        return batch
+
+
+def test_the_right_side_is_read_and_indexed_once_for_many_left_batches() -> None:
+    op = Join.model_validate(
+        {"@id": 3, "op": "join", "left": 1, "right": 2, "conditions": [on("l.k", "r.k")]}
+    )
+    left = [LEFT.slice(i, 1) for i in range(LEFT.num_rows)]
+    right = _CountingSource("2", [RIGHT.slice(0, 2), RIGHT.slice(2)])
+    operator = create_join(op, [BatchSource("1", left), right], ExecContext())
+    out = [r for b in FragmentExecutor(operator).batches() for r in b.to_pylist()]
+    assert pairs(out) == pairs(joined({"conditions": [on("l.k", "r.k")]}, [LEFT], [RIGHT]))
+    assert right.pulled == 2 and operator.index_builds == 1
+
+
+@pytest.mark.parametrize(
+    ("left_keys", "right_keys"),
+    [
+        ([1, 2, None, 4, 2], [2, 2, 7, None, 1]),
+        ([1.5, 2.0, None], [2, 1, 2]),
+        (["b", "a", None, "c"], ["a", "a", "c", None]),
+        ([True, False, None], [False, True, True]),
+    ],
+)
+def test_the_key_index_matches_a_nested_loop(left_keys: list[Any], right_keys: list[Any]) -> None:
+    left = pa.record_batch({"k": left_keys, "i": list(range(len(left_keys)))})
+    right = pa.record_batch({"k2": right_keys, "j": list(range(len(right_keys)))})
+    out = joined({"conditions": [on("k", "k2")]}, [left], [right])
+    expected = [
+        (i, j)
+        for i, a in enumerate(left_keys)
+        for j, b in enumerate(right_keys)
+        if a is not None and b is not None and a == b
+    ]
+    assert [(r["i"], r["j"]) for r in out] == expected
+
+
+def test_two_equality_keys_use_one_index() -> None:
+    left = pa.record_batch({"a": [1, 1, 2, 2], "b": ["x", "y", "x", "y"], "i": [0, 1, 2, 3]})
+    right = pa.record_batch({"c": [2, 1, 1, 2], "d": ["y", "y", "x", "z"], "j": [0, 1, 2, 3]})
+    out = joined({"conditions": [on("a", "c"), on("b", "d")]}, [left], [right])
+    assert [(r["i"], r["j"]) for r in out] == [(0, 2), (1, 1), (3, 0)]

@@ -25,7 +25,7 @@ from engine.exec.spark.datasource import (
     resolve_scan,
 )
 from engine.exec.spark.sources import SEQ_COLUMN, scan_dataframe, translate_spark_error
-from engine.scan.framework import FileScan
+from engine.scan.framework import FileScan, PartitionLayout
 from engine.storage.engines import create_engine
 
 SMALL_SAMPLE = SchemaSampling(full_read_bytes=0, records_per_file=2, max_files=8)
@@ -90,14 +90,14 @@ def test_an_empty_directory_has_only_its_implicit_columns(tmp_path: Path) -> Non
 def test_a_sampled_conflict_fails_on_the_driver_naming_file_and_column(tmp_path: Path) -> None:
     (tmp_path / "c.json").write_text(lines({"a": 1}, {"a": "x"}))
     with pytest.raises(SchemaConflictError, match=r"c\.json:2: column 'a' changed type"):
-        resolve_scan(fs(tmp_path), {"path": "c.json"}, sampling=SMALL_SAMPLE)
+        resolve_scan(fs(tmp_path), {"path": "c.json", "unionType": False}, sampling=SMALL_SAMPLE)
 
 
 def test_a_task_conflict_after_the_sample_names_file_line_and_column(tmp_path: Path) -> None:
     (tmp_path / "c.json").write_text(lines({"a": 1}, {"a": 2}, {"a": 3}, {"a": "x"}))
-    scan = resolve_scan(fs(tmp_path), {"path": "c.json"}, sampling=SMALL_SAMPLE)
+    scan = resolve_scan(fs(tmp_path), {"path": "c.json", "unionType": False}, sampling=SMALL_SAMPLE)
     with pytest.raises(SchemaConflictError) as caught:
-        list(read_file(scan.request, scan.files[0], scan.spark_schema, partition_depth=0))
+        list(read_file(scan.request, scan.files[0], scan.spark_schema, layout=PartitionLayout()))
     assert str(caught.value).startswith(f"{tmp_path / 'c.json'}:4: column 'a' changed type")
     assert decode_error(caught.value.__notes__[0].split(": ", 1)[1]) is not None
 
@@ -110,7 +110,9 @@ def test_task_batches_match_the_local_scan_and_the_declared_arrow_schema(
     engine = create_engine("cp", {"type": "classpath"}, classpath=[conformance_dir / "data"])
     selection = {"path": "/donuts.json", "type": "JSON"}  # concatenated pretty-printed JSON
     scan = resolve_scan(engine, selection)
-    batches = list(read_file(scan.request, scan.files[0], scan.spark_schema, partition_depth=0))
+    batches = list(
+        read_file(scan.request, scan.files[0], scan.spark_schema, layout=PartitionLayout())
+    )
     target = to_arrow_schema(scan.spark_schema, timezone="UTC")
     assert all(b.schema.equals(target) for b in batches)
     assert [r for b in batches for r in b.to_pylist()] == local_records(engine, selection)
@@ -119,7 +121,9 @@ def test_task_batches_match_the_local_scan_and_the_declared_arrow_schema(
 def test_json_lines_with_a_projection_read_only_the_projected_columns(tmp_path: Path) -> None:
     (tmp_path / "p.json").write_text(lines({"a": 1, "m": {"x": 1, "y": "u"}, "z": 0}))
     scan = resolve_scan(fs(tmp_path), {"path": "p.json"}, projection=["m.y", "a", "gone"])
-    batches = list(read_file(scan.request, scan.files[0], scan.spark_schema, partition_depth=0))
+    batches = list(
+        read_file(scan.request, scan.files[0], scan.spark_schema, layout=PartitionLayout())
+    )
     assert batches[0].to_pylist() == [{"m": {"y": "u"}, "a": 1, "gone": None}]
 
 
@@ -254,7 +258,7 @@ def test_a_conflict_while_spark_asks_for_the_schema_is_the_engine_error(
 ) -> None:
     (tmp_path / "c.json").write_text(lines({"a": [1]}, {"a": {"b": 2}}))
     register_data_source(spark)
-    request = ScanRequest(EngineSpec.of(fs(tmp_path)), {"path": "c.json"})
+    request = ScanRequest(EngineSpec.of(fs(tmp_path)), {"path": "c.json", "unionType": False})
     with pytest.raises(Exception) as caught:
         spark.read.format(DATA_SOURCE_NAME).options(**request.to_options()).load()
     translated = translate_spark_error(caught.value)
