@@ -75,13 +75,26 @@ def test_empty_directory_is_a_user_error(
 
 def test_explain_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     plan = EXAMPLES / "order_items.json"
-    assert run(["explain", str(plan)]) == EXIT_OK
+    assert run(["explain", "--logical", str(plan)]) == EXIT_OK
     text = capsys.readouterr().out
     assert "store 8" in text and "└─ project 7" in text and "├─ flatten 2" in text
-    assert run(["explain", "--format", "json", str(plan)]) == EXIT_OK
+    assert run(["explain", "--logical", "--format", "json", str(plan)]) == EXIT_OK
     doc = json.loads(capsys.readouterr().out)
     assert doc["roots"] == ["8"]
     assert [op["@id"] for op in doc["operators"]][-1] == "8"
+
+
+def test_explain_shows_the_physical_fragments(capsys: pytest.CaptureFixture[str]) -> None:
+    plan = EXAMPLES / "order_items.json"
+    assert run(["explain", str(plan)]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "fragment 0 (" in text and "fragment 1 (" in text
+    assert "(store 8)" in text and "(flatten 2)" in text
+    assert run(["explain", "--format", "json", str(plan)]) == EXIT_OK
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fragments"][0]["id"] == 0
+    assert doc["physical"]["head"]["type"] == "APACHE_DRILL_PHYSICAL"
+    assert {op["logical"] for op in doc["physical"]["graph"]} >= {"2", "8"}
 
 
 def test_functions_lists_the_registry(capsys: pytest.CaptureFixture[str]) -> None:
