@@ -5,6 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Timing depends on the machine's load (CI shares two cores with Spark): no per-example deadline.
+settings.register_profile("drill", deadline=None)
+settings.load_profile("drill")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE_DIR = (REPO_ROOT / ".." / "shared" / "conformance").resolve()
