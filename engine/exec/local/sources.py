@@ -44,9 +44,13 @@ class ScanOperator(BatchSource):
         if not hasattr(engine, "list_files"):
             raise StorageError(f"storage engine '{self.op.storage_engine}' cannot be scanned")
         referenced = self.ctx.params.get("_referenced_members", {}).get(self.op.id, ())
+        projection = self.ctx.params.get("_scan_projections", {}).get(self.op.id)
         self.scan = FileScan(
             engine,
             self.op.selection or {},
+            projection=None
+            if projection is None
+            else [c for c in projection if c not in FILE_COLUMNS],
             file_columns=[c for c in referenced if c in FILE_COLUMNS],
             batch_rows=self.ctx.batch_rows,
         )
