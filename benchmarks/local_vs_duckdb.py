@@ -73,8 +73,13 @@ def pipeline_plan(root: Path) -> dict[str, Any]:  # fmt: skip
     return {
         "storage": {"fs": {"type": "fs", "root": str(root)}, "q": {"type": "queue"}},
         "query": [
-            {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "f",
-             "selection": {"path": "/fact"}},
+            {
+                "@id": 1,
+                "op": "scan",
+                "storageengine": "fs",
+                "ref": "f",
+                "selection": {"path": "/fact"},
+            },
             {"@id": 2, "op": "filter", "input": 1, "expr": "f.x > 100"},
             {
                 "@id": 3,
