@@ -165,6 +165,12 @@ class FileScan:
             union=allows_union(self.selection),
         )
 
+    def _reader_columns(self) -> list[str] | None:
+        """The file columns a reader must read (None: all): the projection's top-level names."""
+        if self.projection is None or any(p.startswith("*") for p in self.projection):
+            return None
+        return sorted({p.split(".", 1)[0].split("[", 1)[0] for p in self.projection})
+
     def batches(self) -> Iterator[pa.RecordBatch]:
         """Every batch of every file, aligned to the scan's (possibly widening) output schema."""
         files = self.files()
@@ -178,7 +184,9 @@ class FileScan:
 
     def _read_file(self, file: InputFile, cache: VectorCache) -> Iterator[pa.RecordBatch]:
         reader = self.engine.open_reader(file, self.selection)
-        table = reader.read_arrow()
+        # Only parquet reads fewer columns faster; text formats parse whole records anyway.
+        columns = self._reader_columns() if reader.format == "parquet" else None
+        table = reader.read_arrow(columns=columns)
         if table is not None:
             yield from table.to_batches(max_chunksize=self.batch_rows)
             return

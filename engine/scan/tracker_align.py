@@ -23,7 +23,16 @@ import pyarrow.compute as pc
 
 from engine.errors import SchemaConflictError, StorageError
 from engine.scan.projection import name_key
-from engine.types import DataMode, MajorType, MinorType, from_arrow, to_arrow, union_array
+from engine.types import (
+    DataMode,
+    MajorType,
+    MinorType,
+    from_arrow,
+    is_union,
+    json_text,
+    to_arrow,
+    union_array,
+)
 
 _DEFAULTS: dict[MinorType, object] = {
     MinorType.BIT: False,
@@ -118,6 +127,10 @@ def align_array(
         return typed_nulls(target, len(array))
     elif target.minor == MinorType.UNION:
         result = union_array(array)  # any value fits a union: re-encoded as JSON text
+    elif is_union(array.type):
+        return align_array(
+            _union_as_text(array, target, column, file), target, column=column, file=file
+        )
     elif target.minor == MinorType.MAP and target.mode != DataMode.REPEATED:
         result = _align_struct(array, target, arrow, column=column, file=file)
     elif (target.mode == DataMode.REPEATED or target.minor == MinorType.LIST) and _is_list(
@@ -185,6 +198,19 @@ def _cast(
         raise StorageError(
             f"column '{column}': a value does not convert to {target}: {exc}", file=file
         ) from None
+
+
+def _union_as_text(array: pa.Array, target: MajorType, column: str, file: str | None) -> pa.Array:
+    """A UNION column's values as text for a scalar ``target`` (a provided type): a string as
+    itself, another scalar as its JSON text; arrays and maps only become VARCHAR (JSON text)."""
+    texts = []
+    for value in array.to_pylist():
+        if isinstance(value, list | dict) and target.minor != MinorType.VARCHAR:
+            raise SchemaConflictError(
+                column=column, old_type=str(target), new_type="UNION", file=file
+            )
+        texts.append(value if isinstance(value, str) or value is None else json_text(value))
+    return pa.array(texts, pa.string())
 
 
 def _fill_defaults(array: pa.Array, target: MajorType) -> pa.Array:

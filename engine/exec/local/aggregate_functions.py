@@ -41,7 +41,15 @@ def run_starts(values: pa.Array) -> np.ndarray:
     n = len(values)
     starts = np.ones(n, dtype=bool)
     if n > 1:
-        starts[1:] = ~same_pairs(values[1:], values[:-1])
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        if not values.null_count and (
+            pa.types.is_integer(values.type) or pa.types.is_boolean(values.type)
+        ):
+            numbers = values.to_numpy(zero_copy_only=False)  # the common case: segment numbers
+            starts[1:] = numbers[1:] != numbers[:-1]
+        else:
+            starts[1:] = ~same_pairs(values[1:], values[:-1])
     return starts
 
 
@@ -256,6 +264,9 @@ def aggregate_runs(calls: Sequence[tuple[str, pa.Array]], starts: np.ndarray) ->
     ``sum`` stays BIGINT for integers, ``avg`` is FLOAT8, nulls are skipped; a run without a
     non-null value gives null (0 for the counts).
     """
+    fast = [_reduce_runs(name, values, starts) for name, values in calls]
+    if all(result is not None for result in fast):
+        return fast  # type: ignore[return-value]
     run_ids = np.cumsum(starts) - 1
     columns: dict[str, pa.Array] = {"run": pa.array(run_ids, pa.int64())}
     aggregations = []
@@ -273,6 +284,28 @@ def aggregate_runs(calls: Sequence[tuple[str, pa.Array]], starts: np.ndarray) ->
         grouped[f"v{i}_{_hash_function(name)}"].combine_chunks()
         for i, (name, _) in enumerate(calls)
     ]
+
+
+def _reduce_runs(name: str, values: pa.Array, starts: np.ndarray) -> pa.Array | None:
+    """``count`` and ``sum`` of numbers per run by NumPy reductions over the contiguous runs
+    (what the hash aggregation would give, without hashing); None for anything else."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if name not in ("count", "sum") or not len(values):
+        return None
+    dtype = values.type
+    integral = pa.types.is_integer(dtype)
+    if not (integral or pa.types.is_floating(dtype)) and name != "count":
+        return None
+    firsts = np.flatnonzero(starts)
+    valid = ~values.is_null().to_numpy(zero_copy_only=False)
+    counts = np.add.reduceat(valid.astype(np.int64), firsts)
+    if name == "count":
+        return pa.array(counts, pa.int64())
+    target = pa.int64() if integral else pa.float64()
+    numbers = pc.fill_null(values.cast(target), 0).to_numpy(zero_copy_only=False)
+    sums = np.add.reduceat(numbers, firsts)
+    return pa.array(sums, target, mask=counts == 0)
 
 
 def aggregate_empty(calls: Sequence[tuple[str, pa.Array]]) -> list[pa.Array]:

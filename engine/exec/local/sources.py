@@ -49,7 +49,9 @@ class ScanOperator(BatchSource):
         self.scan = FileScan(
             engine,
             self.op.selection or {},
-            projection=self.op.projection,
+            projection=None
+            if self.op.projection is None
+            else [c for c in self.op.projection if c not in FILE_COLUMNS],
             file_columns=[c for c in referenced if c in FILE_COLUMNS],
             batch_rows=self.ctx.batch_rows,
         )

@@ -87,8 +87,8 @@ class ParquetReader(FormatReader):
     def _present(parquet: _OpenParquet, columns: Sequence[str] | None) -> list[str] | None:
         if columns is None:
             return None
-        names = set(parquet.reader.schema_arrow.names)
-        return [c for c in columns if c in names]
+        names = {name.lower(): name for name in parquet.reader.schema_arrow.names}
+        return list(dict.fromkeys(names[c.lower()] for c in columns if c.lower() in names))
 
     def _typed(self, table: pa.Table, schema: pa.Schema | None) -> pa.Table:
         if schema is None:

@@ -387,16 +387,22 @@ def test_a_partitioned_store_reads_back_alike_on_both_executors(
     read = {
         "storage": storage,
         "query": [
-            {"@id": 1, "op": "scan", "storageengine": "fs", "selection": {"path": "/events"}},
-            {"@id": 2, "op": "order", "input": 1, "orderings": [{"expr": "v"}]},
+            {
+                "@id": 1,
+                "op": "scan",
+                "storageengine": "fs",
+                "ref": "e",
+                "selection": {"path": "/events"},
+            },
+            {"@id": 2, "op": "order", "input": 1, "orderings": [{"expr": "e.v"}]},
             {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {}},
         ],
     }
     local = run_plan(read, executor="local").records()
     assert local == [
-        {"v": 1, "day": "2024-01-01"},
-        {"v": 2, "day": "2024-01-02"},
-        {"v": 3, "day": "2024-01-01"},
-        {"v": 4, "day": None},
+        {"e": {"v": 1, "day": "2024-01-01"}},
+        {"e": {"v": 2, "day": "2024-01-02"}},
+        {"e": {"v": 3, "day": "2024-01-01"}},
+        {"e": {"v": 4, "day": None}},
     ]
     assert run_plan(read, executor="spark", spark=spark).records() == local

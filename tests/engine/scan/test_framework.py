@@ -121,3 +121,12 @@ def test_a_provided_schema_types_a_hive_partition_column(tmp_path: Path) -> None
     (batch,) = scan.batches()
     assert batch.to_pylist() == [{"n": 7, "v": 1}] or batch.to_pylist() == [{"v": 1, "n": 7}]
     assert batch.schema.field("n").type == pa.int64()
+
+
+def test_a_provided_varchar_type_takes_a_union_column_as_text(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text('{"x": [1, "a"]}\n{"x": "s"}\n{"x": 2}\n{"x": {"k": null}}\n')
+    scan = FileScan(_engine(tmp_path), {"path": "a.json", "schema": {"x": "VARCHAR"}})
+    rows = [r["x"] for b in scan.batches() for r in b.to_pylist()]
+    assert rows == ['[1, "a"]', "s", "2", '{"k": null}']
+    with pytest.raises(SchemaConflictError, match="from BIGINT to UNION"):
+        list(FileScan(_engine(tmp_path), {"path": "a.json", "schema": {"x": "BIGINT"}}).batches())

@@ -97,7 +97,11 @@ def test_spark_reader_and_data_source_give_identical_rows(spark, root: Path, fmt
     expected = local_records(engine, selection, file_columns=["filename"])
     for label, records in by_reader.items():
         assert [r["r"] for r in records] == expected, label
-    assert expected[0]["dir0"] == "day=2024-01-01" and expected[-1]["dir0"] is None
+    # hive-style `day=...` directories are a `day` column; the plain one below them is dir1
+    assert (expected[0]["day"], expected[0]["dir1"]) == ("2024-01-01", "a b+c")
+    assert (
+        expected[-1]["day"] is None and expected[-1]["dir1"] is None and expected[0]["dir0"] is None
+    )
 
 
 def test_beyond_the_map_lookup_limit_files_are_joined_with_their_values(

@@ -64,10 +64,10 @@ def test_partitioned_overwrite_replaces_only_the_partitions_written(rows, tmp_pa
     )
     assert second.row_count == 1 and second.partitions == ("day=d2",)
     back = read_back(tmp_path, "p", "parquet")
-    assert [(r["id"], r["dir0"], r["v"]) for r in back] == [
-        (1, "day=d1", 1.5),
-        (2, "day=d2", 9.0),
-        (3, "day=d1", 3.0),
+    assert [(r["id"], r["day"], r["v"]) for r in back] == [  # day=... directories: column day
+        (1, "d1", 1.5),
+        (2, "d2", 9.0),
+        (3, "d1", 3.0),
     ]
     retyped = rows.filter(F.col("id") == 2).withColumn("v", F.lit("nine"))
     with pytest.raises(
