@@ -47,6 +47,7 @@ from engine.exec.spark.compiler_order import (
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
 from engine.exec.spark.nested_filter import filter_records
 from engine.exec.spark.paths import build_columns, drop_path, quote_name, with_path
+from engine.exec.spark.progress import fragment_jobs
 from engine.exec.spark.sources import (
     SEQ_COLUMN,
     constant_dataframe,
@@ -185,9 +186,10 @@ class SparkCompiler:
         ordered = df.orderBy(SEQ_COLUMN) if needs_order and op.input not in self._sorted else df
         if sink:
             ordered = nullable_everywhere(ordered)  # the records are collected through Arrow
-        self.ctx.store_results[op.id] = store_dataframe(
-            ordered, engine, op.target, sink_records=self.ctx.sink_records
-        )
+        with fragment_jobs(self.spark, "store", op.id):
+            self.ctx.store_results[op.id] = store_dataframe(
+                ordered, engine, op.target, sink_records=self.ctx.sink_records
+            )
         return df
 
     # -- record at a time ------------------------------------------------------------------
