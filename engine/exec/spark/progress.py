@@ -97,12 +97,17 @@ def stage_progress(spark: Any, group: str) -> StageProgress | None:
     jobs = tracker.getJobIdsForGroup(group)
     stages = total = done = active = 0
     running = None
+    seen: set[int] = set()
     for job_id in jobs:
         job = tracker.getJobInfo(job_id)
-        for stage_id in job.stageIds if job is not None else ():
-            stage = tracker.getStageInfo(stage_id)
-            if stage is None:
-                continue
+        if job is None:
+            continue
+        finished = job.status != "RUNNING"
+        for stage_id in job.stageIds:
+            stage = tracker.getStageInfo(stage_id) if stage_id not in seen else None
+            seen.add(stage_id)
+            if stage is None or (finished and stage.numCompletedTasks == 0):
+                continue  # shared with another job, or skipped (its shuffle output was reused)
             stages += 1
             total += stage.numTasks
             done += stage.numCompletedTasks
