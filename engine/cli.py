@@ -1,4 +1,4 @@
-"""The ``drill-dagster`` command line: validate and explain logical plans.
+"""The ``drill-dagster`` command line: validate, explain and run logical plans.
 
 Every mistake in a plan is reported as a message on stderr with exit code 1, never as a traceback. An
 unexpected internal error says so, with a hint to file an issue, and exits 2.
@@ -83,28 +83,69 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """Run plans; on Spark with progress on stderr (live on a terminal, else one line per
+    fragment). A Spark session already active in this process is used and left running."""
+    files = list(_plan_files(args.plans))
+    if args.executor != "spark":
+        for path in files:
+            _run_one(path, args, spark=None)
+        return EXIT_OK
+    from pyspark.sql import SparkSession
+
+    from engine.exec.spark.session import SparkConfig, create_session
+
+    spark = SparkSession.getActiveSession()
+    own = spark is None
+    if own:
+        conf = dict(item.split("=", 1) for item in args.conf)
+        spark = create_session(SparkConfig(master=args.master, remote=args.remote, conf=conf))
+    try:
+        for path in files:
+            _run_one(path, args, spark=spark)
+    finally:
+        if own:
+            spark.stop()
+    return EXIT_OK
+
+
+def _run_one(path: Path, args: argparse.Namespace, *, spark: object) -> None:
     import io
 
     from engine.run import run_plan
     from engine.storage.formats.json import to_json_line
 
-    files = list(_plan_files(args.plans))
-    for path in files:
-        result = run_plan(
+    def run() -> object:
+        return run_plan(
             path,
             executor=args.executor,
             classpath=args.classpath,
             console_stream=io.StringIO(),  # printed below, once, with the queue records
             max_buffered_bytes=args.max_buffered_bytes,
+            spark=spark,
         )
-        for record in result.records():
-            print(to_json_line(record))
-        for store in result.stores:
-            print(
-                f"{path}: store {store.operator_id} wrote {store.row_count} rows to {store.location}",
-                file=sys.stderr,
-            )
-    return EXIT_OK
+
+    if spark is None:
+        result = run()
+    else:
+        from engine.exec.spark.progress import SparkProgress
+
+        print(f"{path}: running on Spark", file=sys.stderr)
+        with SparkProgress(spark, stream=sys.stderr) as progress:
+            result = run()
+        progress.summary(result.metrics)
+    for record in result.records():
+        print(to_json_line(record))
+    for store in result.stores:
+        print(
+            f"{path}: store {store.operator_id} wrote {store.row_count} rows to {store.location}",
+            file=sys.stderr,
+        )
+
+
+def _conf_item(text: str) -> str:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return text
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
@@ -207,7 +248,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     run_cmd = sub.add_parser("run", help="run plans; print sink records as JSON lines")
     run_cmd.add_argument("plans", nargs="+", metavar="PLAN")
-    run_cmd.add_argument("--executor", choices=["local", "spark"], default="local")
+    run_cmd.add_argument("--executor", choices=["local", "spark"], default="spark")
+    run_cmd.add_argument("--master", default="local[*]", help="Spark master URL (spark executor)")
+    run_cmd.add_argument("--remote", help="Spark Connect URL, e.g. sc://127.0.0.1:15002")
+    run_cmd.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        type=_conf_item,
+        help="any Spark setting (repeatable)",
+    )
     run_cmd.add_argument(
         "--classpath",
         action="append",

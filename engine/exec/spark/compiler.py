@@ -21,14 +21,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.errors import DrillError, PlanningError
 from engine.exec.local.aggregate_functions import split_calls
 from engine.exec.spark.columns import compile_expression
-from engine.exec.spark.compiler_aggregate import collapse_rows, running_rows, target_is_true
+from engine.exec.spark.compiler_aggregate import (
+    FrameSpec,
+    collapse_rows,
+    running_rows,
+    target_is_true,
+)
 from engine.exec.spark.compiler_flatten import flatten_rows
 from engine.exec.spark.compiler_join import join_rows, union_rows
 from engine.exec.spark.compiler_order import (
@@ -42,6 +47,7 @@ from engine.exec.spark.compiler_order import (
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
 from engine.exec.spark.nested_filter import filter_records
 from engine.exec.spark.paths import build_columns, drop_path, quote_name, with_path
+from engine.exec.spark.progress import fragment_jobs
 from engine.exec.spark.sources import (
     SEQ_COLUMN,
     constant_dataframe,
@@ -120,16 +126,29 @@ class SparkCompiler:
     def __init__(self, spark: Any, ctx: SparkRunContext) -> None:
         self.spark = spark
         self.ctx = ctx
-        # What a consumer may fuse with: a segment's input and keys, an order's input and keys.
+        # What a consumer may fuse with: a segment's input and keys, an order's input and keys,
+        # a windowframe's input and frame.
         self._segments: dict[str, _SegmentInput] = {}
         self._orders: dict[str, tuple[DataFrame, list[Column]]] = {}
+        self._order_exprs: dict[str, list[Expr]] = {}
+        self._frames: dict[str, _FrameInput] = {}
+        # Operators below an `order` or `limit` (their stores keep the order), and operators whose
+        # DataFrame is already in sequence order partition by partition (nothing to sort).
+        self._ordered: set[str] = set()
+        self._sorted: set[str] = set()
 
     def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:
         """``op``'s DataFrame from its inputs' DataFrames."""
         if op.op in UNSUPPORTED:
             raise PlanningError(f"the Spark executor cannot run '{op.op}': {UNSUPPORTED[op.op]}")
         visit: Callable[[Any, list[DataFrame]], DataFrame] = getattr(self, f"visit_{op.op}")
-        return visit(op, inputs)
+        frame = visit(op, inputs)
+        input_ids = op.input_ids()
+        if op.op in ("order", "limit") or any(i in self._ordered for i in input_ids):
+            self._ordered.add(op.id)
+        if op.op in _KEEPS_PARTITION_ORDER and input_ids and input_ids[0] in self._sorted:
+            self._sorted.add(op.id)
+        return frame
 
     # -- expressions -----------------------------------------------------------------------
 
@@ -165,12 +184,18 @@ class SparkCompiler:
     def visit_store(self, op: Store, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
         engine = self.ctx.engine(op.storage_engine)
-        ordered = df.orderBy(SEQ_COLUMN)
-        if isinstance(engine, ConsoleEngine | QueueEngine):
+        sink = isinstance(engine, ConsoleEngine | QueueEngine)
+        # Sinks return the records in order. A file store keeps the order a plan gave its records
+        # (an `order` or `limit` upstream); otherwise each task writes its records as they come,
+        # as Drill's fragments do, and nothing is sorted.
+        needs_order = sink or op.input in self._ordered
+        ordered = df.orderBy(SEQ_COLUMN) if needs_order and op.input not in self._sorted else df
+        if sink:
             ordered = nullable_everywhere(ordered)  # the records are collected through Arrow
-        self.ctx.store_results[op.id] = store_dataframe(
-            ordered, engine, op.target, sink_records=self.ctx.sink_records
-        )
+        with fragment_jobs(self.spark, "store", op.id):
+            self.ctx.store_results[op.id] = store_dataframe(
+                ordered, engine, op.target, sink_records=self.ctx.sink_records
+            )
         return df
 
     # -- record at a time ------------------------------------------------------------------
@@ -203,7 +228,10 @@ class SparkCompiler:
         if ordered is not None and op.last is not None:
             # Top-N: sort and limit at once (Spark's TakeOrdered) instead of sorting twice.
             source, keys = ordered
+            self._sorted.add(op.id)
             return top_rows(source, keys, op.first, op.last, seq=SEQ_COLUMN)
+        if op.first or op.last is not None:
+            self._sorted.add(op.id)  # sorted by the sequence, then cut
         return limit_rows(df, op.first, op.last, seq=SEQ_COLUMN)
 
     def visit_flatten(self, op: Flatten, inputs: list[DataFrame]) -> DataFrame:
@@ -222,28 +250,61 @@ class SparkCompiler:
     def visit_order(self, op: Order, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
         keys = [(self.column(o.expr, df), o.order, o.null_collation) for o in op.orderings]
-        for ordering, dtype in zip(op.orderings, _types(df, [k for k, _, _ in keys])):
+        types = _types(df, [k for k, _, _ in keys])
+        for ordering, dtype in zip(op.orderings, types):
             if isinstance(dtype, T.StructType | T.ArrayType | T.MapType):
                 raise DrillError(
                     f"cannot order by '{ordering.expr}', a value of type {dtype.simpleString()}",
                     hint="order by a scalar member of the map or array instead",
                 )
         if op.within:
+            self._sorted.add(op.id)
             return order_rows(df, keys, seq=SEQ_COLUMN, within=self.field(op.within, df))
         self._orders[op.id] = (df, sort_columns(keys, seq=SEQ_COLUMN))
-        return order_rows(df, keys, seq=SEQ_COLUMN)
+        self._order_exprs[op.id] = [parse_cached(o.expr) for o in op.orderings]
+        ordered = order_rows(df, keys, seq=SEQ_COLUMN, types=types)
+        if ordered.schema[SEQ_COLUMN].dataType == T.LongType():
+            self._sorted.add(op.id)  # no lazy order for these keys: sorted and numbered again
+        return ordered
 
     def visit_segment(self, op: Segment, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
         keys = [self.column(text, df) for text in op.exprs]
         ref = writable_path(op.ref, "segment ref")
-        self._segments[op.id] = _SegmentInput(df, keys, ref)
+        exprs = tuple(parse_cached(text) for text in op.exprs)
+        self._segments[op.id] = _SegmentInput(df, keys, ref, exprs, op.input or "")
         number = temp("segment_number")
-        df = segment_rows(df, keys, seq=SEQ_COLUMN, name=number)
+        df = segment_rows(
+            df, keys, seq=SEQ_COLUMN, name=number, grouped=self._in_key_order(op.input, exprs)
+        )
         return with_path(df, ref, F.col(number)).drop(number)
+
+    def _in_key_order(self, input_id: str | None, exprs: Sequence[Expr]) -> bool:
+        """Whether ``input_id`` is an ``order`` whose leading keys are ``exprs`` (in any order):
+        its equal keys are adjacent, in order of first appearance."""
+        leading = self._order_exprs.get(input_id or "", [])[: len(exprs)]
+        return len(leading) == len(exprs) and all(e in leading for e in exprs)
+
+    def _runs(
+        self, input_id: str | None, within: str | None, df: DataFrame
+    ) -> tuple[DataFrame, list[Column], str | None]:
+        """``df`` and the columns whose equal values are the runs of ``within`` (none: one run):
+        a segment's keys when ``within`` is the group number of the segment that is the input,
+        else run numbers (returned third, to drop)."""
+        if within is None:
+            return df, [], None
+        path = writable_path(within, "within")
+        segment = self._segments.get(input_id or "")
+        if segment is not None and segment.ref == path and not segment.writes_over_keys():
+            return df, [self.column(e, df) for e in segment.exprs], None
+        run = temp("run")
+        df = with_run_numbers(df, self.field(within, df), seq=SEQ_COLUMN, name=run)
+        return df, [F.col(run)], run
 
     def visit_windowframe(self, op: WindowFrame, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
+        # For a segment + collapsingaggregate that collapses these windows again.
+        self._frames[op.id] = _FrameInput(op, df, op.input)
         within = self.field(op.within, df) if op.within else None
         segment, position = temp("wf_segment"), temp("wf_position")
         df = windowframe_rows(
@@ -267,9 +328,20 @@ class SparkCompiler:
         (df,) = inputs
         segment = self._segments.get(op.input or "")
         group_by = None
-        if segment is not None and segment.fuses_with(op):
+        frame = None
+        carried_keys: dict[int, int] = {}
+        windows = self._frames.get(segment.input_id) if segment is not None else None
+        if segment is not None and windows is not None and windows.fuses_with(segment, op):
+            # Collapsing each window of a windowframe again: aggregates over each record's frame.
+            df, partition, _ = self._runs(windows.input_id, windows.op.within, windows.input)
+            spec = (Window.partitionBy(*partition) if partition else Window).orderBy(SEQ_COLUMN)
+            frame = FrameSpec(spec, windows.op.start, windows.op.end)
+        elif segment is not None and segment.fuses_with(op):
             # The runs of a segment's number are its groups: group the segment's input instead.
             df, group_by = segment.input, segment.keys
+            for i, name in enumerate(op.carryovers):
+                if parse_cached(name) in segment.exprs:
+                    carried_keys[i] = segment.exprs.index(parse_cached(name))
         scalars: list[tuple[Path, Expr]] = []
         calls: list[tuple[str, list[Column]]] = []
         names: list[str] = []
@@ -293,6 +365,8 @@ class SparkCompiler:
             aggregate_names=names,
             carryover_names=carry_names,
             group_by=group_by,
+            carried_keys=carried_keys,
+            frame=frame,
         )
         columns = [(path, F.col(name)) for path, name in zip(carry_paths, carry_names)]
         columns += [(path, _scalar_column(scalar, collapsed)) for path, scalar in scalars]
@@ -300,20 +374,16 @@ class SparkCompiler:
 
     def visit_runningaggregate(self, op: RunningAggregate, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
-        run = temp("running_run")
-        if op.within:
-            df = with_run_numbers(df, self.field(op.within, df), seq=SEQ_COLUMN, name=run)
+        df, partition, run = self._runs(op.input, op.within, df)
         for i, aggregation in enumerate(op.aggregations):
             prefix = temp(f"running{i}_")
             scalar, found = split_calls(aggregation.parsed, FunctionKind.RUNNING, prefix)
             calls = [(call.name, [self.column(arg, df) for arg in call.args]) for call in found]
             names = [f"{prefix}{c}" for c in range(len(found))]
-            df = running_rows(
-                df, calls, partition=run if op.within else None, seq=SEQ_COLUMN, names=names
-            )
+            df = running_rows(df, calls, partition=partition, seq=SEQ_COLUMN, names=names)
             path = writable_path(aggregation.ref, "aggregation ref")
             df = with_path(df, path, _scalar_column(scalar, df)).drop(*names)
-        return df.drop(run) if op.within else df
+        return df.drop(run) if run else df
 
     # -- several inputs --------------------------------------------------------------------
 
@@ -342,6 +412,10 @@ class SparkCompiler:
         return join_rows(left, right, conditions, how=op.type, seq=SEQ_COLUMN)
 
 
+_KEEPS_PARTITION_ORDER = frozenset({"filter", "project", "transform", "flatten"})
+"""Operators whose output rows keep their input's partitions and order within them."""
+
+
 @dataclass(frozen=True)
 class _SegmentInput:
     """A segment's input DataFrame, its key Columns and where it writes the group number."""
@@ -349,6 +423,12 @@ class _SegmentInput:
     input: DataFrame
     keys: list[Column]
     ref: Path
+    exprs: tuple[Expr, ...] = ()
+    input_id: str = ""
+
+    def writes_over_keys(self) -> bool:
+        """Whether the group number is written over (a part of) a key it groups by."""
+        return any(_overlap(_path_of(r), self.ref) for e in self.exprs for r in field_refs(e))
 
     def fuses_with(self, op: CollapsingAggregate) -> bool:
         """Whether ``op`` collapses this segment's groups without reading its group number (nor
@@ -358,6 +438,37 @@ class _SegmentInput:
         paths = [parse_field_ref(name).path for name in (*op.carryovers, op.target) if name]
         paths += [ref.path for a in op.aggregations for ref in field_refs(a.parsed)]
         return not any(_overlap(tuple(str(p) for p in path), self.ref) for path in paths)
+
+
+@dataclass(frozen=True)
+class _FrameInput:
+    """A windowframe, its input DataFrame and input operator id."""
+
+    op: WindowFrame
+    input: DataFrame
+    input_id: str | None
+
+    def fuses_with(self, segment: _SegmentInput, op: CollapsingAggregate) -> bool:
+        """Whether ``segment`` groups these windows by their target (``ref.segment``) and ``op``
+        collapses each group without reading the windowframe's refs: then ``op``'s records are
+        aggregates over each record's frame."""
+        target = writable_path(self.op.segment_ref, "windowframe ref")
+        position = writable_path(self.op.position_ref, "windowframe ref")
+        if len(segment.exprs) != 1 or not isinstance(segment.exprs[0], FieldRef):
+            return False
+        if _path_of(segment.exprs[0]) != target or not segment.fuses_with(op):
+            return False
+        paths = [parse_field_ref(name).path for name in (*op.carryovers, op.target) if name]
+        paths += [ref.path for a in op.aggregations for ref in field_refs(a.parsed)]
+        return not any(
+            _overlap(tuple(str(p) for p in path), written)
+            for path in paths
+            for written in (target, position)
+        )
+
+
+def _path_of(ref: FieldRef) -> tuple[str, ...]:
+    return tuple(str(step) for step in ref.path)
 
 
 def _overlap(path: tuple[str, ...], other: tuple[str, ...]) -> bool:

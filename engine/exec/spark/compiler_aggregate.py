@@ -9,7 +9,10 @@ value; without ``within`` the whole input is one run.
   from its last record whose target is true; a run with no such record emits nothing. With no
   ``within`` and no input, the aggregates of nothing are emitted once (0 for counts, null else).
 * running: every record gets the aggregate of its run up to and including itself (window
-  functions over the sequence, partitioned by the run number).
+  functions over the sequence, partitioned by the run number, or by a segment's keys).
+* over a window frame (a ``windowframe`` whose windows a ``segment`` + ``collapsingaggregate``
+  collapse again): one output record per target record, from the same aggregates over the frame,
+  without copying each record into its windows.
 
 >>> sorted(AGGREGATE_FORMS), sorted(RUNNING_FORMS)
 (['avg', 'count', 'count_distinct', 'max', 'min', 'sum'], ['avg', 'count', 'max', 'min', 'row_number', 'sum'])
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -87,14 +90,22 @@ def collapse_rows(
     aggregate_names: Sequence[str],
     carryover_names: Sequence[str],
     group_by: Sequence[Column] | None = None,
+    carried_keys: dict[int, int] | None = None,
+    frame: FrameSpec | None = None,
 ) -> DataFrame:
     """One row per run with ``aggregate_names[i]`` (aggregate of ``calls[i]``),
     ``carryover_names[i]`` (value of ``carryovers[i]``) and the run's first sequence number in
     ``seq``.
 
     ``group_by`` replaces runs by groups of equal key values wherever they are (what the runs of a
-    segment's group number are): a plain, parallel ``groupBy``, ordered by first appearance."""
+    segment's group number are): a plain, parallel ``groupBy``, ordered by first appearance;
+    ``carried_keys`` maps a carryover that is key ``j`` to ``j`` (read from the group's key, so the
+    aggregation stays a hash aggregate). ``frame`` replaces runs by each record's window frame."""
     calls = prepare_arguments(df, calls)
+    if frame is not None:
+        return _collapse_frames(
+            df, calls, carryovers, target, frame, seq, aggregate_names, carryover_names
+        )
     aggregates = [
         AGGREGATE_FORMS[name](*args).alias(alias)
         for (name, args), alias in zip(calls, aggregate_names, strict=True)
@@ -103,26 +114,29 @@ def collapse_rows(
     has_target = temp("has_target")
     if target is not None:
         chosen = F.when(target, F.col(seq))
+    carried_keys = carried_keys if group_by is not None else {}
     carried = [
         F.max_by(value, chosen).alias(alias)
-        for value, alias in zip(carryovers, carryover_names, strict=True)
+        for i, (value, alias) in enumerate(zip(carryovers, carryover_names, strict=True))
+        if i not in (carried_keys or {})
     ]
     extras = [F.max(chosen).alias(has_target)] if target is not None else []
     first = F.min(seq).alias(seq)
     if group_by is not None:
-        keys = list(group_by)
+        keys = [key.alias(temp(f"key{i}")) for i, key in enumerate(group_by)]
         if not keys:  # one group, and none for no input (a literal key would be an ordinal)
-            df = df.withColumn(temp("one_group"), F.lit(0))
-            keys = [F.col(temp("one_group"))]
+            keys = [F.lit(0).alias(temp("one_group"))]
         grouped = df.groupBy(*keys).agg(*aggregates, *carried, *extras, first)
+        for i, key in (carried_keys or {}).items():
+            grouped = grouped.withColumn(carryover_names[i], F.col(temp(f"key{key}")))
         grouped = grouped.select(
             *aggregate_names,
             *carryover_names,
             *[n for n in (has_target, seq) if n in grouped.columns],
         )
     elif within is None:
-        grouped = df.agg(*aggregates, *carried, *extras, first)
-        grouped = grouped.withColumn(seq, F.coalesce(F.col(seq), F.lit(0).cast("long")))
+        grouped = df.agg(*aggregates, *carried, *extras)
+        grouped = grouped.withColumn(seq, F.lit(0).cast("long"))  # one record
     else:
         run = temp("ca_run")
         grouped = (
@@ -134,6 +148,61 @@ def collapse_rows(
     if target is not None:
         grouped = grouped.where(F.col(has_target).isNotNull()).drop(has_target)
     return grouped
+
+
+class FrameSpec:
+    """A window frame over the records: ``spec`` (partitioned by runs, ordered by the sequence,
+    rows ``start`` to ``end`` around each record; None is unbounded)."""
+
+    def __init__(self, spec: WindowSpec, start: int | None, end: int | None) -> None:
+        self.start, self.end = start, end
+        self.spec = spec.rowsBetween(
+            Window.unboundedPreceding if start is None else start,
+            Window.unboundedFollowing if end is None else end,
+        )
+
+    @property
+    def holds_current_row(self) -> bool:
+        return (self.start is None or self.start <= 0) and (self.end is None or self.end >= 0)
+
+
+def _collapse_frames(
+    df: DataFrame,
+    calls: Sequence[AggregateCall],
+    carryovers: Sequence[Column],
+    target: Column | None,
+    frame: FrameSpec,
+    seq: str,
+    aggregate_names: Sequence[str],
+    carryover_names: Sequence[str],
+) -> DataFrame:
+    """One row per record whose frame is not empty: the aggregates and carryovers of its frame
+    (carryovers from the frame's last record, or its last whose target is true)."""
+    over = frame.spec
+    columns = []
+    for (name, args), alias in zip(calls, aggregate_names, strict=True):
+        if name == "count_distinct":  # Spark has no distinct window aggregates
+            value = F.size(F.collect_set(*args).over(over))
+        else:
+            value = AGGREGATE_FORMS[name](*args).over(over)
+        columns.append(value.alias(alias))
+    chosen = F.col(seq) if target is None else F.when(target, F.col(seq))
+    for value, alias in zip(carryovers, carryover_names, strict=True):
+        if target is None and frame.end == 0:
+            columns.append(value.alias(alias))  # the frame ends at the record itself
+        else:
+            columns.append(F.max_by(value, chosen).over(over).alias(alias))
+    keep = None
+    if target is not None:
+        keep = F.max(chosen).over(over).isNotNull()
+    elif not frame.holds_current_row:
+        keep = F.count(F.lit(1)).over(over) > 0
+    if keep is not None:
+        columns.append(keep.alias(temp("keep")))
+    out = df.select(*columns, F.col(seq))
+    if keep is not None:
+        out = out.where(F.col(temp("keep"))).drop(temp("keep"))
+    return out
 
 
 def target_is_true(df: DataFrame, value: Column) -> Column:
@@ -148,14 +217,16 @@ def running_rows(
     df: DataFrame,
     calls: Sequence[AggregateCall],
     *,
-    partition: str | None,
+    partition: str | Sequence[Column] | None,
     seq: str,
     names: Sequence[str],
 ) -> DataFrame:
     """``df`` with ``names[i]`` = the running value of ``calls[i]`` (see the module docstring);
-    ``partition`` names a column of run numbers (:func:`with_run_numbers`), None for one run."""
+    ``partition`` names a column of run numbers (:func:`with_run_numbers`) or gives the columns
+    whose equal values are a run, None for one run."""
     calls = prepare_arguments(df, calls)
-    ordered = (Window.partitionBy(partition) if partition else Window).orderBy(seq)
+    columns = [partition] if isinstance(partition, str) else list(partition or [])
+    ordered = (Window.partitionBy(*columns) if columns else Window).orderBy(seq)
     framed = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     for (name, args), alias in zip(calls, names, strict=True):
         if name == "row_number":

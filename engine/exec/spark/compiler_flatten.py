@@ -16,14 +16,14 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.exec.spark.compiler_order import renumber, temp
+from engine.exec.spark.compiler_order import sequence_pair, temp
 
 FLATTEN_POSITION = temp("flatten_pos")
 
 
 def flatten_rows(df: DataFrame, value: Column, *, seq: str, name: str) -> DataFrame:
     """``df`` with column ``name`` holding each element of ``value`` (see the module docstring);
-    records are renumbered in (record, element) order."""
+    the records' order is (record, element): a sequence pair, no sort."""
     dtype = df.select(value.alias("v")).schema.fields[0].dataType
     if isinstance(dtype, T.VariantType):
         # A UNION value: a variant array gives its elements, anything else (null included) itself.
@@ -34,4 +34,6 @@ def flatten_rows(df: DataFrame, value: Column, *, seq: str, name: str) -> DataFr
     else:
         return df.withColumn(name, value)
     exploded = df.select("*", F.posexplode(items).alias(FLATTEN_POSITION, name))
-    return renumber(exploded, [F.col(seq), F.col(FLATTEN_POSITION)], seq=seq).drop(FLATTEN_POSITION)
+    seq_type = df.schema[seq].dataType
+    order = sequence_pair(F.col(seq), seq_type, F.col(FLATTEN_POSITION), T.IntegerType())
+    return exploded.withColumn(seq, order).drop(FLATTEN_POSITION)

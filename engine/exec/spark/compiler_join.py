@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.errors import DrillError
-from engine.exec.spark.compiler_order import renumber, temp
+from engine.exec.spark.compiler_order import PAIR, pair_decimal, sequence_pair, temp
 
 RELATIONSHIPS: dict[str, Callable[[object, object], object]] = {
     "==": operator.eq,
@@ -94,8 +95,29 @@ def join_rows(
                 deep_merge(l_col, r_col, left_types[name], right_types[name], name=name).alias(name)
             )
     output = joined.select(*merged, F.col(left_seq), F.col(right_seq))
-    order = [F.col(left_seq).asc_nulls_last(), F.col(right_seq).asc_nulls_first()]
-    return renumber(output, order, seq=seq).drop(left_seq, right_seq)
+    order = join_sequence(
+        F.col(left_seq), left.schema[seq].dataType, F.col(right_seq), right.schema[seq].dataType
+    )
+    return output.withColumn(seq, order).drop(left_seq, right_seq)
+
+
+def join_sequence(
+    left_seq: Column, left_type: T.DataType, right_seq: Column, right_type: T.DataType
+) -> Column:
+    """The sequence value of a joined record (R-JOIN-ORDER): left-major, a left record's
+    unmatched row before its matches, unmatched right records (no left) last."""
+    if isinstance(left_type, T.LongType) and isinstance(right_type, T.LongType):
+        # Unmatched right records take 2**63 on the left, past every long; the right side moves
+        # up by one so that 0 is "no match" (the sum stays below 10**38).
+        left_key = F.coalesce(left_seq.cast(PAIR), F.lit(Decimal(2**63)).cast(PAIR))
+        right_key = F.coalesce(right_seq.cast(PAIR) + F.lit(1), F.lit(0).cast(PAIR))
+        return pair_decimal(left_key, right_key)
+    return F.struct(
+        left_seq.isNull().alias("a"),
+        left_seq.alias("l"),
+        right_seq.isNotNull().alias("b"),
+        right_seq.alias("r"),
+    )
 
 
 def deep_merge(
@@ -140,11 +162,27 @@ def deep_merge(
 def union_rows(inputs: Sequence[DataFrame], *, distinct: bool, seq: str) -> DataFrame:
     """The records of ``inputs`` one input after the other; ``distinct`` keeps first occurrences."""
     index = temp("union_input")
+    types = [df.schema[seq].dataType for df in inputs]
+    if any(t != types[0] for t in types):
+        # One struct type for every input: field i holds input i's sequence, the others are null.
+        inputs = [
+            df.withColumn(
+                seq,
+                F.struct(
+                    *[
+                        (F.col(seq) if j == i else F.lit(None).cast(t)).alias(f"s{j}")
+                        for j, t in enumerate(types)
+                    ]
+                ),
+            )
+            for i, df in enumerate(inputs)
+        ]
     tagged = [df.withColumn(index, F.lit(i)) for i, df in enumerate(inputs)]
     combined = tagged[0]
     for df in tagged[1:]:
         combined = combined.unionByName(df, allowMissingColumns=True)
-    combined = renumber(combined, [F.col(index), F.col(seq)], seq=seq).drop(index)
+    order = sequence_pair(F.col(index), T.IntegerType(), F.col(seq), inputs[0].schema[seq].dataType)
+    combined = combined.withColumn(seq, order).drop(index)
     if not distinct:
         return combined
     names = [_quoted(n) for n in record_names(combined, seq)]

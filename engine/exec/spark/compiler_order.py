@@ -1,10 +1,16 @@
 """Order on Spark: the sequence column, runs of equal values, ``order`` and ``limit``.
 
-Spark keeps no row order across shuffles, so every DataFrame of a run carries a *sequence column*
-(a long, increasing in record order). An operator that keeps the order keeps the column; one that
-makes a new order sorts by what defines it and numbers the rows again (:func:`renumber`:
-``monotonically_increasing_id`` right above the sort is increasing in sort order, because a sort's
-partitions are ranges in order and each is read in order).
+Spark keeps no row order across shuffles, so every DataFrame of a run carries a *sequence column*:
+any orderable value, increasing in record order (smaller is earlier). An operator that keeps the
+order keeps the column. One that makes a new order does not sort: it builds a new sequence value
+from what defines the order (:func:`lazy_order`, :func:`sequence_pair`), and only what needs the
+order sorts by it (a store whose plan orders its records, ``limit``, a queue sink). So a plan whose
+order no one observes runs without a sort, and Spark prunes the unused sequence values.
+
+Two longs pair into a ``decimal(38, 0)`` (``a * 2**63 + b``): still a fixed-width value, so
+aggregates over it (a group's first record) stay hash aggregates; anything else pairs into a struct.
+:func:`renumber` (sort, then ``monotonically_increasing_id``, increasing in sort order because a
+sort's partitions are ranges in order) is left for where a dense order is needed.
 
 >>> temp("run")
 '__drill_run'
@@ -13,9 +19,11 @@ partitions are ranges in order and each is read in order).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 TEMP_PREFIX = "__drill_"
 """Columns the compiler adds for a while start with this; records never see them."""
@@ -29,6 +37,63 @@ def temp(name: str) -> str:
 def renumber(df: DataFrame, order: Sequence[Column | str], *, seq: str) -> DataFrame:
     """``df`` sorted by ``order`` with a new sequence column ``seq`` that follows that order."""
     return df.orderBy(*order).withColumn(seq, F.monotonically_increasing_id())
+
+
+PAIR = T.DecimalType(38, 0)
+"""The type of two paired long sequence values (``a * 2**63 + b`` fits 38 digits)."""
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+
+
+def sequence_pair(
+    first: Column, first_type: T.DataType, second: Column, second_type: T.DataType
+) -> Column:
+    """A sequence value ordering by ``first``, then ``second`` (each non-null, and for longs at
+    most ``2**63``): a ``decimal(38, 0)`` for two integers, a struct otherwise."""
+    if isinstance(first_type, _INTEGRAL) and isinstance(second_type, _INTEGRAL):
+        return pair_decimal(first, second)
+    return F.struct(first.alias("a"), second.alias("b"))
+
+
+def pair_decimal(first: Column, second: Column) -> Column:
+    """``first * 2**63 + second`` as a ``decimal(38, 0)`` (both non-negative, at most ``2**63``)."""
+    return first.cast(PAIR) * F.lit(Decimal(2**63)).cast(PAIR) + second.cast(PAIR)
+
+
+def lazy_order(
+    keys: Sequence[tuple[Column, str, str]], types: Sequence[T.DataType], *, seq: str
+) -> Column | None:
+    """A sequence value that orders like :func:`sort_columns` (keys, then ``seq``), or None when a
+    key's type has no order-reversing encoding (``desc`` on strings)."""
+    parts: list[Column] = []
+    for (value, direction, nulls), dtype in zip(keys, types, strict=True):
+        parts.append(value.isNull() if nulls == "last" else value.isNotNull())
+        encoded = _ascending(value, dtype) if direction != "desc" else _descending(value, dtype)
+        if encoded is None:
+            return None
+        parts.extend(encoded)
+    parts.append(F.col(seq))
+    return F.struct(*[part.alias(f"k{i}") for i, part in enumerate(parts)])
+
+
+def _ascending(value: Column, dtype: T.DataType) -> list[Column] | None:
+    return [value]
+
+
+def _descending(value: Column, dtype: T.DataType) -> list[Column] | None:
+    """Values that sort ascending as ``value`` sorts descending (nulls are placed by a flag)."""
+    if isinstance(dtype, _INTEGRAL):
+        return [F.bitwise_not(value)]  # -x - 1: reverses the order and never overflows
+    if isinstance(dtype, T.FloatType | T.DoubleType):
+        return [~F.isnan(value), -value]  # Spark orders NaN above every number
+    if isinstance(dtype, T.DecimalType):
+        return [-value]
+    if isinstance(dtype, T.BooleanType):
+        return [~value]
+    if isinstance(dtype, T.DateType):
+        return [-F.unix_date(value)]
+    if isinstance(dtype, T.TimestampType):
+        return [-F.unix_micros(value)]
+    return None
 
 
 def sort_columns(keys: Sequence[tuple[Column, str, str]], *, seq: str) -> list[Column]:
@@ -71,10 +136,15 @@ def order_rows(
     *,
     seq: str,
     within: Column | None = None,
+    types: Sequence[T.DataType] | None = None,
 ) -> DataFrame:
-    """``df`` sorted stably by ``keys``; with ``within``, inside each run of equal ``within`` values
-    (runs stay in place)."""
+    """``df`` in stable ``keys`` order; with ``within``, inside each run of equal ``within`` values
+    (runs stay in place). Without ``within``, and with the key ``types``, the order is a new
+    sequence value (:func:`lazy_order`) rather than a sort."""
     if within is None:
+        lazy = lazy_order(keys, types, seq=seq) if types is not None else None
+        if lazy is not None:
+            return df.withColumn(seq, lazy)
         return renumber(df, sort_columns(keys, seq=seq), seq=seq)
     run = temp("order_run")
     df = with_run_numbers(df, within, seq=seq, name=run)

@@ -5,15 +5,18 @@ the operator's ``ref`` paths.
 
 * segment: records grouped globally by the key values, groups in order of first appearance,
   records in input order inside a group, group numbers 1, 2, 3, ... in that order (R-SEG-ORDER).
-  The first sequence number of each group (a window ``min`` partitioned by the keys) orders the
-  groups; the group number is its ``dense_rank``.
+  The first sequence value of each group (a window ``min`` partitioned by the keys) orders the
+  groups: the new sequence value is (group's first, record's), and the group number is the
+  ``dense_rank`` of the group's first. Spark computes the number only if something reads it;
+  an input already in key order keeps its sequence.
 * windowframe: for target record *k* (0-based global index), one copy of every record *j* with
   ``k + start <= j <= k + end`` inside *k*'s run of equal ``within`` values, in (k, j) order, with
   ``segment = k`` and ``position = j - k`` (R-WF-POS). The members are gathered by
   ``collect_list`` over a row frame of the run (no self-join) and exploded.
 
 The global numbering (group numbers, record indexes, runs) runs in window functions over the
-sequence column without a partition, that is in one partition.
+sequence column without a partition, that is in one partition; :func:`frame_window` gives the
+partitioned window where the runs are a segment's groups.
 
 >>> quote_name("a.b")
 '`a.b`'
@@ -25,23 +28,27 @@ from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from engine.exec.spark.compiler_order import renumber, temp, with_row_index, with_run_numbers
+from engine.exec.spark.compiler_order import sequence_pair, temp, with_row_index, with_run_numbers
 from engine.exec.spark.paths import quote_name
 
 
-def segment_rows(df: DataFrame, keys: Sequence[Column], *, seq: str, name: str) -> DataFrame:
+def segment_rows(
+    df: DataFrame, keys: Sequence[Column], *, seq: str, name: str, grouped: bool = False
+) -> DataFrame:
     """``df`` grouped by ``keys`` (see the module docstring), the 1-based group number in ``name``
-    (a long)."""
+    (a long). ``grouped`` says the input is already in key order (equal keys are adjacent, in
+    order of first appearance): the sequence stays."""
     if not keys:
         return df.withColumn(name, F.lit(1).cast("long"))
     first = temp(f"{name}_first")
+    seq_type = df.schema[seq].dataType
     df = df.withColumn(first, F.min(seq).over(Window.partitionBy(*keys)))
-    return (
-        df.withColumn(name, F.dense_rank().over(Window.orderBy(first)).cast("long"))
-        .withColumn(seq, F.row_number().over(Window.orderBy(first, seq)).cast("long"))
-        .drop(first)
-    )
+    df = df.withColumn(name, F.dense_rank().over(Window.orderBy(first)).cast("long"))
+    if not grouped:
+        df = df.withColumn(seq, sequence_pair(F.col(first), seq_type, F.col(seq), seq_type))
+    return df.drop(first)
 
 
 def windowframe_rows(
@@ -74,12 +81,10 @@ def windowframe_rows(
     )
     copies = windows.select(segment, F.posexplode(members).alias(temp("wf_pos"), member))
     value = F.col(member)
-    return renumber(
-        copies.select(
-            *[value.getField(n).alias(n) for n in names],
-            F.col(segment),
-            (value.getField(index) - F.col(segment)).alias(position),
-        ),
-        [F.col(segment), F.col(position)],
-        seq=seq,
+    j = value.getField(index)
+    return copies.select(
+        *[value.getField(n).alias(n) for n in names],
+        F.col(segment),
+        (j - F.col(segment)).alias(position),
+        sequence_pair(F.col(segment), T.LongType(), j, T.LongType()).alias(seq),
     )

@@ -1,0 +1,73 @@
+"""Running a benchmark plan, and checking that ours and the hand-written query agree.
+
+>>> same_records([{"a": 1.0}], [{"a": 1.0 + 1e-12}], ordered=True)
+True
+>>> same_records([{"a": 1}, {"a": 2}], [{"a": 2}, {"a": 1}], ordered=False)
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from engine.run import RunResult, run_plan
+
+PLANS = Path(__file__).resolve().parent / "plans"
+
+
+def load_plan(name: str, data: Path, out: Path) -> dict[str, Any]:
+    """Plan ``name`` reading ``data`` and storing under ``out``."""
+    plan = json.loads((PLANS / f"{name}.json").read_text())
+    plan["storage"]["data"]["root"] = str(data)
+    plan["storage"]["out"]["root"] = str(out)
+    return plan
+
+
+def run_ours(spark: Any, name: str, data: Path, out: Path) -> RunResult:
+    """Plan ``name`` on the Spark executor, storing under ``out``."""
+    return run_plan(load_plan(name, data, out), executor="spark", spark=spark)
+
+
+def stored_rows(result: RunResult) -> list[dict[str, Any]]:
+    """The records the plan's store wrote, in file order."""
+    (store,) = result.stores
+    files = sorted(store.files) if store.files else [store.location]
+    return [row for f in files for row in pq.read_table(f).to_pylist()]
+
+
+def written_rows(directory: Path) -> list[dict[str, Any]]:
+    """The records Spark wrote to ``directory``, in part-file order."""
+    files = sorted(p for p in directory.glob("part-*") if p.suffix == ".parquet")
+    return [row for f in files for row in pq.read_table(f).to_pylist()]
+
+
+def same_records(
+    ours: list[dict[str, Any]], theirs: list[dict[str, Any]], *, ordered: bool
+) -> bool:
+    """Equal records (floats to 1e-9 relative: sums may add in another order)."""
+    if len(ours) != len(theirs):
+        return False
+    if not ordered:
+        ours, theirs = sorted(ours, key=_sort_key), sorted(theirs, key=_sort_key)
+    return all(_same(a, b) for a, b in zip(ours, theirs))
+
+
+def _sort_key(row: dict[str, Any]) -> str:
+    return json.dumps(
+        {k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()},
+        sort_keys=True,
+        default=str,
+    )
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return a == b
