@@ -188,16 +188,19 @@ def is_union(dtype: pa.DataType) -> bool:
 
 
 def json_text(value: object) -> str | None:
-    """The JSON text a UNION column stores for a Python value (None stays null).
+    """The JSON text a UNION column stores for a Python value (None stays null); map keys are
+    sorted and the text compact (as Spark writes a VARIANT), so equal values have equal texts.
 
-    >>> json_text({"t": [1, 2.5, "x"]}), json_text(None)
-    ('{"t": [1, 2.5, "x"]}', None)
+    >>> json_text({"t": [1, 2.5, "x"], "a": None}), json_text(None)
+    ('{"a":null,"t":[1,2.5,"x"]}', None)
     """
     if value is None:
         return None
     from engine.storage.formats.json import json_default
 
-    return json.dumps(value, default=json_default, ensure_ascii=False)
+    return json.dumps(
+        value, default=json_default, ensure_ascii=False, sort_keys=True, separators=(",", ":")
+    )
 
 
 def union_array(values: list[object] | pa.Array | pa.ChunkedArray) -> pa.ExtensionArray:
@@ -214,6 +217,16 @@ def union_array(values: list[object] | pa.Array | pa.ChunkedArray) -> pa.Extensi
         values = values.to_pylist()
     storage = pa.array([json_text(v) for v in values], pa.string())
     return pa.ExtensionArray.from_storage(UNION_ARROW, storage)
+
+
+def union_text(array: pa.Array) -> pa.Array:
+    """A UNION array as text: a string value as itself, any other value as its JSON text.
+
+    >>> union_text(union_array(["a", 1, [True]])).to_pylist()
+    ['a', '1', '[true]']
+    """
+    values = array.to_pylist()
+    return pa.array([v if v is None or isinstance(v, str) else json_text(v) for v in values])
 
 
 # ---------------------------------------------------------------- Arrow

@@ -37,7 +37,7 @@ from engine.exec.local.functions_arrow import (
 from engine.exec.local.trees import get_path
 from engine.expr.functions import lookup_function
 from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse, Literal
-from engine.types import is_union, to_arrow
+from engine.types import is_union, to_arrow, union_text
 
 FieldResolver = Callable[[FieldRef], pa.Array]
 """Where field references read their values: the batch, or a prepared view (nested filtering)."""
@@ -116,6 +116,8 @@ def _eval(expr: Expr, length: int, resolve: FieldResolver) -> Value:
         return _if_else(expr, length, resolve)
     if isinstance(expr, Cast):
         inner = _eval(expr.expr, length, resolve)
+        if is_union(inner.type):
+            inner = union_text(inner)  # a UNION casts as its text (strings as themselves)
         return _guard(expr, lambda: cast_value(inner, expr.type.minor))
     raise EvaluationError(f"cannot evaluate {type(expr).__name__} `{expr}`", expression=str(expr))
 

@@ -38,6 +38,7 @@ from engine.exec.local.trees import get_path
 from engine.exec.protocol import BatchOperator, IterOutcome, SingleInputOperator
 from engine.expr import Expr, parse_expression, parse_field_ref
 from engine.plan.operators import Limit, Order
+from engine.types import is_union as is_drill_union
 
 SortKey = tuple[str, str]
 
@@ -54,6 +55,11 @@ def sort_indices(
     """
     for values, _, _ in keys:
         if not _sortable(values.type):
+            if is_drill_union(values.type):
+                raise DrillError(
+                    "cannot order by a UNION value (its records hold values of several kinds)",
+                    hint="order by cast(x as VARCHAR) or another typed expression of it",
+                )
             raise DrillError(
                 f"cannot order by a value of type {values.type}",
                 hint="order by a scalar member of the map or array instead",
@@ -79,7 +85,7 @@ def sort_indices(
 
 
 def _sortable(dtype: pa.DataType) -> bool:
-    nested = pa.types.is_nested(dtype) or pa.types.is_union(dtype)
+    nested = pa.types.is_nested(dtype) or pa.types.is_union(dtype) or is_drill_union(dtype)
     return not nested
 
 

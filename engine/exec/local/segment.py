@@ -9,6 +9,7 @@ order inside a group. It writes the group's number (1, 2, 3, ... in that order) 
 >>> from engine.exec.local.registry import ExecContext
 >>> from engine.exec.protocol import BatchSource, FragmentExecutor
 >>> from engine.plan.operators import Segment
+from engine.types import is_union
 >>> source = BatchSource("1", [pa.record_batch({"g": ["b", "a", "b", None]})])
 >>> op = create_segment(Segment(id="2", ref="seg", exprs=["g"]), [source], ExecContext())
 >>> FragmentExecutor(op).run().to_pylist()  # doctest: +NORMALIZE_WHITESPACE
@@ -31,6 +32,7 @@ from engine.exec.local.trees import set_path
 from engine.exec.protocol import BatchOperator, SingleInputOperator
 from engine.expr import parse_expression, parse_field_ref
 from engine.plan.operators import Segment
+from engine.types import is_union
 
 
 def group_numbers(columns: Sequence[pa.Array], length: int) -> np.ndarray:
@@ -59,6 +61,8 @@ def _codes(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
         return _codes(array.dictionary_decode())
     if pa.types.is_null(dtype):
         return np.zeros(len(array), dtype=np.int64)
+    if is_union(dtype):  # JSON texts with sorted keys: equal texts are equal values
+        return _codes(array.storage)
     if pa.types.is_struct(dtype):
         members = [_codes(pc.struct_field(array, [i])) for i in range(dtype.num_fields)]
         return _combine([_validity(array), *members])

@@ -357,6 +357,8 @@ def test_union_columns_flatten_and_compare_alike(spark: Any) -> None:
     assert_same_records(
         build_plan(records, [{"op": "filter", "expr": 'tags == "solo"'}], None, []), spark
     )
+    by_text = [{"op": "order", "orderings": [{"expr": "cast(tags as VARCHAR)"}]}]
+    assert_same_records(build_plan(records, by_text, None, []), spark)
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "json"])

@@ -127,6 +127,6 @@ def test_a_provided_varchar_type_takes_a_union_column_as_text(tmp_path: Path) ->
     (tmp_path / "a.json").write_text('{"x": [1, "a"]}\n{"x": "s"}\n{"x": 2}\n{"x": {"k": null}}\n')
     scan = FileScan(_engine(tmp_path), {"path": "a.json", "schema": {"x": "VARCHAR"}})
     rows = [r["x"] for b in scan.batches() for r in b.to_pylist()]
-    assert rows == ['[1, "a"]', "s", "2", '{"k": null}']
+    assert rows == ['[1,"a"]', "s", "2", '{"k":null}']
     with pytest.raises(SchemaConflictError, match="from BIGINT to UNION"):
         list(FileScan(_engine(tmp_path), {"path": "a.json", "schema": {"x": "BIGINT"}}).batches())

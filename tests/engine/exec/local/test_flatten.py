@@ -7,7 +7,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from corpus import check_case, load_cases
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.exec.local.flatten import create_flatten, flatten_values
@@ -99,6 +99,7 @@ def test_flatten_of_a_sliced_array() -> None:
     assert elements.to_pylist() == [1, 2, None, 3]
 
 
+@settings(deadline=None)  # a loaded 2-core machine can take seconds for one example
 @given(st.lists(st.one_of(st.none(), st.lists(st.integers(0, 9), max_size=4)), max_size=12))
 def test_flatten_matches_the_record_by_record_rule(values: list[list[int] | None]) -> None:
     batch = pa.record_batch(
