@@ -135,7 +135,8 @@ class SchemaConflictError(DrillError):
         old_type: str,
         new_type: str,
         file: str | None = None,
-        hint: str | None = "give the column a type in the selection's `schema`, or use schemaMode: change",
+        hint: str
+        | None = "give the column a type in the selection's `schema`, or use schemaMode: change",
     ) -> None:
         self.column = column
         self.old_type = old_type

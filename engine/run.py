@@ -114,11 +114,33 @@ def run_plan(
         classpath=[Path(p) for p in classpath],
         console_stream=console_stream,
     )
+    check_paths(logical, engines)
     if executor == "spark":
         from engine.exec.spark.executor import run_spark
 
         return run_spark(logical, engines=engines, params=dict(params or {}), spark=spark)
     return _run_local(logical, engines, dict(params or {}))
+
+
+def check_paths(plan: LogicalPlan, engines: Mapping[str, Any]) -> None:
+    """Reject every bad scan selection and store target before anything is read or written.
+
+    A path that leaves its engine's root (``..``, a ``file:`` URL elsewhere, a symlink pointing
+    out), a URL scheme the engine does not serve, an unknown format or option: a
+    :class:`~engine.errors.StorageError` naming the operator, so a plan with a bad second store
+    does not write its first one.
+    """
+    for op in plan.query:
+        engine = engines.get(getattr(op, "storage_engine", None) or "")
+        if engine is None:
+            continue
+        try:
+            if isinstance(op, Scan):
+                engine.check_selection(op.selection)
+            elif isinstance(op, Store):
+                engine.check_target(op.target)
+        except StorageError as err:
+            raise StorageError(f"{op.op} {op.id}: {err.message}", hint=err.hint) from None
 
 
 _PARAM = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
