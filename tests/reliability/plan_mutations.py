@@ -117,7 +117,7 @@ HOSTILE_TEXT = [
     "lambda: 0",
     "\x00",
     "e.a\x00",
-    "é.ü + 𝔘",
+    "é.ü + \U0001d518",
     "'unterminated",
     "e.a[",
     "e.a[-1]",
