@@ -105,6 +105,7 @@ class FileScan:
         reader = self.engine.open_reader(file, self.selection)
         table = reader.read_arrow()
         if table is not None:
+            self.skipped += reader.skipped  # rows the fast path dropped under onError: skip
             yield from table.to_batches(max_chunksize=self.batch_rows)
             return
         loader = ResultSetLoader(

@@ -167,7 +167,9 @@ def test_cli_rejects_mutants_with_exit_1_and_a_message(
     plan = write_mutant(directory, mutant)
     capsys.readouterr()
     for command in ("validate", "explain", "run"):
-        with time_bound(120 if command == "run" else PER_EXAMPLE_SECONDS, f"drill-dagster {command}"):
+        with time_bound(
+            120 if command == "run" else PER_EXAMPLE_SECONDS, f"drill-dagster {command}"
+        ):
             code = run([command, str(plan)])
         err = capsys.readouterr().err
         assert "Traceback" not in err and "internal error" not in err, err
