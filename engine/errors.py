@@ -167,3 +167,7 @@ class StorageError(DrillError):
         if line is not None:
             where += f":{line}" + (f":{column}" if column is not None else "")
         super().__init__(f"{where}: {message}" if where else message, hint=hint)
+
+
+class RootEscapeError(StorageError):
+    """A path that would leave its storage engine's root (found while listing: a symlink out)."""

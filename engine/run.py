@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.errors import PlanError, StorageError
+from engine.errors import PlanError, RootEscapeError, StorageError
 from engine.plan import LogicalPlan, parse_plan
 from engine.plan.operators import Scan, Store
 from engine.storage.engines import ConsoleEngine, create_engine
@@ -137,10 +137,22 @@ def check_paths(plan: LogicalPlan, engines: Mapping[str, Any]) -> None:
         try:
             if isinstance(op, Scan):
                 engine.check_selection(op.selection)
+                _check_listing(engine, op.selection)
             elif isinstance(op, Store):
                 engine.check_target(op.target)
         except StorageError as err:
             raise StorageError(f"{op.op} {op.id}: {err.message}", hint=err.hint) from None
+
+
+def _check_listing(engine: Any, selection: Any) -> None:
+    """A symlink out of the root inside a selected directory: found by listing. Other listing
+    problems (a path a store of this plan has yet to write) are the run's to report."""
+    try:
+        engine.list_files(selection)
+    except RootEscapeError:
+        raise
+    except StorageError:
+        pass
 
 
 _PARAM = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
