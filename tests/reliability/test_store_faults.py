@@ -201,3 +201,52 @@ def test_two_writers_of_one_target_never_mix(tmp_path: Path) -> None:
     ):
         write_store(engine, target, table_for(9, [0]), lock_timeout=0.2)
     assert state(tmp_path / "t", partitioned=False) == seen
+
+
+def test_two_dagster_runs_of_one_asset_at_once(tmp_path: Path) -> None:
+    """Two runs materialize the same asset at the same time: the second waits for the first's
+    lock; both succeed and the asset holds one version of the rows, once."""
+    from dagster import DagsterInstance, materialize
+
+    from drill_dagster import load_definitions
+
+    plans, raw = tmp_path / "plans", tmp_path / "data" / "raw"
+    plans.mkdir()
+    raw.mkdir(parents=True)
+    rows = 100_000
+    (raw / "events.json").write_text("".join(f'{{"n": {i}}}\n' for i in range(rows)))
+    plan = {
+        "storage": {
+            "raw": {"type": "fs", "root": "../data/raw"},
+            "lake": {"type": "fs", "root": "../data/lake"},
+        },
+        "query": [
+            {"@id": 1, "op": "scan", "storageengine": "raw", "ref": "e",
+             "selection": {"path": "events.json", "format": "json"}},
+            {"@id": 2, "op": "project", "input": 1,
+             "projections": [{"ref": "output.n", "expr": "e.n"}]},
+            {"@id": 3, "op": "store", "input": 2, "storageengine": "lake",
+             "target": {"path": "copied", "format": "parquet"}},
+        ],
+    }  # fmt: skip
+    (plans / "copy.json").write_text(json.dumps(plan))
+    defs = load_definitions(plans, executor="local")
+    outcomes: list[bool] = []
+
+    def one_run() -> None:
+        with DagsterInstance.ephemeral() as instance:
+            result = materialize(list(defs.assets), resources=defs.resources, instance=instance)
+            outcomes.append(result.success)
+
+    threads = [threading.Thread(target=one_run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes == [True, True]
+    lake = tmp_path / "data" / "lake"
+    assert sorted(ds.dataset(lake / "copied").to_table().column("n").to_pylist()) == list(
+        range(rows)
+    )
+    versions = [p.name for p in lake.iterdir() if p.name.startswith(".copied.v-")]
+    assert len(versions) == 1 and not [p for p in lake.iterdir() if ".staging-" in p.name]
