@@ -328,11 +328,12 @@ def test_the_web_ui_started_by_the_project_binds_to_localhost() -> None:
 
 
 def test_dagster_dev_defaults_to_localhost() -> None:
-    """`dagster dev` without -h listens on 127.0.0.1 in the pinned dagster."""
-    from click.testing import CliRunner
+    """`dagster dev` without -h passes no host to the webserver, whose default is 127.0.0.1."""
     from dagster._cli.dev import dev_command
+    from dagster_webserver.cli import DEFAULT_WEBSERVER_HOST, dagster_webserver
 
-    help_text = CliRunner().invoke(dev_command, ["--help"]).output
-    assert re.search(r"--host.*\n?.*127\.0\.0\.1|localhost", help_text) or "127.0.0.1" in str(
-        [p.default for p in dev_command.params if p.name == "host"]
-    )
+    assert DEFAULT_WEBSERVER_HOST == "127.0.0.1"
+    (host,) = [p for p in dagster_webserver.params if p.name == "host"]
+    assert host.default == "127.0.0.1"
+    (dev_host,) = [p for p in dev_command.params if p.name == "host"]
+    assert not isinstance(dev_host.default, str)  # unset: the webserver's default applies
