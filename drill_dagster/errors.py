@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dagster import DagsterInvalidDefinitionError, Failure
 
-from engine.errors import DrillError
+from engine.errors import DrillError, ExpressionSyntaxError, PlanError, PlanningError
 
 
 class DrillDefinitionsError(DagsterInvalidDefinitionError):
@@ -40,4 +40,7 @@ class DrillFailure(Failure):
         message = str(error)
         if where:
             message = f"{where}: {message}"
-        return DrillFailure(description=message, allow_retries=False)
+        # A plan mistake fails the same way every time; a failure while running (a file that
+        # vanished, a lost executor) may not, so a RetryPolicy the user set may rerun the step.
+        fixed = isinstance(error, PlanError | PlanningError | ExpressionSyntaxError)
+        return DrillFailure(description=message, allow_retries=not fixed)

@@ -26,7 +26,7 @@ from drill_dagster.partitions import RunSlice
 from drill_dagster.plans import DrillPlan, DrillStore
 from engine.errors import DrillError, ExecutionError
 from engine.plan import Operator, Store
-from engine.run import apply_params, build_engines
+from engine.run import apply_params, build_engines, check_paths
 
 
 def plan_runs(plan: DrillPlan, slices: Sequence[RunSlice], drill: Any) -> list[Any]:
@@ -42,6 +42,7 @@ def plan_runs(plan: DrillPlan, slices: Sequence[RunSlice], drill: Any) -> list[A
             with _named(plan, slice_, None):
                 logical = apply_params(absolute_plan(plan), slice_.params)
                 engines = build_engines(logical, base_dir=None, classpath=drill.classpath)
+                check_paths(logical, engines)
                 runs.append(SparkPlanRun(logical, spark, engines=engines, params=slice_.params))
         cache[key] = runs
     return cache[key]

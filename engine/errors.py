@@ -219,3 +219,7 @@ class SqlError(DrillError):
             source=source,
             hint=self.hint,
         )
+
+
+class RootEscapeError(StorageError):
+    """A path that would leave its storage engine's root (found while listing: a symlink out)."""

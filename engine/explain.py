@@ -229,25 +229,26 @@ def _roots(plan: LogicalPlan) -> list[Any]:
 def _render(
     plan: LogicalPlan, op_id: str, first: str, rest: str, shown: set[str], lines: list[str]
 ) -> None:
-    op = plan.operator(op_id)
-    label = op.op if op.has_generated_id else f"{op.op} {op.id}"
-    if op_id in shown:
-        lines.append(f"{first}{label} (see above)")
-        return
-    shown.add(op_id)
-    detail = _detail(op.to_dict())
-    lines.append(f"{first}{label}" + (f": {detail}" if detail else ""))
-    inputs = op.input_ids()
-    for i, child in enumerate(inputs):
-        last = i == len(inputs) - 1
-        _render(
-            plan,
-            child,
-            rest + ("└─ " if last else "├─ "),
-            rest + ("   " if last else "│  "),
-            shown,
-            lines,
-        )
+    # An explicit stack, not recursion: a chain of thousands of operators is a valid plan.
+    stack = [(op_id, first, rest)]
+    while stack:
+        op_id, first, rest = stack.pop()
+        op = plan.operator(op_id)
+        label = op.op if op.has_generated_id else f"{op.op} {op.id}"
+        if op_id in shown:
+            lines.append(f"{first}{label} (see above)")
+            continue
+        shown.add(op_id)
+        detail = _detail(op.to_dict())
+        lines.append(f"{first}{label}" + (f": {detail}" if detail else ""))
+        inputs = op.input_ids()
+        children = []
+        for i, child in enumerate(inputs):
+            last = i == len(inputs) - 1
+            children.append(
+                (child, rest + ("└─ " if last else "├─ "), rest + ("   " if last else "│  "))
+            )
+        stack.extend(reversed(children))
 
 
 def _detail(body: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.errors import PlanError, StorageError
+from engine.errors import PlanError, RootEscapeError, StorageError
 from engine.plan import LogicalPlan, parse_plan
 from engine.plan.operators import Scan, Store
 from engine.storage.engines import ConsoleEngine, create_engine
@@ -123,6 +123,7 @@ def run_plan(
         classpath=[Path(p) for p in classpath],
         console_stream=console_stream,
     )
+    check_paths(logical, engines)
     if executor == "spark":
         from engine.exec.spark.executor import run_spark
 
@@ -138,6 +139,39 @@ def run_plan(
     result = _run_local(planned, engines, dict(params or {}), max_buffered_bytes)
     result.plan = logical
     return result
+
+
+def check_paths(plan: LogicalPlan, engines: Mapping[str, Any]) -> None:
+    """Reject every bad scan selection and store target before anything is read or written.
+
+    A path that leaves its engine's root (``..``, a ``file:`` URL elsewhere, a symlink pointing
+    out), a URL scheme the engine does not serve, an unknown format or option: a
+    :class:`~engine.errors.StorageError` naming the operator, so a plan with a bad second store
+    does not write its first one.
+    """
+    for op in plan.query:
+        engine = engines.get(getattr(op, "storage_engine", None) or "")
+        if engine is None:
+            continue
+        try:
+            if isinstance(op, Scan):
+                engine.check_selection(op.selection)
+                _check_listing(engine, op.selection)
+            elif isinstance(op, Store):
+                engine.check_target(op.target)
+        except StorageError as err:
+            raise StorageError(f"{op.op} {op.id}: {err.message}", hint=err.hint) from None
+
+
+def _check_listing(engine: Any, selection: Any) -> None:
+    """A symlink out of the root inside a selected directory: found by listing. Other listing
+    problems (a path a store of this plan has yet to write) are the run's to report."""
+    try:
+        engine.list_files(selection)
+    except RootEscapeError:
+        raise
+    except StorageError:
+        pass
 
 
 _PARAM = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

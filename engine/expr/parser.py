@@ -30,6 +30,20 @@ _BIGINT_RANGE = range(-(2**63), 2**63)
 _CALLABLE_KEYWORDS = frozenset(s for s in (*_BINARY, *_UNARY) if s.isalpha())
 
 
+MAX_DEPTH = 256  # tree levels; every tree walker recurses, so deeper trees would crash them
+
+
+def _deeper_than(expr: Expr, limit: int) -> Expr | None:
+    """The first node below ``limit`` levels of ``expr``, or None (iterative: no recursion)."""
+    stack = [(expr, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return node
+        stack.extend((child, depth + 1) for child in node.children())
+    return None
+
+
 def parse_expression(text: str) -> Expr:
     """The tree of ``text``; raises ExpressionSyntaxError with the line and column of the fault.
 
@@ -105,6 +119,13 @@ class _Parser:
             raise self.error("the expression is nested too deeply") from None
         if self.token.kind != TokenKind.END:
             raise self.error(f"unexpected {self.token.describe()} after the end of the expression")
+        deep = _deeper_than(expr, MAX_DEPTH)
+        if deep is not None:
+            raise syntax_error(
+                self.text,
+                deep.position.offset if deep.position else 0,
+                f"the expression is nested too deeply (more than {MAX_DEPTH} levels)",
+            )
         return expr
 
     def expression(self, min_precedence: int = 0) -> Expr:

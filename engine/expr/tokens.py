@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
+import bisect
 import enum
+import functools
 from dataclasses import dataclass
 
 from engine.errors import ExpressionSyntaxError
@@ -73,13 +75,28 @@ _HINTS = {"&": "'&&'", "|": "'||'"}
 
 
 def position_at(text: str, offset: int) -> Position:
-    """The 1-based line and column of ``offset``, lines split as ``str.splitlines`` does."""
-    line, start = 1, 0
+    """The 1-based line and column of ``offset``, lines split as ``str.splitlines`` does.
+
+    >>> pos = position_at("a +\\n  b", 6)
+    >>> pos.line, pos.column
+    (2, 3)
+    """
+    ends = _line_ends(text)
+    line = bisect.bisect_right(ends, offset)
+    start = ends[line - 1] if line else 0
+    return Position(offset, line + 1, offset - start + 1)
+
+
+@functools.lru_cache(maxsize=32)
+def _line_ends(text: str) -> tuple[int, ...]:
+    # Offsets just past each line break; cached, as the parser asks once per node (a long
+    # expression would otherwise cost quadratic time).
+    ends, end = [], 0
     for piece in text.splitlines(keepends=True):
-        if offset < start + len(piece) or len(piece.splitlines()[0]) == len(piece):
-            break  # inside this line, or past the end of a last line without a line break
-        line, start = line + 1, start + len(piece)
-    return Position(offset, line, offset - start + 1)
+        end += len(piece)
+        if len(piece.splitlines()[0]) != len(piece):
+            ends.append(end)
+    return tuple(ends)
 
 
 def syntax_error(text: str, offset: int, message: str) -> ExpressionSyntaxError:

@@ -18,17 +18,28 @@ def topological_ids(inputs: Mapping[str, Sequence[str]]) -> list[str]:
 
     Inputs that are not keys of ``inputs`` are ignored. Raises ``ValueError`` on a cycle.
     """
-    remaining = {node: {i for i in deps if i in inputs} for node, deps in inputs.items()}
+    # Kahn's algorithm in waves: each wave is every id whose inputs are all placed, in document
+    # order; linear in the graph, so thousands of chained operators stay instant.
+    position = {node: index for index, node in enumerate(inputs)}
+    waiting = {node: len({i for i in deps if i in inputs}) for node, deps in inputs.items()}
+    readers: dict[str, list[str]] = {node: [] for node in inputs}
+    for node, deps in inputs.items():
+        for dep in {i for i in deps if i in inputs}:
+            readers[dep].append(node)
     order: list[str] = []
-    while remaining:
-        ready = [node for node, deps in remaining.items() if not deps]
-        if not ready:
-            raise ValueError(f"cycle among {sorted(remaining)}")
-        for node in ready:
-            del remaining[node]
-        for deps in remaining.values():
-            deps.difference_update(ready)
-        order.extend(ready)
+    wave = [node for node, count in waiting.items() if count == 0]
+    while wave:
+        order.extend(wave)
+        following = []
+        for node in wave:
+            for reader in readers[node]:
+                waiting[reader] -= 1
+                if waiting[reader] == 0:
+                    following.append(reader)
+        wave = sorted(following, key=position.__getitem__)
+    if len(order) < len(inputs):
+        placed = set(order)
+        raise ValueError(f"cycle among {sorted(n for n in inputs if n not in placed)}")
     return order
 
 
@@ -37,14 +48,15 @@ def find_cycles(inputs: Mapping[str, Sequence[str]]) -> list[list[str]]:
 
     A cycle ``[a, b, c]`` means ``a`` reads ``b``, ``b`` reads ``c`` and ``c`` reads ``a``.
     """
+    position = {node: index for index, node in enumerate(inputs)}
     cycles = []
     for component in _strongly_connected(inputs):
         members = set(component)
-        start = min(component, key=list(inputs).index)
+        start = min(component, key=position.__getitem__)
         if len(component) == 1 and start not in inputs[start]:
             continue
         cycles.append(_walk_cycle(start, members, inputs))
-    return sorted(cycles, key=lambda cycle: list(inputs).index(cycle[0]))
+    return sorted(cycles, key=lambda cycle: position[cycle[0]])
 
 
 def _walk_cycle(start: str, members: set[str], inputs: Mapping[str, Sequence[str]]) -> list[str]:

@@ -32,6 +32,7 @@ DOCUMENT_KEYS = ("head", "storage", "query")
 STORAGE_KEYS = ("storage", "engines")  # seed 000 calls it "the engines clause"
 _ALIASES = {"storageEngine": "storageengine", "storage_engine": "storageengine", "id": "@id"}
 _FLATTEN_ALIASES = {**_ALIASES, "name": "ref"}
+MAX_NESTING = 256  # JSON levels; deeper values cannot be serialized or explained, only crash
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -45,7 +46,31 @@ def parse_plan(source: PlanSource, *, source_name: str | None = None) -> Logical
     :class:`~engine.plan.source.PlanSyntaxError`.
     """
     document, name = load_document(source, source_name=source_name)
+    too_deep = _too_deep(document)
+    if too_deep is not None:
+        raise PlanError(
+            PlanIssue(
+                f"the value here is nested more than {MAX_NESTING} levels deep; "
+                "flatten it or read such data from a file",
+                json_path("$", *too_deep),
+            ),
+            source=name,
+        )
     return _Builder(name).build(document)
+
+
+def _too_deep(document: Any) -> tuple[str | int, ...] | None:
+    """The path (first components) of a value nested past :data:`MAX_NESTING`, or None."""
+    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(document, 0, ())]
+    while stack:
+        value, depth, path = stack.pop()
+        if depth > MAX_NESTING:
+            return path[:4]
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1, (*path, str(k))[:4]) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1, (*path, i)[:4]) for i, v in enumerate(value))
+    return None
 
 
 class _Builder:

@@ -90,6 +90,8 @@ def _parse_text(text: str, name: str | None) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         strict_error = exc
+    except RecursionError:
+        raise PlanSyntaxError("the plan is nested too deeply", source=name) from None
     try:
         document = hjson.loads(text, parse_float=_RelaxedFloat, object_pairs_hook=dict)
     except hjson.HjsonDecodeError as exc:

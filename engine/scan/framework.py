@@ -188,6 +188,7 @@ class FileScan:
         columns = self._reader_columns() if reader.format == "parquet" else None
         table = reader.read_arrow(columns=columns)
         if table is not None:
+            self.skipped += reader.skipped  # rows the fast path dropped under onError: skip
             yield from table.to_batches(max_chunksize=self.batch_rows)
             return
         loader = ResultSetLoader(

@@ -59,6 +59,8 @@ class FormatConfig:
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
+MAX_TARGET_NAME_BYTES = 200
+
 DEFAULT_FORMATS: dict[str, FormatConfig] = {
     "json": FormatConfig("json", ("json", "jsonl", "ndjson")),
     "csv": FormatConfig("csv", ("csv",)),
@@ -287,7 +289,7 @@ class FileEngine(StorageEngine):
             target = resolve_under_root(root, selection.path, engine_name=self.name)
         except StorageError:
             return None
-        if not (has_glob(selection.path) or target.is_dir()):
+        if not (has_glob(selection.path) or os.path.isdir(target)):  # False on any OSError
             return None
         files = list_selection(root, selection.path, engine_name=self.name)
         return _extension(files[0].path.name) if files else None
@@ -336,6 +338,13 @@ class FsEngine(FileEngine):
                 "give a directory below it"
             )
         name = target.name
+        longest = max(target.relative_to(self.root).parts, key=lambda p: len(p.encode()))
+        if len(longest.encode()) > MAX_TARGET_NAME_BYTES:
+            raise StorageError(
+                f"target path '{path[:40]}...' holds a name of {len(longest.encode())} bytes; "
+                f"the limit is {MAX_TARGET_NAME_BYTES} (the file system's 255, less room for "
+                "the store's hidden version and staging names)"
+            )
         if name.startswith(".") or name.startswith("_"):
             raise StorageError(
                 f"target path '{path}' names a hidden entry ('{name}'); scans skip those",

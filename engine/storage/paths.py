@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from engine.errors import StorageError
+from engine.errors import RootEscapeError, StorageError
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -356,7 +356,7 @@ def _entries(
         if entry.is_symlink():
             real = Path(os.path.realpath(logical))
             if not is_within(real, real_root):
-                raise StorageError(
+                raise RootEscapeError(
                     f"{role} '{path}' reaches {logical}, a symbolic link that leaves the storage "
                     f"root ({real_root})",
                     hint="symlinks inside a storage root must point inside it",

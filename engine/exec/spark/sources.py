@@ -876,7 +876,8 @@ def _explain_read_failure(uri: str, text: str) -> DrillError:
     return StorageError(
         f"Spark's {resolved.format} reader failed where the Drill reader does not: {reason}",
         file=str(file.path),
-        hint="report this; meanwhile scan with reader='drill'",
+        hint="report this; meanwhile `onError: skip` in the selection has the Drill reader read "
+        "these files (it skips nothing when nothing is malformed), or run with the local executor",
     )
 
 
