@@ -30,6 +30,9 @@ class DrillError(Exception):
         return self._render()
 
 
+_ESCAPED_LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
+
+
 class ExpressionSyntaxError(DrillError):
     """An expression that does not parse; ``line`` and ``column`` are 1-based.
 
@@ -44,8 +47,9 @@ class ExpressionSyntaxError(DrillError):
         self.expression = expression
         self.line = line
         self.column = column
-        self.reason = message
-        super().__init__(message)
+        # The reason may quote a token holding a line break; keep the message's first line whole.
+        self.reason = message.translate(_ESCAPED_LINE_BREAKS)
+        super().__init__(self.reason)
 
     def _render(self) -> str:
         lines = self.expression.splitlines() or [""]
