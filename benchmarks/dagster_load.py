@@ -55,13 +55,19 @@ CHAIN = 10
 def plan_document(index: int) -> dict[str, Any]:
     """Plan ``index``: ten operators; reads plan ``index - 1``'s store unless it starts a chain."""
     first = index % CHAIN == 0
-    storage = {"raw": {"type": "fs", "root": "../data/raw"}, "lake": {"type": "fs", "root": "../data/lake"}}
+    storage = {
+        "raw": {"type": "fs", "root": "../data/raw"},
+        "lake": {"type": "fs", "root": "../data/lake"},
+    }
     scan = {
         "@id": 1,
         "op": "scan",
         "storageengine": "raw" if first else "lake",
         "ref": "t",
-        "selection": {"path": f"source_{index // CHAIN}" if first else f"table_{index - 1}", "format": "parquet"},
+        "selection": {
+            "path": f"source_{index // CHAIN}" if first else f"table_{index - 1}",
+            "format": "parquet",
+        },
     }
     query: list[dict[str, Any]] = [scan]
     if index % 5 == 4:  # a join of two scans instead of a filter
@@ -74,7 +80,9 @@ def plan_document(index: int) -> dict[str, Any]:
              "conditions": [{"relationship": "==", "left": "t.key", "right": "d.key"}]}
         )  # fmt: skip
     else:
-        query.append({"@id": 2, "op": "filter", "input": 1, "expr": "t.amount > 0 && t.kind != 'x'"})
+        query.append(
+            {"@id": 2, "op": "filter", "input": 1, "expr": "t.amount > 0 && t.kind != 'x'"}
+        )
         query.append(
             {"@id": 3, "op": "transform", "input": 2,
              "transforms": [{"ref": "t.cents", "expr": "t.amount * 100"}]}
@@ -94,7 +102,11 @@ def plan_document(index: int) -> dict[str, Any]:
         {"@id": 10, "op": "store", "input": 9, "storageengine": "lake",
          "target": {"path": f"table_{index}", "format": "parquet"}},
     ]  # fmt: skip
-    head = {"type": "APACHE_DRILL_LOGICAL", "version": 1, "generator": {"type": "bench", "info": "x"}}
+    head = {
+        "type": "APACHE_DRILL_LOGICAL",
+        "version": 1,
+        "generator": {"type": "bench", "info": "x"},
+    }
     return {"head": head, "storage": storage, "query": query}
 
 
