@@ -35,13 +35,18 @@ def main(argv: list[str] | None = None) -> int:
     day = args.day or summary.start
     os.environ.setdefault("DAGSTER_HOME", tempfile.mkdtemp(prefix="drill-dagster-home-"))
 
+    from dagster import DagsterInstance
+
     from drill_dagster import load_definitions
     from engine.errors import DrillError
 
     defs = load_definitions(EXAMPLES / "plans", executor=args.executor)
     job = defs.resolve_implicit_global_asset_job_def()
     try:
-        result = job.execute_in_process(partition_key=day, raise_on_error=False)
+        with DagsterInstance.get() as instance:  # kept in DAGSTER_HOME: `make dev` shows the run
+            result = job.execute_in_process(
+                partition_key=day, instance=instance, raise_on_error=False
+            )
     except DrillError as err:
         print(err, file=sys.stderr)
         return 1

@@ -19,6 +19,7 @@ Setup once, then run from the repository root::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -35,6 +36,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+GROUPS = ("sources", "ingest", "behaviour", "sales")  # examples/plans/drill_project.yaml
 ASSETS_QUERY = '{"query": "{ assetNodes { assetKey { path } } }"}'
 
 
@@ -67,6 +69,14 @@ def wait_for_assets(url: str, server: subprocess.Popen[bytes], log: Path, timeou
         time.sleep(0.5)
 
 
+def _dismiss_welcome(page: Any) -> None:
+    """Close the 'Join the Dagster community' dialog a fresh DAGSTER_HOME shows, if it comes."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    with contextlib.suppress(PlaywrightTimeout):
+        page.get_by_text("Skip", exact=True).first.click(timeout=10_000)
+
+
 def stop(server: subprocess.Popen[bytes]) -> None:
     """SIGTERM to the server's process group, then SIGKILL if it does not exit in 30 s."""
     if server.poll() is not None:
@@ -79,18 +89,35 @@ def stop(server: subprocess.Popen[bytes]) -> None:
         server.wait(timeout=10)
 
 
-def screenshot(url: str, out: Path, chromium: str, width: int, height: int) -> None:
+def screenshot(url: str, path: str, out: Path, chromium: str, width: int, height: int) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, headless=True)
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
-            page.goto(f"{url}/asset-groups", wait_until="networkidle", timeout=60_000)
-            # the graph is drawn once the layout worker is done: wait for an asset node's name
-            page.get_by_text("events_cleaned", exact=True).first.wait_for(timeout=60_000)
-            page.wait_for_timeout(2_000)  # let the zoom-to-fit animation settle
+            page.goto(f"{url}{path}", wait_until="networkidle", timeout=120_000)
             out.parent.mkdir(parents=True, exist_ok=True)
+            failed = out.with_suffix(".failed.png")
+            try:
+                # with several groups the graph starts collapsed: one node per group
+                page.locator(f'div[data-tooltip="{GROUPS[0]}"]').first.wait_for(timeout=90_000)
+                _dismiss_welcome(page)
+                page.get_by_text("Hide navigation").first.click()
+                for group in GROUPS:
+                    page.locator(f'div[data-tooltip="{group}"]').first.click()
+                    page.wait_for_timeout(1_000)
+                # the expanded groups are remembered: a reload lays them out fitted to the view
+                page.reload(wait_until="networkidle", timeout=120_000)
+                _dismiss_welcome(page)
+                page.get_by_text("events_cleaned", exact=True).first.wait_for(timeout=90_000)
+            except PlaywrightTimeout:
+                page.screenshot(path=str(failed))
+                raise SystemExit(
+                    f"no asset graph at {url}{path} in time; what the page showed: {failed}"
+                ) from None
+            page.wait_for_timeout(3_000)  # let the zoom-to-fit animation settle
             page.screenshot(path=str(out))
         finally:
             browser.close()
@@ -103,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--executor", choices=["local", "spark"], default="local")
     parser.add_argument("--no-materialize", action="store_true")
     parser.add_argument("--size", default="1600x900", help="viewport WIDTHxHEIGHT")
+    parser.add_argument("--page", default="/asset-groups", help="the UI page to capture")
     parser.add_argument("--timeout", type=float, default=180.0)
     args = parser.parse_args(argv)
     if not Path(args.chromium).exists():
@@ -130,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 url = f"http://127.0.0.1:{port}"
                 count = wait_for_assets(url, server, log_path, args.timeout)
-                screenshot(url, args.out, args.chromium, width, height)
+                screenshot(url, args.page, args.out, args.chromium, width, height)
             finally:
                 stop(server)
     print(f"{args.out}: lineage of {count} assets ({args.out.stat().st_size // 1024} KiB)")
