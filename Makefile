@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv demo test test-reliability lint format schema clean
+.PHONY: venv demo dev screenshot test test-reliability lint format schema clean
 
 $(BIN)/drill-dagster: pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,17 @@ venv: $(BIN)/drill-dagster
 demo: venv
 	$(BIN)/drill-dagster validate examples/plans
 	$(BIN)/python examples/demo.py
+
+# The Dagster UI on this machine only (127.0.0.1); HOST=0.0.0.0 make dev to share it.
+HOST ?= 127.0.0.1
+PORT ?= 3000
+dev: venv
+	$(BIN)/dagster dev -w workspace.yaml -h $(HOST) -p $(PORT)
+
+# docs/lineage.png, taken in headless Chromium (needs: apt-get install -y chromium)
+screenshot: venv
+	$(BIN)/pip install --quiet -e '.[dev,screenshot]'
+	$(BIN)/python scripts/screenshot_lineage.py
 
 test: venv
 	$(BIN)/ruff check .

@@ -291,9 +291,17 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(PLANS, root / "plans")
     generate_module.generate(root / "data", days=DAYS, scale=SCALE)
     for name in _lineage_order():
-        result = run_plan(root / "plans" / f"{name}.json", executor="local")
-        assert [s.format for s in result.stores] == ["parquet"]
+        # events_cleaned is partitioned by day (drill_project.yaml): one run per day directory
+        days = _days() if name == "events_cleaned" else [None]
+        for day in days:
+            params = {"day": day} if day else {}
+            result = run_plan(root / "plans" / f"{name}.json", executor="local", params=params)
+            assert [s.format for s in result.stores] == ["parquet"]
     return root
+
+
+def _days() -> list[str]:
+    return [f"2024-01-0{d}" for d in range(1, DAYS + 1)]
 
 
 @pytest.fixture(scope="module")
@@ -312,8 +320,7 @@ def _lake(project: Path, path: str) -> list[dict[str, Any]]:
 
 def test_events_cleaned(project: Path, cleaned: list[dict[str, Any]]) -> None:
     lake = project / "data" / "lake" / "events_cleaned"
-    days = [f"2024-01-0{d}" for d in range(1, DAYS + 1)]
-    assert sorted(p.name for p in lake.iterdir()) == [f"day={d}" for d in days]
+    assert sorted(p.name for p in lake.iterdir()) == [f"day={d}" for d in _days()]
     table = ds.dataset(lake, format="parquet", partitioning="hive").to_table()
     rows = {r["event_id"]: r for r in table.to_pylist()}
     assert len(rows) == table.num_rows == len(cleaned)
@@ -334,15 +341,13 @@ def test_events_cleaned(project: Path, cleaned: list[dict[str, Any]]) -> None:
 def test_events_cleaned_runs_one_day_partition(
     project: Path, cleaned: list[dict[str, Any]], tmp_path: Path
 ) -> None:
-    """With ``events/${day}`` as its selection (how a Dagster partition key reaches it), the plan
-    reads one day directory and overwrites exactly that day's partition."""
-    (tmp_path / "plans").mkdir()
+    """Its selection is ``events/${day}`` (how a Dagster partition key reaches it): a run reads one
+    day directory and overwrites exactly that day's partition."""
+    assert _plan_json("events_cleaned")["query"][0]["selection"]["path"] == "events/${day}"
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "raw").symlink_to(project / "data" / "raw")
-    plan = _plan_json("events_cleaned")
-    plan["query"][0]["selection"]["path"] = "events/${day}"
+    shutil.copytree(PLANS, tmp_path / "plans")
     path = tmp_path / "plans" / "events_cleaned.json"
-    path.write_text(json.dumps(plan))
     for day in ("2024-01-02", "2024-01-03", "2024-01-02"):
         result = run_plan(path, executor="local", params={"day": day})
         assert result.stores[0].row_count == sum(r["day"] == day for r in cleaned)

@@ -34,9 +34,7 @@ class ExpressionSite(NamedTuple):
 
     def problems(self) -> list[str]:
         """What :func:`engine.expr.check_expression` finds wrong here (empty when all is well)."""
-        from engine.expr import check_expression
-
-        return list(check_expression(self.parsed, self.context))
+        return list(_problems_cached(self.text, self.context))
 
 
 @lru_cache(maxsize=4096)
@@ -45,3 +43,23 @@ def parse_cached(text: str) -> Expr:
     from engine.expr import parse_expression
 
     return parse_expression(text)
+
+
+@lru_cache(maxsize=4096)
+def _problems_cached(text: str, context: ExpressionContext) -> tuple[str, ...]:
+    # The checks depend on the text and the context only; a syntax error is raised, not cached.
+    from engine.expr import check_expression
+
+    return tuple(check_expression(parse_cached(text), context))
+
+
+@lru_cache(maxsize=4096)
+def check_field_name(text: str) -> None:
+    """Raise :class:`engine.errors.ExpressionSyntaxError` unless ``text`` is a field path such as
+    ``output.a`` (memoised: plans name the same fields again and again).
+
+    >>> check_field_name("output.`x y`")
+    """
+    from engine.expr import parse_field_ref
+
+    parse_field_ref(text)

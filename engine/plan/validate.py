@@ -20,6 +20,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from engine.errors import ExpressionSyntaxError, PlanIssue
+from engine.plan.expressions import check_field_name
 from engine.plan.graph import find_cycles
 from engine.plan.issues import suggest
 from engine.plan.operators import (
@@ -176,11 +177,9 @@ def _expressions(entry: PlacedOperator, op: Operator, issues: list[PlanIssue]) -
 
 
 def _names(entry: PlacedOperator, op: Operator, issues: list[PlanIssue]) -> None:
-    from engine.expr import parse_field_ref
-
     for suffix, name in op.names():
         try:
-            parse_field_ref(name)
+            check_field_name(name)
         except ExpressionSyntaxError as exc:
             issues.append(
                 PlanIssue(

@@ -1,0 +1,279 @@
+"""Issue 6's load benchmark: ``load_definitions`` over 1,000 generated plans of 10 operators each.
+
+Writes ``--plans`` plans into a temporary directory (chains of ten: the first plan of a chain
+scans a raw source, each next one scans the previous plan's store; every fifth plan joins two
+scans), then times, in the same process and alternating, ``--repeat`` times after a warm-up:
+
+* ``load_definitions``: parse and validate every plan, link the lineage, build one graph-backed
+  multi-asset per plan (ten ops each), jobs and resources; then resolve the asset graph the way a
+  code location does (``Definitions.get_repository_def()``).
+* ``hand_graphs`` (peer): the same Definitions written by hand with Dagster's API, no plan files:
+  per plan, ten ``@op`` functions in a ``@graph_multi_asset`` with the same asset keys and deps,
+  plus the source specs; resolved the same way.
+* ``hand_assets`` (peer): one plain ``@asset`` per plan with the same keys and deps (what a user
+  writing Python instead of plans would start with), resolved the same way.
+
+Target (issue 6): ``load_definitions`` <= 3 s for 1,000 plans. Run from the repository root::
+
+    .venv/bin/python benchmarks/dagster_load.py                  # 1,000 plans, ~1 min
+    .venv/bin/python benchmarks/dagster_load.py --profile 25     # cProfile of one load, top 25
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import json
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dagster import (
+    AssetKey,
+    AssetOut,
+    AssetSpec,
+    Definitions,
+    In,
+    Nothing,
+    Out,
+    asset,
+    graph_multi_asset,
+    op,
+)
+
+from drill_dagster import load_definitions
+
+CHAIN = 10
+
+
+def plan_document(index: int) -> dict[str, Any]:
+    """Plan ``index``: ten operators; reads plan ``index - 1``'s store unless it starts a chain."""
+    first = index % CHAIN == 0
+    storage = {
+        "raw": {"type": "fs", "root": "../data/raw"},
+        "lake": {"type": "fs", "root": "../data/lake"},
+    }
+    scan = {
+        "@id": 1,
+        "op": "scan",
+        "storageengine": "raw" if first else "lake",
+        "ref": "t",
+        "selection": {
+            "path": f"source_{index // CHAIN}" if first else f"table_{index - 1}",
+            "format": "parquet",
+        },
+    }
+    query: list[dict[str, Any]] = [scan]
+    if index % 5 == 4:  # a join of two scans instead of a filter
+        query.append(
+            {"@id": 2, "op": "scan", "storageengine": "raw", "ref": "d",
+             "selection": {"path": "dimension.csv", "format": "csv"}}
+        )  # fmt: skip
+        query.append(
+            {"@id": 3, "op": "join", "left": 1, "right": 2, "type": "left",
+             "conditions": [{"relationship": "==", "left": "t.key", "right": "d.key"}]}
+        )  # fmt: skip
+    else:
+        query.append(
+            {"@id": 2, "op": "filter", "input": 1, "expr": "t.amount > 0 && t.kind != 'x'"}
+        )
+        query.append(
+            {"@id": 3, "op": "transform", "input": 2,
+             "transforms": [{"ref": "t.cents", "expr": "t.amount * 100"}]}
+        )  # fmt: skip
+    query += [
+        {"@id": 4, "op": "project", "input": 3, "projections": [
+            {"ref": "output.key", "expr": "t.key"}, {"ref": "output.amount", "expr": "t.amount"},
+            {"ref": "output.kind", "expr": "upper(t.kind)"}]},
+        {"@id": 5, "op": "order", "input": 4, "orderings": [{"order": "asc", "expr": "key"}]},
+        {"@id": 6, "op": "segment", "input": 5, "ref": "grp", "exprs": ["key"]},
+        {"@id": 7, "op": "collapsingaggregate", "input": 6, "within": "grp", "carryovers": ["key"],
+         "aggregations": [{"ref": "n", "expr": "count(1)"}, {"ref": "amount", "expr": "sum(amount)"}]},
+        {"@id": 8, "op": "project", "input": 7, "projections": [
+            {"ref": "output.key", "expr": "key"}, {"ref": "output.n", "expr": "n"},
+            {"ref": "output.amount", "expr": "round(amount, 2)"}]},
+        {"@id": 9, "op": "limit", "input": 8, "first": 0, "last": 1000},
+        {"@id": 10, "op": "store", "input": 9, "storageengine": "lake",
+         "target": {"path": f"table_{index}", "format": "parquet"}},
+    ]  # fmt: skip
+    head = {
+        "type": "APACHE_DRILL_LOGICAL",
+        "version": 1,
+        "generator": {"type": "bench", "info": "x"},
+    }
+    return {"head": head, "storage": storage, "query": query}
+
+
+def write_plans(root: Path, count: int) -> Path:
+    plans = root / "plans"
+    plans.mkdir(parents=True)
+    for index in range(count):
+        document = plan_document(index)
+        (plans / f"plan_{index:04d}.json").write_text(json.dumps(document, indent=1))
+    return plans
+
+
+def ours(plans_dir: Path) -> Definitions:
+    defs = load_definitions(plans_dir, executor="local")
+    defs.get_repository_def()
+    return defs
+
+
+def hand_graphs(count: int) -> Definitions:
+    """The same assets written with Dagster's API: ten ops per plan in a graph multi-asset."""
+    sources = sorted(
+        {AssetKey(["raw", f"source_{i // CHAIN}"]) for i in range(count) if i % CHAIN == 0}
+        | ({AssetKey(["raw", "dimension_csv"])} if count > 4 else set())
+    )
+    assets: list[Any] = [AssetSpec(key) for key in sources]
+    for index in range(count):
+        assets.append(_hand_graph(index))
+    defs = Definitions(assets=assets)
+    defs.get_repository_def()
+    return defs
+
+
+def _upstream(index: int) -> list[AssetKey]:
+    first = AssetKey(["raw", f"source_{index // CHAIN}"]) if index % CHAIN == 0 else None
+    keys = [first or AssetKey(f"table_{index - 1}")]
+    if index % 5 == 4:
+        keys.append(AssetKey(["raw", "dimension_csv"]))
+    return keys
+
+
+def _hand_graph(index: int) -> Any:
+    name = f"plan_{index:04d}"
+
+    def make(label: str, inputs: int) -> Any:
+        ins = {f"in_{n}": In() for n in range(inputs)}
+        if inputs == 0:
+            ins["after"] = In(Nothing)
+
+        @op(name=f"{name}__{label}", ins=ins, out=Out())
+        def step(**kwargs: Any) -> Any:
+            return next(iter(kwargs.values()), None)
+
+        return step
+
+    joins = index % 5 == 4
+    middle = ["scan_2", "join_3"] if joins else ["filter_2", "transform_3"]
+    tail = ["project_4", "order_5", "segment_6", "aggregate_7", "project_8", "limit_9"]
+    ops = {label: make(label, 0 if label.startswith("scan") else 1) for label in tail}
+    ops["scan_1"] = make("scan_1", 0)
+    ops.update(
+        {
+            middle[0]: make(middle[0], 0 if joins else 1),
+            middle[1]: make(middle[1], 2 if joins else 1),
+        }
+    )
+    store = make("store_10", 1)
+    upstream = _upstream(index)
+
+    @graph_multi_asset(
+        name=name,
+        outs={"store_10": AssetOut(key=AssetKey(f"table_{index}"))},
+        ins={f"after_{n}": _asset_in(key) for n, key in enumerate(upstream)},
+        can_subset=True,
+    )
+    def plan_graph(**after: Any) -> Any:
+        value = ops["scan_1"](after=after["after_0"])
+        if joins:
+            value = ops[middle[1]](in_0=value, in_1=ops[middle[0]](after=after["after_1"]))
+        else:
+            value = ops[middle[1]](in_0=ops[middle[0]](in_0=value))
+        for label in tail:
+            value = ops[label](in_0=value)
+        return {"store_10": store(in_0=value)}
+
+    return plan_graph
+
+
+def _asset_in(key: AssetKey) -> Any:
+    from dagster import AssetIn
+
+    return AssetIn(key=key, dagster_type=Nothing)
+
+
+def hand_assets(count: int) -> Definitions:
+    """One plain ``@asset`` per plan, same keys and deps."""
+    assets: list[Any] = []
+    seen: set[AssetKey] = set()
+    for index in range(count):
+        upstream = _upstream(index)
+        for key in upstream:
+            if key.path[0] == "raw" and key not in seen:
+                seen.add(key)
+                assets.append(AssetSpec(key))
+
+        @asset(name=f"table_{index}", deps=upstream)
+        def table() -> None:
+            return None
+
+        assets.append(table)
+    defs = Definitions(assets=assets)
+    defs.get_repository_def()
+    return defs
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, float]:
+    """Wall-clock and CPU seconds of ``fn()`` (CPU time is steadier on a shared machine)."""
+    gc.collect()
+    start, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--plans", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--profile", type=int, metavar="N", help="print the top N of one load")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="drill-load-") as tmp:
+        plans_dir = write_plans(Path(tmp), args.plans)
+        if args.profile:
+            ours(plans_dir)  # warm imports
+            profiler = cProfile.Profile()
+            profiler.runcall(ours, plans_dir)
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
+            return 0
+        contenders: dict[str, Callable[[], Any]] = {
+            "load_definitions": lambda: ours(plans_dir),
+            "hand_graphs": lambda: hand_graphs(args.plans),
+            "hand_assets": lambda: hand_assets(args.plans),
+        }
+        defs = ours(plans_dir)
+        keys = defs.resolve_asset_graph().get_all_asset_keys()
+        expected = hand_graphs(args.plans).resolve_asset_graph().get_all_asset_keys()
+        assert keys == expected, sorted(keys ^ expected)[:5]
+        for fn in contenders.values():  # warm-up
+            fn()
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
+        for _ in range(args.repeat):
+            for name, fn in contenders.items():
+                times[name].append(timed(fn))
+    wall = {name: statistics.median(w for w, _ in values) for name, values in times.items()}
+    cpu = {name: statistics.median(c for _, c in values) for name, values in times.items()}
+    print(f"{args.plans} plans x 10 operators, median of {args.repeat} (after a warm-up)")
+    print(f"  {'':<17} {'wall':>7} {'cpu':>7}")
+    for name in contenders:
+        print(f"  {name:<17} {wall[name]:6.2f}s {cpu[name]:6.2f}s")
+    for peer in ("hand_graphs", "hand_assets"):
+        print(
+            f"  load_definitions / {peer}: {wall['load_definitions'] / wall[peer]:.2f} (wall), "
+            f"{cpu['load_definitions'] / cpu[peer]:.2f} (cpu)"
+        )
+    ours_s = wall["load_definitions"]
+    print(f"  target <= 3 s: {'met' if ours_s <= 3.0 else 'NOT met'} ({ours_s:.2f} s wall)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
