@@ -163,13 +163,10 @@ def cmd_sql(args: argparse.Namespace) -> int:
     storage = {"cp": {"type": "classpath"}, "dfs": {"type": "fs", "root": os.getcwd()}}
     if args.plans:
         beside = repository_beside(Path(args.plans) / "_.sql", {}, classpath=args.classpath)
-        for name, config in beside.storage.items():
-            root = config.get("root")
-            if config.get("type") == "fs" and isinstance(root, str):
-                config = {**config, "root": str(beside.engine(name).root)}  # type: ignore[attr-defined]
-            storage[name] = config
-        repository = MetadataRepository(storage, classpath=args.classpath)
-        repository._stores = beside._stores
+        # The plans' own engines win over the defaults of the same name.
+        repository = beside.with_storage(
+            {k: v for k, v in storage.items() if k not in beside.storage}
+        )
     else:
         repository = MetadataRepository(storage, classpath=args.classpath)
     plan = sql_to_plan(args.statement, repository, case=args.case)

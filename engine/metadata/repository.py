@@ -151,6 +151,14 @@ class MetadataRepository:
                 repo._stores[name] = infos[0]
         return repo
 
+    def with_storage(self, storage: Mapping[str, Mapping[str, Any]]) -> MetadataRepository:
+        """This repository's store tables over its engines plus ``storage`` (which wins on a name)."""
+        repo = MetadataRepository(
+            {**self.storage, **storage}, classpath=self.classpath, base_dir=self.base_dir
+        )
+        repo._stores = dict(self._stores)
+        return repo
+
     # -- engines ------------------------------------------------------------------------------
 
     def engine(self, name: str) -> StorageEngine:

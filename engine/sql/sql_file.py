@@ -146,12 +146,7 @@ def repository_beside(
             except DrillError:
                 continue  # reported where that plan is loaded
     repository = MetadataRepository.from_plans(plans, classpath=classpath, base_dir=path.parent)
-    if storage:
-        merged = {**repository.storage, **storage}
-        stores = repository._stores
-        repository = MetadataRepository(merged, classpath=classpath, base_dir=path.parent)
-        repository._stores = stores
-    return repository
+    return repository.with_storage(storage) if storage else repository
 
 
 def _header_error(path: Path, line: int | None, message: str) -> SqlError:
