@@ -9,7 +9,6 @@ order inside a group. It writes the group's number (1, 2, 3, ... in that order) 
 >>> from engine.exec.local.registry import ExecContext
 >>> from engine.exec.protocol import BatchSource, FragmentExecutor
 >>> from engine.plan.operators import Segment
-from engine.types import is_union
 >>> source = BatchSource("1", [pa.record_batch({"g": ["b", "a", "b", None]})])
 >>> op = create_segment(Segment(id="2", ref="seg", exprs=["g"]), [source], ExecContext())
 >>> FragmentExecutor(op).run().to_pylist()  # doctest: +NORMALIZE_WHITESPACE
