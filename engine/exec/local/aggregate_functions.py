@@ -286,6 +286,33 @@ def aggregate_runs(calls: Sequence[tuple[str, pa.Array]], starts: np.ndarray) ->
     ]
 
 
+def aggregate_groups(calls: Sequence[tuple[str, pa.Array]], numbers: np.ndarray) -> list[pa.Array]:
+    """:func:`aggregate_runs` over groups instead of runs: ``numbers`` gives each row's group, dense
+    from 0 (every number up to the largest occurs); one value per group, in group number order.
+
+    >>> import numpy as np, pyarrow as pa
+    >>> [r.to_pylist() for r in aggregate_groups([("sum", pa.array([1, 2, None]))], np.array([1, 0, 1]))]
+    [[2, 1]]
+    """
+    columns: dict[str, pa.Array] = {"group": pa.array(numbers, pa.int64())}
+    aggregations = []
+    for i, (name, values) in enumerate(calls):
+        column = f"v{i}"
+        columns[column] = _aggregatable(name, values)
+        aggregations.append((column, _hash_function(name)))
+    try:
+        grouped = pa.table(columns).group_by("group", use_threads=False).aggregate(aggregations)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise _aggregate_error(calls, err) from err
+    order = pc.sort_indices(
+        grouped["group"]
+    )  # single-threaded: already in order, cheap to make sure
+    return [
+        grouped[f"v{i}_{_hash_function(name)}"].take(order).combine_chunks()
+        for i, (name, _) in enumerate(calls)
+    ]
+
+
 def _reduce_runs(name: str, values: pa.Array, starts: np.ndarray) -> pa.Array | None:
     """``count`` and ``sum`` of numbers per run by NumPy reductions over the contiguous runs
     (what the hash aggregation would give, without hashing); None for anything else."""
