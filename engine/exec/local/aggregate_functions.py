@@ -286,31 +286,34 @@ def aggregate_runs(calls: Sequence[tuple[str, pa.Array]], starts: np.ndarray) ->
     ]
 
 
-def aggregate_groups(calls: Sequence[tuple[str, pa.Array]], numbers: np.ndarray) -> list[pa.Array]:
-    """:func:`aggregate_runs` over groups instead of runs: ``numbers`` gives each row's group, dense
-    from 0 (every number up to the largest occurs); one value per group, in group number order.
+def aggregate_groups(
+    calls: Sequence[tuple[str, pa.Array]], keys: Sequence[pa.Array]
+) -> tuple[list[pa.Array], list[pa.Array]]:
+    """:func:`aggregate_runs` over groups of equal ``keys`` (Arrow's equality; null is a value)
+    instead of runs: each group's keys and one value per call, groups in order of first appearance.
 
-    >>> import numpy as np, pyarrow as pa
-    >>> [r.to_pylist() for r in aggregate_groups([("sum", pa.array([1, 2, None]))], np.array([1, 0, 1]))]
-    [[2, 1]]
+    >>> import pyarrow as pa
+    >>> keys, sums = aggregate_groups([("sum", pa.array([1, 2, None]))], [pa.array(["b", "a", "b"])])
+    >>> [k.to_pylist() for k in keys], [s.to_pylist() for s in sums]
+    ([['b', 'a']], [[1, 2]])
     """
-    columns: dict[str, pa.Array] = {"group": pa.array(numbers, pa.int64())}
+    columns: dict[str, pa.Array] = {f"k{i}": key for i, key in enumerate(keys)}
     aggregations = []
     for i, (name, values) in enumerate(calls):
         column = f"v{i}"
         columns[column] = _aggregatable(name, values)
         aggregations.append((column, _hash_function(name)))
     try:
-        grouped = pa.table(columns).group_by("group", use_threads=False).aggregate(aggregations)
+        # Single-threaded, Acero emits the groups in order of first appearance.
+        grouped = pa.table(columns).group_by(list(columns)[: len(keys)], use_threads=False)
+        grouped = grouped.aggregate(aggregations)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as err:
         raise _aggregate_error(calls, err) from err
-    order = pc.sort_indices(
-        grouped["group"]
-    )  # single-threaded: already in order, cheap to make sure
-    return [
-        grouped[f"v{i}_{_hash_function(name)}"].take(order).combine_chunks()
+    results = [
+        grouped[f"v{i}_{_hash_function(name)}"].combine_chunks()
         for i, (name, _) in enumerate(calls)
     ]
+    return [grouped[f"k{i}"].combine_chunks() for i in range(len(keys))], results
 
 
 def _reduce_runs(name: str, values: pa.Array, starts: np.ndarray) -> pa.Array | None:

@@ -39,9 +39,9 @@ from engine.exec.local.buffering import BatchBuffer
 from engine.exec.local.evaluate import evaluate
 from engine.exec.local.registry import ExecContext
 from engine.exec.local.segment import group_numbers
-from engine.exec.local.trees import get_path
+from engine.exec.local.trees import build_batch, get_path
 from engine.exec.protocol import BatchOperator
-from engine.expr import field_refs, parse_expression, parse_field_ref
+from engine.expr import Expr, FieldRef, field_refs, parse_expression, parse_field_ref
 from engine.plan.operators import CollapsingAggregate, Segment
 
 FUSE_PARAM = "fuse_segments"
@@ -95,6 +95,19 @@ class SegmentAggregateOperator(CollapsingAggregateOperator):
         super().__init__(op, upstream, ctx)
         self.segment_id = segment.id
         self.exprs = [parse_expression(text) for text in segment.exprs]
+        keys = [_field_path(expr) for expr in self.exprs]
+        # Carryovers that are keys can be read from each group's key, with no row to look up,
+        # unless the record matters: a target, or a field read outside an aggregate.
+        self.carried_keys = [keys.index(path) if path in keys else None for path in self.carryovers]
+        self.keys_suffice = (
+            self.target is None
+            and None not in self.carried_keys
+            and all(
+                str(ref.path[0]).startswith(a.prefix)
+                for a in self.aggregations
+                for ref in field_refs(a.scalar)
+            )
+        )
 
     def generate(self) -> Iterator[pa.RecordBatch]:
         buffer = BatchBuffer(self.operator_id, self.kind, max_bytes=self.ctx.max_buffered_bytes)
@@ -110,12 +123,41 @@ class SegmentAggregateOperator(CollapsingAggregateOperator):
     def collapse_groups(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """One record per group of ``batch`` (a group without a true target gives none)."""
         n = batch.num_rows
-        numbers = group_numbers([evaluate(expr, batch) for expr in self.exprs], n)
+        keys = [evaluate(expr, batch) for expr in self.exprs]
+        calls = [(c.name, _argument(c, batch)) for a in self.aggregations for c in a.calls]
+        if keys and all(_hashed_exactly(key.type) for key in keys):
+            if self.keys_suffice:  # equal keys are identical values: any row's are the last's
+                grouped, results = aggregate_groups(calls, keys)
+                carried = build_batch(
+                    len(grouped[0]),
+                    [(path, grouped[k]) for path, k in zip(self.carryovers, self.carried_keys)],
+                )
+                return self._output(carried, results)
+        else:
+            keys = [pa.array(group_numbers(keys, n), pa.int64())]  # the segment's own equality
         rows = pa.array(np.arange(n, dtype=np.int64))
         if self.target is not None:  # carry over from the last record whose target is true
             rows = pc.if_else(pa.array(_is_true(get_path(batch, self.target))), rows, None)
-        calls = [(c.name, _argument(c, batch)) for a in self.aggregations for c in a.calls]
-        chosen, *results = aggregate_groups([("max", rows), *calls], numbers)
+        _, (chosen, *results) = aggregate_groups([("max", rows), *calls], keys)
         kept = pc.indices_nonzero(chosen.is_valid())
         carried = batch.take(chosen.filter(chosen.is_valid()))
         return self._output(carried, [result.take(kept) for result in results])
+
+
+def _field_path(expr: Expr) -> tuple[str, ...] | None:
+    """The path of a key that is a field (names only), else None."""
+    if isinstance(expr, FieldRef) and all(isinstance(step, str) for step in expr.path):
+        return tuple(str(step) for step in expr.path)
+    return None
+
+
+def _hashed_exactly(dtype: pa.DataType) -> bool:
+    """Whether Arrow's hash grouping on ``dtype`` is the segment's equality (floats are left to
+    :func:`group_numbers`: NaN and -0.0 are where hash equality may differ)."""
+    return (
+        pa.types.is_integer(dtype)
+        or pa.types.is_string(dtype)
+        or pa.types.is_large_string(dtype)
+        or pa.types.is_boolean(dtype)
+        or pa.types.is_date(dtype)
+    )

@@ -79,10 +79,11 @@ AGGREGATES = [
     "count_distinct(h)",
     "sum(x) / count(1)",
     "min(x) + max(x)",
+    "count(1) + g",  # a field outside the aggregates: read from the carried record
 ]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     records=st.lists(record, max_size=40),
     cuts=st.lists(st.integers(0, 40), max_size=3),
