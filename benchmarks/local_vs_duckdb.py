@@ -181,12 +181,17 @@ def main(argv: list[str] | None = None) -> int:
         def ours_pipeline() -> list[dict[str, Any]]:
             return run_plan(pipeline_plan(root), executor="local").records()
 
+        def ours_unfused() -> list[dict[str, Any]]:  # segment and collapsingaggregate apart
+            plan = pipeline_plan(root)
+            return run_plan(plan, executor="local", params={"fuse_segments": False}).records()
+
         def duck_pipeline() -> list[dict[str, Any]]:
             table = con.sql(PIPELINE_SQL.format(root=root)).to_arrow_table()
             return table.to_pylist()
 
         expected = duck_pipeline()
         assert ours_pipeline() == expected, "the pipeline's records differ from DuckDB's"
+        assert ours_unfused() == expected, "the unfused pipeline's records differ from DuckDB's"
         outs = iter(range(1_000_000))
 
         def ours_join() -> int:
@@ -201,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         assert ours_join() == duck_join() == args.rows, "the join wrote another row count"
         print(f"{args.rows:,} rows x {DIMENSION_ROWS:,}; medians of {args.repeat} alternating runs")
         compare("pipeline", ours_pipeline, duck_pipeline, args.repeat)
+        compare("unfused", ours_unfused, duck_pipeline, args.repeat)
         compare("join", ours_join, duck_join, args.repeat)
     return 0
 

@@ -286,6 +286,36 @@ def aggregate_runs(calls: Sequence[tuple[str, pa.Array]], starts: np.ndarray) ->
     ]
 
 
+def aggregate_groups(
+    calls: Sequence[tuple[str, pa.Array]], keys: Sequence[pa.Array]
+) -> tuple[list[pa.Array], list[pa.Array]]:
+    """:func:`aggregate_runs` over groups of equal ``keys`` (Arrow's equality; null is a value)
+    instead of runs: each group's keys and one value per call, groups in order of first appearance.
+
+    >>> import pyarrow as pa
+    >>> keys, sums = aggregate_groups([("sum", pa.array([1, 2, None]))], [pa.array(["b", "a", "b"])])
+    >>> [k.to_pylist() for k in keys], [s.to_pylist() for s in sums]
+    ([['b', 'a']], [[1, 2]])
+    """
+    columns: dict[str, pa.Array] = {f"k{i}": key for i, key in enumerate(keys)}
+    aggregations = []
+    for i, (name, values) in enumerate(calls):
+        column = f"v{i}"
+        columns[column] = _aggregatable(name, values)
+        aggregations.append((column, _hash_function(name)))
+    try:
+        # Single-threaded, Acero emits the groups in order of first appearance.
+        grouped = pa.table(columns).group_by(list(columns)[: len(keys)], use_threads=False)
+        grouped = grouped.aggregate(aggregations)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise _aggregate_error(calls, err) from err
+    results = [
+        grouped[f"v{i}_{_hash_function(name)}"].combine_chunks()
+        for i, (name, _) in enumerate(calls)
+    ]
+    return [grouped[f"k{i}"].combine_chunks() for i in range(len(keys))], results
+
+
 def _reduce_runs(name: str, values: pa.Array, starts: np.ndarray) -> pa.Array | None:
     """``count`` and ``sum`` of numbers per run by NumPy reductions over the contiguous runs
     (what the hash aggregation would give, without hashing); None for anything else."""

@@ -13,10 +13,11 @@ from typing import Any
 import pyarrow as pa
 
 from engine.exec.local.registry import ExecContext, create
+from engine.exec.local.segment_aggregate import FUSE_PARAM, SegmentAggregateOperator, fusable
 from engine.exec.protocol import BatchOperator, BatchSource, FragmentExecutor
 from engine.expr import field_refs
 from engine.plan import LogicalPlan
-from engine.plan.operators import Operator, Scan, Store
+from engine.plan.operators import CollapsingAggregate, Operator, Scan, Segment, Store
 
 
 def referenced_members(plan: LogicalPlan) -> dict[str, set[str]]:
@@ -60,10 +61,26 @@ class LocalExecutor:
     def _build(self, op: Operator) -> BatchOperator:
         if op.id in self._built:
             return self._built[op.id]
-        inputs = [self._input(self.plan.operator(ref)) for ref in op.input_ids()]
-        operator = create(op, inputs, self.ctx)
+        segment = self._fused_segment(op)
+        if segment is not None:
+            # segment + collapsingaggregate over its groups: one hash aggregation, no reordering.
+            upstream = self._input(self.plan.operator(segment.input or ""))
+            operator: BatchOperator = SegmentAggregateOperator(segment, op, upstream, self.ctx)
+        else:
+            inputs = [self._input(self.plan.operator(ref)) for ref in op.input_ids()]
+            operator = create(op, inputs, self.ctx)
         self._built[op.id] = operator
         return operator
+
+    def _fused_segment(self, op: Operator) -> Segment | None:
+        """The segment ``op`` collapses the groups of, when nothing else reads it (see
+        :func:`~engine.exec.local.segment_aggregate.fusable`); None to run both operators."""
+        if not isinstance(op, CollapsingAggregate) or not self.ctx.params.get(FUSE_PARAM, True):
+            return None
+        segment = self.plan.operator(op.input) if op.input else None
+        if not isinstance(segment, Segment) or self._consumers[segment.id] != 1:
+            return None
+        return segment if fusable(segment, op) else None
 
     def _input(self, op: Operator) -> BatchOperator:
         if self._consumers[op.id] <= 1:

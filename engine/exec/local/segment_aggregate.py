@@ -1,0 +1,163 @@
+"""A ``segment`` and the ``collapsingaggregate`` over its groups, run as one hash aggregation.
+
+A collapsingaggregate whose ``within`` is the group number a segment writes collapses exactly the
+segment's groups: every group is one run of the segment's output, in first-appearance order
+(R-SEG-ORDER), holding its records in input order. So instead of reordering the whole input into
+runs, the fused operator numbers each record's group (:func:`~engine.exec.local.segment.group_numbers`,
+the segment's own equality), aggregates by that number and takes the carryovers from each group's
+last record (or its last whose ``target`` is true). Groups come out in first-appearance order, as
+the segment would have emitted them; the aggregate functions are the same Arrow hash aggregates the
+unfused operator uses, so the results are the same.
+
+The executor fuses only when nothing else reads the segment and the aggregate reads neither the
+group number nor anything it was written over (:func:`fusable`); ``ctx.params["fuse_segments"] =
+False`` turns the rewrite off.
+
+>>> import pyarrow as pa
+>>> from engine.exec.protocol import BatchSource, FragmentExecutor
+>>> from engine.plan.operators import CollapsingAggregate, Segment
+>>> segment = Segment(id="2", ref="seg", exprs=["g"])
+>>> collapse = CollapsingAggregate.model_validate({"@id": 3, "op": "collapsingaggregate",
+...     "within": "seg", "carryovers": ["g"], "aggregations": [{"ref": "n", "expr": "count(1)"}]})
+>>> source = BatchSource("1", [pa.record_batch({"g": ["b", "a", "b"]})])
+>>> fused = SegmentAggregateOperator(segment, collapse, source, ExecContext())
+>>> FragmentExecutor(fused).run().to_pylist()
+[{'g': 'b', 'n': 2}, {'g': 'a', 'n': 1}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.exec.local.aggregate import CollapsingAggregateOperator, _argument, _emit, _is_true
+from engine.exec.local.aggregate_functions import aggregate_groups
+from engine.exec.local.buffering import BatchBuffer
+from engine.exec.local.evaluate import evaluate
+from engine.exec.local.registry import ExecContext
+from engine.exec.local.segment import group_numbers
+from engine.exec.local.trees import build_batch, get_path
+from engine.exec.protocol import BatchOperator
+from engine.expr import Expr, FieldRef, field_refs, parse_expression, parse_field_ref
+from engine.plan.operators import CollapsingAggregate, Segment
+
+FUSE_PARAM = "fuse_segments"
+
+
+def _path(name: str) -> tuple[str, ...]:
+    return tuple(str(step) for step in parse_field_ref(name).path)
+
+
+def _overlap(path: tuple[str, ...], other: tuple[str, ...]) -> bool:
+    shorter = min(len(path), len(other))
+    return path[:shorter] == other[:shorter]
+
+
+def fusable(segment: Segment, collapse: CollapsingAggregate) -> bool:
+    """Whether ``collapse`` collapses exactly ``segment``'s groups without reading the group number
+    (nor anything it was written over), so both can run as one aggregation.
+
+    >>> from engine.plan.operators import CollapsingAggregate, Segment
+    >>> segment = Segment(id="2", ref="seg", exprs=["g"])
+    >>> def collapse(within, carryovers):
+    ...     return CollapsingAggregate.model_validate({"@id": 3, "op": "collapsingaggregate",
+    ...         "within": within, "carryovers": carryovers, "aggregations": []})
+    >>> fusable(segment, collapse("seg", ["g"])), fusable(segment, collapse("seg", ["seg"]))
+    (True, False)
+    >>> fusable(segment, collapse("g", ["g"]))
+    False
+    """
+    if collapse.within is None or _path(collapse.within) != _path(segment.ref):
+        return False
+    ref = _path(segment.ref)
+    paths = [_path(name) for name in (*collapse.carryovers, collapse.target) if name]
+    for aggregation in collapse.aggregations:
+        for field in field_refs(parse_expression(aggregation.expr)):
+            paths.append(tuple(str(step) for step in field.path))
+    return not any(_overlap(path, ref) for path in paths)
+
+
+class SegmentAggregateOperator(CollapsingAggregateOperator):
+    """Blocking: one record per group of the segment's ``exprs``, groups in first-appearance order."""
+
+    kind = "collapsingaggregate"  # what the plan names; errors read as the unfused ones do
+
+    def __init__(
+        self,
+        segment: Segment,
+        op: CollapsingAggregate,
+        upstream: BatchOperator,
+        ctx: ExecContext,
+    ) -> None:
+        super().__init__(op, upstream, ctx)
+        self.segment_id = segment.id
+        self.exprs = [parse_expression(text) for text in segment.exprs]
+        keys = [_field_path(expr) for expr in self.exprs]
+        # Carryovers that are keys can be read from each group's key, with no row to look up,
+        # unless the record matters: a target, or a field read outside an aggregate.
+        self.carried_keys = [keys.index(path) if path in keys else None for path in self.carryovers]
+        self.keys_suffice = (
+            self.target is None
+            and None not in self.carried_keys
+            and all(
+                str(ref.path[0]).startswith(a.prefix)
+                for a in self.aggregations
+                for ref in field_refs(a.scalar)
+            )
+        )
+
+    def generate(self) -> Iterator[pa.RecordBatch]:
+        buffer = BatchBuffer(self.operator_id, self.kind, max_bytes=self.ctx.max_buffered_bytes)
+        for batch in self.drain():
+            buffer.add(batch)
+        if buffer.last_schema is None:
+            return
+        batch = buffer.batch()
+        buffer.clear()
+        if batch.num_rows:
+            yield from _emit(self.collapse_groups(batch), self.ctx.batch_rows)
+
+    def collapse_groups(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """One record per group of ``batch`` (a group without a true target gives none)."""
+        n = batch.num_rows
+        keys = [evaluate(expr, batch) for expr in self.exprs]
+        calls = [(c.name, _argument(c, batch)) for a in self.aggregations for c in a.calls]
+        if keys and all(_hashed_exactly(key.type) for key in keys):
+            if self.keys_suffice:  # equal keys are identical values: any row's are the last's
+                grouped, results = aggregate_groups(calls, keys)
+                carried = build_batch(
+                    len(grouped[0]),
+                    [(path, grouped[k]) for path, k in zip(self.carryovers, self.carried_keys)],
+                )
+                return self._output(carried, results)
+        else:
+            keys = [pa.array(group_numbers(keys, n), pa.int64())]  # the segment's own equality
+        rows = pa.array(np.arange(n, dtype=np.int64))
+        if self.target is not None:  # carry over from the last record whose target is true
+            rows = pc.if_else(pa.array(_is_true(get_path(batch, self.target))), rows, None)
+        _, (chosen, *results) = aggregate_groups([("max", rows), *calls], keys)
+        kept = pc.indices_nonzero(chosen.is_valid())
+        carried = batch.take(chosen.filter(chosen.is_valid()))
+        return self._output(carried, [result.take(kept) for result in results])
+
+
+def _field_path(expr: Expr) -> tuple[str, ...] | None:
+    """The path of a key that is a field (names only), else None."""
+    if isinstance(expr, FieldRef) and all(isinstance(step, str) for step in expr.path):
+        return tuple(str(step) for step in expr.path)
+    return None
+
+
+def _hashed_exactly(dtype: pa.DataType) -> bool:
+    """Whether Arrow's hash grouping on ``dtype`` is the segment's equality (floats are left to
+    :func:`group_numbers`: NaN and -0.0 are where hash equality may differ)."""
+    return (
+        pa.types.is_integer(dtype)
+        or pa.types.is_string(dtype)
+        or pa.types.is_large_string(dtype)
+        or pa.types.is_boolean(dtype)
+        or pa.types.is_date(dtype)
+    )
