@@ -298,17 +298,20 @@ def aggregate_groups(
     ([['b', 'a']], [[1, 2]])
     """
     columns: dict[str, pa.Array] = {f"k{i}": key for i, key in enumerate(keys)}
-    aggregations = []
+    length = len(keys[0]) if keys else 0
+    columns["first"] = pa.array(np.arange(length, dtype=np.int64))
+    aggregations = [("first", "min")]
     for i, (name, values) in enumerate(calls):
         column = f"v{i}"
         columns[column] = _aggregatable(name, values)
         aggregations.append((column, _hash_function(name)))
     try:
-        # Single-threaded, Acero emits the groups in order of first appearance.
         grouped = pa.table(columns).group_by(list(columns)[: len(keys)], use_threads=False)
         grouped = grouped.aggregate(aggregations)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as err:
         raise _aggregate_error(calls, err) from err
+    # Acero's group order is not always first appearance (several keys with nulls): sort by it.
+    grouped = grouped.take(pc.sort_indices(grouped["first_min"]))
     results = [
         grouped[f"v{i}_{_hash_function(name)}"].combine_chunks()
         for i, (name, _) in enumerate(calls)

@@ -93,7 +93,6 @@ class SegmentAggregateOperator(CollapsingAggregateOperator):
         ctx: ExecContext,
     ) -> None:
         super().__init__(op, upstream, ctx)
-        self.segment_id = segment.id
         self.exprs = [parse_expression(text) for text in segment.exprs]
         keys = [_field_path(expr) for expr in self.exprs]
         # Carryovers that are keys can be read from each group's key, with no row to look up,
