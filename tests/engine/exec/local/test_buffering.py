@@ -163,7 +163,8 @@ def test_the_cli_run_command_passes_the_buffer_limit(tmp_path, capsys) -> None:
 
     plan = tmp_path / "order.json"
     plan.write_text(json.dumps(_ORDER_PLAN))
-    assert run(["run", str(plan), "--max-buffered-bytes", "100"]) != EXIT_OK
+    local = ["--executor", "local"]
+    assert run(["run", str(plan), *local, "--max-buffered-bytes", "100"]) != EXIT_OK
     assert "order 2 needs to buffer more than 100 bytes" in capsys.readouterr().err
-    assert run(["run", str(plan), "--max-buffered-bytes", str(1 << 20)]) == EXIT_OK
+    assert run(["run", str(plan), *local, "--max-buffered-bytes", str(1 << 20)]) == EXIT_OK
     assert capsys.readouterr().out.splitlines()[:2] == ['{"a": 1}', '{"a": 2}']
