@@ -2,7 +2,8 @@
 
 One DataFrame per operator, built in topological order by :class:`SparkCompiler` (an operator read
 by several others is simply one DataFrame used several times). Each operator's DataFrame counts its
-rows with ``DataFrame.observe`` (:mod:`engine.exec.spark.metrics`). The stores are the actions:
+rows with ``DataFrame.observe`` (:mod:`engine.exec.spark.metrics`), but for one-to-one operators
+(their input's count) not read by a ``limit`` (which Spark pushes below an observation). The stores are the actions:
 each writes its input when it is compiled; an operator that no one reads and that is not a store is
 collected into ``RunResult.outputs``. Failures become :class:`~engine.errors.ExecutionError` naming
 the operator: the one being compiled, or the store (or output) whose Spark job failed.
@@ -24,7 +25,7 @@ from pyspark.sql import DataFrame
 from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
 from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
-from engine.exec.spark.metrics import ROWS, OperatorMetrics
+from engine.exec.spark.metrics import ONE_TO_ONE, ROWS, OperatorMetrics
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
 from engine.exec.spark.unions import collect_arrow
 from engine.plan import LogicalPlan
@@ -108,12 +109,18 @@ class SparkPlanRun:
         order = self.planned.topological_order()
         readers = Counter(ref for op in order for ref in op.input_ids())
         roots = [op for op in order if readers[op.id] == 0]
+        before_limit = {op.input for op in order if op.op == "limit"}
         outputs: dict[str, pa.Table] = {}
         for op in order:
             inputs = [self.frames[ref] for ref in op.input_ids()]
             with _failures_named(op, self.fragments.get(op.id)):
                 frame = self.compiler.compile(op, inputs)
-            if not isinstance(op, Store):
+            if isinstance(op, Store):
+                continue
+            if op.op in ONE_TO_ONE and op.input and op.id not in before_limit:
+                self.metrics.same_as(op.id, op.input)
+                self.frames[op.id] = frame
+            else:
                 self.frames[op.id] = self.metrics.observe(op.id, frame)
         for op in roots:
             if not isinstance(op, Store):

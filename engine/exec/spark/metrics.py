@@ -5,6 +5,10 @@ while the plan's actions (the stores) run. Counts are read after the run without
 operator Spark never executed (optimised away, e.g. below ``limit 0``) has no count. Spark pushes
 limits below the observation, so the operators feeding a ``limit`` count only the rows Spark read.
 
+An operator that emits exactly one record per input record (:data:`ONE_TO_ONE`) is not observed:
+its count is its input's. Each observation is a ``CollectMetrics`` node that splits Spark's
+whole-stage code generation and costs the driver a dozen py4j calls and one more analysis.
+
 >>> OperatorMetrics().collect()
 {}
 """
@@ -21,11 +25,16 @@ ROWS = "rows"
 """The metric name of an operator's row count."""
 
 
+ONE_TO_ONE = frozenset({"transform", "project", "order", "segment"})
+"""Operators whose row count is always their (single) input's."""
+
+
 class OperatorMetrics:
     """Observations of the operators of one run, by operator id."""
 
     def __init__(self) -> None:
         self._observations: dict[str, Observation] = {}
+        self._same: dict[str, str] = {}
         self._run = uuid.uuid4().hex[:12]
 
     def observe(self, operator_id: str, df: DataFrame) -> DataFrame:
@@ -34,6 +43,10 @@ class OperatorMetrics:
         self._observations[operator_id] = observation
         return df.observe(observation, F.count(F.lit(1)).alias(ROWS))
 
+    def same_as(self, operator_id: str, input_id: str) -> None:
+        """Operator ``operator_id`` counts what ``input_id`` counts (declared in plan order)."""
+        self._same[operator_id] = input_id
+
     def collect(self) -> dict[str, dict[str, Any]]:
         """``{operator id: {"rows": n}}`` for every observed operator Spark executed."""
         found: dict[str, dict[str, Any]] = {}
@@ -41,6 +54,9 @@ class OperatorMetrics:
             values = _ready(observation)
             if values and values.get(ROWS) is not None:
                 found[operator_id] = {ROWS: int(values[ROWS])}
+        for operator_id, input_id in self._same.items():  # plan order: chains resolve in turn
+            if input_id in found:
+                found[operator_id] = dict(found[input_id])
         return found
 
 

@@ -43,6 +43,26 @@ def test_fan_out_to_two_stores_with_metrics(spark: Any) -> None:
     assert result.metrics["5"]["rows"] == 3
 
 
+def test_one_to_one_operators_count_their_inputs_rows(spark: Any) -> None:
+    plan = plan_of(
+        {"@id": 1, "op": "constant", "content": RECORDS},
+        {"@id": 2, "op": "filter", "input": 1, "expr": "x > 2"},
+        {"@id": 3, "op": "transform", "input": 2, "transforms": [{"ref": "y", "expr": "x * 2"}]},
+        {"@id": 4, "op": "segment", "input": 3, "ref": "seg", "exprs": ["g"]},
+        {"@id": 5, "op": "order", "input": 4, "orderings": [{"order": "desc", "expr": "x"}]},
+        {"@id": 6, "op": "project", "input": 5, "projections": [{"ref": "output.y", "expr": "y"}]},
+        {"@id": 7, "op": "limit", "input": 6, "first": 0, "last": 2},
+        {"@id": 8, "op": "store", "input": 7, "storageengine": "q", "target": {"number": 0}},
+    )
+    result = run_plan(plan, executor="spark", spark=spark)
+    assert result.records() == [{"y": 14}, {"y": 10}]
+    rows = {op: m["rows"] for op, m in result.metrics.items()}
+    # transform and segment count their input's rows, not observed. The planner moves the limit
+    # below the project, whose count is then the limit's; the order feeding the limit runs as
+    # Spark's top-N over its input, so the order itself has no count.
+    assert rows == {"1": 4, "2": 3, "3": 3, "4": 3, "7": 2, "6": 2, "8": 2}
+
+
 def test_a_plan_without_store_returns_its_last_operator(spark: Any) -> None:
     plan = plan_of(
         {"@id": 1, "op": "constant", "content": RECORDS},
