@@ -122,6 +122,7 @@ def _run_one(path: Path, args: argparse.Namespace, *, spark: object) -> None:
             console_stream=io.StringIO(),  # printed below, once, with the queue records
             max_buffered_bytes=args.max_buffered_bytes,
             spark=spark,
+            params=dict(item.split("=", 1) for item in args.param),
         )
 
     if spark is None:
@@ -255,6 +256,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         type=_conf_item,
         help="any Spark setting (repeatable)",
+    )
+    run_cmd.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        type=_conf_item,
+        help="a value for ${NAME} in scan selections and store targets, e.g. day=2024-01-01",
     )
     run_cmd.add_argument(
         "--classpath",

@@ -130,3 +130,26 @@ def test_console_script_has_no_traceback_for_a_bad_plan(tmp_path: Path) -> None:
     assert done.returncode == EXIT_USER_ERROR
     assert "3 problems" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_run_fills_plan_parameters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "2024-01-01").mkdir()
+    (tmp_path / "2024-01-01" / "e.json").write_text('{"a": 1}\n')
+    plan = tmp_path / "p.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "storage": {"fs": {"type": "fs", "root": str(tmp_path)}, "q": {"type": "queue"}},
+                "query": [
+                    {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "e",
+                     "selection": {"path": "${day}", "format": "json"}},
+                    {"@id": 2, "op": "store", "input": 1, "storageengine": "q", "target": {}},
+                ],
+            }
+        )
+    )  # fmt: skip
+    args = ["run", str(plan), "--executor", "local"]
+    assert run([*args, "--param", "day=2024-01-01"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out) == {"e": {"a": 1}}
+    assert run(args) != EXIT_OK
+    assert "day" in capsys.readouterr().err
