@@ -56,6 +56,9 @@ class SparkConfig(BaseModel):
             "spark.app.name": self.app_name,
             "spark.sql.shuffle.partitions": str(self.shuffle_partitions),
             "spark.sql.session.timeZone": "UTC",
+            # Parquet timestamps as the local executor writes them (microseconds, UTC), not
+            # Spark's legacy INT96 (read back as nanoseconds): both executors share stores.
+            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
             "spark.pyspark.python": sys.executable,
             "spark.pyspark.driver.python": sys.executable,
         }
