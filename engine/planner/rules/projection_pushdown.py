@@ -86,7 +86,8 @@ def scan_projection(scan: Scan, need: Need) -> list[str] | None:
         paths.update(field_paths(scan.pushed_filter))
     prefix = tuple(_key(s) for s in _path(scan.ref)) if scan.ref else ()
     members: dict[str, str] = {}
-    for path in paths:
+    # Sorted: names are case-insensitive, and the spelling kept must not depend on set order.
+    for path in sorted(paths, key=lambda p: tuple(map(str, p))):
         if tuple(_key(s) for s in path[: len(prefix)]) != prefix:
             continue  # not under the scan's ref: a field this scan does not provide
         if len(path) == len(prefix):
