@@ -147,21 +147,30 @@ def write_store(
     return _write_fs(spec, table, dict(partition_values or {}), lock_timeout)
 
 
-def _write_fs(
-    spec: StoreTarget, table: pa.Table, static: dict[str, Any], lock_timeout: float
-) -> StoreResult:
+def partition_columns(
+    spec: StoreTarget, static: dict[str, Any], row_columns: Sequence[str]
+) -> list[str]:
+    """The store's partition columns, after checking the ``static`` values given for a run: they
+    must name the leading ``partitionBy`` columns and not be columns of the rows too."""
     columns = list(spec.partition_by) or list(static)
     if list(static) != columns[: len(static)]:
         raise StorageError(
             f"partition values {list(static)} must name the leading partitionBy columns {columns}"
         )
-    clashing = [c for c in static if c in table.column_names]
+    clashing = [c for c in static if c in row_columns]
     if clashing:
         raise StorageError(
             f"partition value for {', '.join(repr(c) for c in clashing)} given, but the rows "
             "hold that column too",
             hint="drop the column before the store, or leave it out of partition_values",
         )
+    return columns
+
+
+def _write_fs(
+    spec: StoreTarget, table: pa.Table, static: dict[str, Any], lock_timeout: float
+) -> StoreResult:
+    columns = partition_columns(spec, static, table.column_names)
     prefix = static_prefix(static) if static else ""
     parts = split_partitions(table, columns[len(static) :], prefix)
     partitioned = bool(columns)

@@ -90,6 +90,7 @@ from engine.storage.store import (
     StoreResult,
     StoreTarget,
     check_compatible,
+    partition_columns,
 )
 from engine.types import DataMode, MajorType, MinorType, from_arrow_field
 
@@ -613,18 +614,7 @@ def _collect(df: DataFrame) -> pa.Table:
 def _store_fs(
     df: DataFrame, spec: StoreTarget, static: dict[str, Any], lock_timeout: float
 ) -> StoreResult:
-    columns = list(spec.partition_by) or list(static)
-    if list(static) != columns[: len(static)]:
-        raise StorageError(
-            f"partition values {list(static)} must name the leading partitionBy columns {columns}"
-        )
-    clashing = [c for c in static if c in df.columns]
-    if clashing:
-        raise StorageError(
-            f"partition value for {', '.join(repr(c) for c in clashing)} given, but the rows "
-            "hold that column too",
-            hint="drop the column before the store, or leave it out of partition_values",
-        )
+    columns = partition_columns(spec, static, df.columns)
     dynamic = columns[len(static) :]
     _check_columns(df, spec, dynamic)
     prefix = static_prefix(static) if static else ""
