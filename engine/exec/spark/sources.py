@@ -79,7 +79,7 @@ from engine.expr import Call, Cast, Expr, FieldRef, IfElse, field_refs
 from engine.expr import Literal as LiteralNode
 from engine.scan.framework import DEFAULT_BATCH_ROWS, PartitionLayout, implicit_values
 from engine.scan.projection import name_key
-from engine.storage.commit import Commit, VersionedTarget, recover, remove, target_lock
+from engine.storage.commit import remove
 from engine.storage.engines import ClasspathEngine, ConsoleEngine, FsEngine, QueueEngine
 from engine.storage.formats import WRITERS
 from engine.storage.formats.csv import header_names
@@ -90,7 +90,9 @@ from engine.storage.store import (
     StoreResult,
     StoreTarget,
     check_compatible,
+    open_commit,
     partition_columns,
+    under_any,
 )
 from engine.types import DataMode, MajorType, MinorType, from_arrow_field
 
@@ -621,55 +623,27 @@ def _store_fs(
     partitioned = bool(columns)
     observation = Observation(f"store {spec.path}")
     observed = df.observe(observation, F.count(F.lit(1)).alias("rows"))
-    target = VersionedTarget(spec.location)
-    with target_lock(target, timeout=lock_timeout):
-        recover(target)
-        if spec.mode == "error" and target.exists():
-            raise StorageError(
-                f"store target '{spec.path}' already exists ({spec.location}) and mode is error",
-                hint="use mode: overwrite or append, or remove the target first",
-            )
-        if spec.mode != "error" and target.exists() and target.current_data() is None:
-            raise StorageError(
-                f"store target '{spec.path}' is a file, not a dataset directory; "
-                f"mode {spec.mode}{' with partitions' if partitioned else ''} needs one"
-            )
-        try:
-            with Commit(target) as commit:
-                spark_dir = commit.staging / f".spark-{uuid.uuid4().hex}"
-                _spark_write(observed, spec, spark_dir / prefix if prefix else spark_dir, dynamic)
-                written = _data_files(spark_dir)
-                if not written and not partitioned:
-                    written = [_write_empty(df, spec, spark_dir)]
-                paths = sorted({os.path.dirname(rel) for rel in written if os.path.dirname(rel)})
-                if spec.mode == "append":
-                    replaced: list[str] | None = []
-                elif partitioned:
-                    replaced = [prefix] if prefix else paths
-                else:
-                    replaced = None
-                kept: list[str] = []
-                if replaced is not None:
-                    kept = commit.carry_over(lambda rel: not _under_any(rel, replaced))
-                    check_compatible(spec, commit.staging, kept, [])  # the format
-                    _check_same_columns(spec, commit.staging, kept, spark_dir, written)
-                for rel in written:
-                    destination = commit.staging / rel
-                    destination.parent.mkdir(parents=True, exist_ok=True)
-                    os.replace(spark_dir / rel, destination)
-                remove(spark_dir)
-                commit.metadata_file = spec.metadata_file  # the metadata repository's record
-                commit.commit()
-        except DrillError:
-            raise
-        except Exception as err:
-            translated = translate_spark_error(err)
-            if translated is not None:
-                raise translated from err
-            raise StorageError(
-                f"writing {spec.format} to store target '{spec.path}' failed: "
-                f"{_spark_reason(_error_text(err))}; the previous version is unchanged",
-            ) from err
+    directory = spec.mode == "append" or partitioned  # else the whole target is replaced
+    with open_commit(
+        spec, lock_timeout, needs_directory=directory, explain=_store_failure
+    ) as commit:
+        spark_dir = commit.staging / f".spark-{uuid.uuid4().hex}"
+        _spark_write(observed, spec, spark_dir / prefix if prefix else spark_dir, dynamic)
+        written = _data_files(spark_dir)
+        if not written and not partitioned:
+            written = [_write_empty(df, spec, spark_dir)]
+        paths = sorted({os.path.dirname(rel) for rel in written if os.path.dirname(rel)})
+        if directory:
+            replaced = [] if spec.mode == "append" else [prefix] if prefix else paths
+            kept = commit.carry_over(lambda rel: not under_any(rel, replaced))
+            check_compatible(spec, commit.staging, kept, _written_schema(spark_dir, written))
+        for rel in written:
+            destination = commit.staging / rel
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(spark_dir / rel, destination)
+        remove(spark_dir)
+        commit.metadata_file = spec.metadata_file  # the metadata repository's record
+        commit.commit()
     rows = observation.get.get("rows", 0) if written else 0
     return StoreResult(
         location=str(spec.location),
@@ -740,44 +714,14 @@ def _data_files(directory: Path) -> list[str]:
     return found
 
 
-def _check_same_columns(
-    spec: StoreTarget, staging: Path, kept: Sequence[str], spark_dir: Path, written: Sequence[str]
-) -> None:
-    """Parquet files kept beside new ones must have the same columns and types. Nullability is
-    not compared: Spark's writers derive it from the expressions, not from the data."""
-    old = [rel for rel in kept if rel.endswith(".parquet") and not _hidden(rel)]
-    new = [rel for rel in written if rel.endswith(".parquet")]
-    if spec.format != "parquet" or not old or not new:
-        return
-    existing = pq.read_schema(staging / old[0])
-    incoming = pq.read_schema(spark_dir / new[0])
-    if [(f.name, _loose(f.type)) for f in existing] != [(f.name, _loose(f.type)) for f in incoming]:
-        raise StorageError(
-            f"store target '{spec.path}' has the schema ({_schema_text(existing)}) and the rows "
-            f"written have ({_schema_text(incoming)})",
-            hint="overwrite the whole target to change its schema",
-        )
+def _written_schema(spark_dir: Path, written: Sequence[str]) -> pa.Schema | None:
+    """The schema of the first parquet file Spark wrote, to compare with the files kept."""
+    parquet = [rel for rel in written if rel.endswith(".parquet")]
+    return pq.read_schema(spark_dir / parquet[0]) if parquet else None
 
 
-def _loose(dtype: pa.DataType) -> pa.DataType:
-    """``dtype`` with every nested field nullable and list items named alike."""
-    if pa.types.is_struct(dtype):
-        return pa.struct([pa.field(f.name, _loose(f.type)) for f in dtype])
-    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
-        return pa.list_(_loose(dtype.value_type))
-    return dtype
-
-
-def _schema_text(schema: pa.Schema) -> str:
-    return ", ".join(f"{f.name}: {f.type}" for f in schema)
-
-
-def _hidden(rel: str) -> bool:
-    return any(is_hidden(part) for part in rel.split("/"))
-
-
-def _under_any(rel: str, prefixes: Sequence[str]) -> bool:
-    return any(rel == p or rel.startswith(p + "/") for p in prefixes)
+def _store_failure(err: Exception) -> DrillError | str:
+    return translate_spark_error(err) or _spark_reason(_error_text(err))
 
 
 # ---------------------------------------------------------------- errors
