@@ -10,6 +10,7 @@ frame                                       operators
 ==========================================  =====================================================
 ROWS UNBOUNDED PRECEDING .. CURRENT ROW     runningaggregate (also every ``row_number()``)
 ROWS n .. CURRENT ROW (n bounded)           windowframe, segment on the window, collapsingaggregate
+ROWS CURRENT ROW .. n / UNBOUNDED FOLLOWING the two above over the reversed ORDER BY
 other ROWS frames                           the same; the window is widened to hold the current
                                             row, which is the collapse's ``target`` (its columns
                                             carried over), and aggregates only see members whose
@@ -188,6 +189,7 @@ class Windows:
         (carried over where a collapse rebuilds the records)."""
         done: list[str] = []
         for n, group in enumerate(self.groups.values()):
+            group = _mirrored(group)
             carry = [*fields, *done]
             if group.frame.kind == "whole" or group.frame.kind == "peers":
                 op_id = self.emit_joined(planner, op_id, group, n)
@@ -365,6 +367,25 @@ class Windows:
                 "conditions": conditions,
             }
         )
+
+
+def _mirrored(group: _Group) -> _Group:
+    """A frame from the current row forward, as the same frame backward over the reversed order:
+    ``CURRENT ROW .. UNBOUNDED FOLLOWING`` becomes a running aggregate, ``CURRENT ROW .. n
+    FOLLOWING`` a window ending at the current row (collapsed without a target)."""
+    frame = group.frame
+    if frame.kind != "rows" or frame.start != 0 or frame.end == 0 or not group.orderings:
+        return group
+    reversed_orderings = [
+        {
+            "order": "asc" if o["order"] == "desc" else "desc",
+            "expr": o["expr"],
+            "nullCollation": "first" if o.get("nullCollation") == "last" else "last",
+        }
+        for o in group.orderings
+    ]
+    mirrored = Frame("rows", None if frame.end is None else -frame.end, 0)
+    return _Group(group.partition, reversed_orderings, group.order_exprs, mirrored, group.calls)
 
 
 def _masked(call: Call, inside: Expr) -> Call:

@@ -172,6 +172,42 @@ def test_fixed_windows_on_spark(spark, sql) -> None:
     check(sql, rows, executor="spark", spark=spark)
 
 
+FIXED_ROWS = [(1, 1, 5), (1, 1, None), (2, 3, 7), (1, None, -1), (None, 2, 4), (2, 1, 2), (1, 3, 3)]
+FIXED_SQL = [
+    "select id, sum(x) over (partition by p order by o nulls last, id rows between current row "
+    "and 2 following) as s, max(x) over (order by o desc nulls first, id rows between current "
+    "row and unbounded following) as m from t",
+    "select id, count(x) over (order by o nulls first, id rows between unbounded preceding and 1 following) "
+    "as c, count(distinct p) over (order by id rows between unbounded preceding and current row) "
+    "as d from t",
+]
+
+
+@pytest.mark.parametrize("sql", FIXED_SQL)
+def test_frames_over_nulls_in_the_order_equal_duckdb(sql) -> None:
+    check(sql, FIXED_ROWS)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("sql", FIXED_SQL)
+def test_frames_over_nulls_in_the_order_on_spark(spark, sql) -> None:
+    check(sql, FIXED_ROWS, executor="spark", spark=spark)
+
+
+def test_frames_from_the_current_row_forward_run_over_the_reversed_order() -> None:
+    repo, _ = _table([(1, 1, 1)])
+    sql = (
+        "select sum(x) over (order by id rows between current row and unbounded following) as a,"
+        " sum(x) over (order by id rows between current row and 2 following) as b from t"
+    )
+    ops = sql_to_plan(sql, repo)["query"]
+    assert [op["op"] for op in ops][1:5] == ["order", "runningaggregate", "order", "windowframe"]
+    assert ops[1]["orderings"] == [{"order": "desc", "expr": "t.id", "nullCollation": "last"}]
+    frame = next(op for op in ops if op["op"] == "windowframe")
+    collapse = next(op for op in ops if op["op"] == "collapsingaggregate")
+    assert (frame["start"], frame["end"], "target" in collapse) == (-2, 0, False)
+
+
 def test_plan_of_a_bounded_frame() -> None:
     repo, _ = _table([(1, 1, 1)])
     sql = "select id, sum(x) over (partition by p order by id rows between 1 preceding and 2 following) as s from t"
