@@ -361,6 +361,12 @@ class SqlPlanner:
         # Translate everything first: the aggregate step needs every aggregate call.
         names, exprs = self.select_list(items, scope, translator)
         having_expr = translator.visit(having.this) if having is not None else None
+        if having is not None and having.this.find(exp.Window) is not None:
+            raise self.error(
+                "window functions are not allowed in HAVING",
+                having.this.find(exp.Window),
+                hint="compute the window in a subquery and filter its result",
+            )
         distinct = node.args.get("distinct") is not None
         hidden = self.hidden_order(node, names, translator, distinct)
         if aggregation is not None:

@@ -228,6 +228,7 @@ def test_plan_of_a_bounded_frame() -> None:
         ("select sum(x) over w from t window w as (order by o)", "named windows", 8),
         ("select count(distinct x) over (order by o) from t", "needs a ROWS frame", 8),
         ("select p, sum(x) over () from t group by p", "'x' must appear in GROUP BY", 15),
+        ("select p from t group by p having sum(sum(x)) over () > 1", "not allowed in HAVING", 35),
     ],
 )  # fmt: skip
 def test_unsupported_windows_are_sql_errors(sql, message, column) -> None:
