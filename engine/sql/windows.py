@@ -24,6 +24,16 @@ UNBOUNDED PRECEDING .. CURRENT ROW          collapsingaggregate per peer group, 
 
 Other RANGE frames (value offsets, or ending after the current row's peers) and GROUPS frames are
 :class:`~engine.errors.SqlError`\\ s that say which ROWS frame to write instead.
+
+>>> from engine.metadata import MetadataRepository
+>>> from engine.run import run_plan
+>>> from engine.sql import sql_to_plan
+>>> plan = sql_to_plan("select x, sum(x) over (order by x rows between 1 preceding and 1 following)"
+...     " as s from (values (1), (2), (3)) as t(x)", MetadataRepository({}))
+>>> [op["op"] for op in plan["query"]][1:6]
+['order', 'windowframe', 'transform', 'segment', 'collapsingaggregate']
+>>> run_plan(plan).records()
+[{'x': 1, 's': 3}, {'x': 2, 's': 6}, {'x': 3, 's': 5}]
 """
 
 from __future__ import annotations
