@@ -21,6 +21,7 @@ VALUES                 constant
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -162,6 +163,10 @@ class SqlPlanner:
 
     def new_key(self, alias: str, scope: Scope) -> str:
         taken = {r.key for r in scope.relations}
+        # A plain name: a scan's ref is a field name, not a quoted path (`my-t` is my_t).
+        alias = re.sub(r"[^\w$]", "_", alias) or "_"
+        if alias[0].isdigit():
+            alias = f"_{alias}"
         key = alias
         while key in taken:
             self._keys += 1
@@ -377,7 +382,7 @@ class SqlPlanner:
         if aggregation is not None:
             fields = [*dict.fromkeys(str(k) for k in keys), *(r for r, _ in aggregation.exprs)]
         else:
-            fields = [r.key for r in scope.relations]
+            fields = [str(FieldRef((r.key,))) for r in scope.relations]
         op_id = windows.emit(self, op_id, fields)
         projections = [
             {"ref": str(FieldRef(("output", name))), "expr": to_string(expr)}

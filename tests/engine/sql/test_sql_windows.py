@@ -264,3 +264,18 @@ def test_window_plans_match_their_golden_files(conformance_dir: Path, name: str)
     if os.environ.get("DRILL_UPDATE_GOLDEN"):
         path.write_text(text)
     assert path.read_text() == text
+
+
+def test_a_frame_over_flattened_rows_of_a_table_with_an_odd_name(tmp_path: Path) -> None:
+    rows = [{"id": 1, "tags": [1, 2], "x": 2}, {"id": 2, "tags": [3], "x": 5}]
+    (tmp_path / "my-t.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    repo = MetadataRepository({"fs": {"type": "fs", "root": str(tmp_path)}})
+    sql = (
+        "select id, flatten(tags) as tag, sum(x) over (order by id rows between 1 preceding "
+        "and 1 following) as s from fs.`my-t.json` order by tag"
+    )
+    assert run_plan(sql_to_plan(sql, repo)).records() == [
+        {"id": 1, "tag": 1, "s": 4},
+        {"id": 1, "tag": 2, "s": 9},
+        {"id": 2, "tag": 3, "s": 7},
+    ]
