@@ -11,10 +11,13 @@ frame                                       operators
 ROWS UNBOUNDED PRECEDING .. CURRENT ROW     runningaggregate (also every ``row_number()``)
 ROWS n .. CURRENT ROW (n bounded)           windowframe, segment on the window, collapsingaggregate
 ROWS CURRENT ROW .. n / UNBOUNDED FOLLOWING the two above over the reversed ORDER BY
-other ROWS frames                           the same; the window is widened to hold the current
-                                            row, which is the collapse's ``target`` (its columns
-                                            carried over), and aggregates only see members whose
-                                            position is inside the frame (empty frames: null, 0)
+ROWS n PRECEDING .. m FOLLOWING (either     the frame up to the row and the frame from it (both
+maybe UNBOUNDED)                            above), combined by a transform
+other ROWS frames (count(DISTINCT), frames  windowframe, segment, collapsingaggregate; the window
+without the current row)                    is widened to hold the current row, which is the
+                                            collapse's ``target`` (its columns carried over), and
+                                            aggregates only see members whose position is inside
+                                            the frame (empty frames: null, 0)
 whole partition (no ORDER BY and no frame,  collapsingaggregate per partition, joined back to its
 or UNBOUNDED on both sides)                 records
 ORDER BY without a frame, or RANGE          peers (equal ORDER BY values) share one value:
@@ -29,9 +32,9 @@ Other RANGE frames (value offsets, or ending after the current row's peers) and 
 >>> from engine.run import run_plan
 >>> from engine.sql import sql_to_plan
 >>> plan = sql_to_plan("select x, sum(x) over (order by x rows between 1 preceding and 1 following)"
-...     " as s from (values (1), (2), (3)) as t(x)", MetadataRepository({}))
->>> [op["op"] for op in plan["query"]][1:6]
-['order', 'windowframe', 'transform', 'segment', 'collapsingaggregate']
+...     " as s from (values (1), (2), (3)) as t(x) order by x", MetadataRepository({}))
+>>> [op["op"] for op in plan["query"]][1:10]  # up to the row, from the row (reversed), combined
+['order', 'windowframe', 'segment', 'collapsingaggregate', 'order', 'windowframe', 'segment', 'collapsingaggregate', 'transform']
 >>> run_plan(plan).records()
 [{'x': 1, 's': 3}, {'x': 2, 's': 6}, {'x': 3, 's': 5}]
 """
@@ -54,6 +57,7 @@ WINDOW_FUNCTIONS = ("row_number", "rank", "dense_rank", "count", "sum", "min", "
 _RANKS = {"rank", "dense_rank"}
 _AGGREGATES = {"count", "count_distinct", "sum", "min", "max", "avg"}
 _RUNNING = {"row_number", "count", "sum", "min", "max", "avg"}
+_COMBINE = {"count", "sum", "min", "max", "avg"}
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,7 @@ class Windows:
     aggregation: Aggregation | None = None
     groups: dict[str, _Group] = field(default_factory=dict)
     count: int = 0
+    emitted: int = 0
 
     def error(self, message: str, node: exp.Expression | None, hint: str | None = None) -> SqlError:
         return sql_error(message, self.sql, node, hint=hint)
@@ -198,20 +203,74 @@ class Windows:
         """The operators of every group after ``op_id``; ``fields`` are the paths the records hold
         (carried over where a collapse rebuilds the records)."""
         done: list[str] = []
-        for n, group in enumerate(self.groups.values()):
-            group = _mirrored(group)
+        for group in self.groups.values():
             carry = [*fields, *done]
-            if group.frame.kind == "whole" or group.frame.kind == "peers":
-                op_id = self.emit_joined(planner, op_id, group, n)
-            elif (
-                group.frame.start is None
-                and group.frame.end == 0
-                and all(call.name in _RUNNING for _, call in group.calls)
-            ):
-                op_id = self.emit_running(planner, op_id, group, n)
+            if _straddles(group):
+                op_id = self.emit_split(planner, op_id, group, carry)
             else:
-                op_id = self.emit_frame(planner, op_id, group, n, carry)
+                op_id = self.emit_group(planner, op_id, group, carry)
             done += [ref for ref, _ in group.calls]
+        return op_id
+
+    def emit_group(self, planner: Any, op_id: str, group: _Group, carry: list[str]) -> str:
+        n = self.emitted
+        self.emitted += 1
+        group = _mirrored(group)
+        if group.frame.kind == "whole" or group.frame.kind == "peers":
+            return self.emit_joined(planner, op_id, group, n)
+        if (
+            group.frame.start is None
+            and group.frame.end == 0
+            and all(call.name in _RUNNING for _, call in group.calls)
+        ):
+            return self.emit_running(planner, op_id, group, n)
+        return self.emit_frame(planner, op_id, group, n, carry)
+
+    def emit_split(self, planner: Any, op_id: str, group: _Group, carry: list[str]) -> str:
+        """A frame around the current row (``n PRECEDING .. m FOLLOWING``, either side maybe
+        unbounded) as the frame up to the row and the frame from it: both end at the row (the
+        second over the reversed order), so each is a running aggregate or a window collapsed
+        without a target; the current row, counted twice, is taken out again."""
+        # Both parts must see one order, also among ties: number the rows in it first.
+        n = self.emitted
+        self.emitted += 1
+        number = f"$wrn{n}"
+        numbering = _Group(
+            group.partition, group.orderings, group.order_exprs, Frame("rows", None, 0)
+        )
+        numbering.calls.append((number, Call("row_number", ())))
+        op_id = self.emit_running(planner, op_id, numbering, n)
+        by_number = [{"order": "asc", "expr": to_string(FieldRef((number,)))}]
+        back = _Group(group.partition, by_number, [], Frame("rows", group.frame.start, 0))
+        ahead = _Group(group.partition, by_number, [], Frame("rows", 0, group.frame.end))
+        carry = [*carry, number]
+        combined: list[tuple[str, Expr]] = []
+        ratios: list[tuple[str, Expr]] = []
+        for ref, call in group.calls:
+            value = call.args[0] if call.args else Literal.of(1)
+            parts = (
+                [("sum", f"{ref}_sum"), ("count", f"{ref}_count")]
+                if call.name == "avg"
+                else [(call.name, ref)]
+            )
+            for name, out in parts:
+                back.calls.append((f"{out}_back", Call(name, (value,))))
+                ahead.calls.append((f"{out}_ahead", Call(name, (value,))))
+                a, b = FieldRef((f"{out}_back",)), FieldRef((f"{out}_ahead",))
+                combined.append((out, _combine(name, a, b, value)))
+            if call.name == "avg":
+                ratios.append((ref, _ratio(f"{ref}_sum", f"{ref}_count")))
+        op_id = self.emit_group(planner, op_id, back, carry)
+        op_id = self.emit_group(planner, op_id, ahead, [*carry, *(r for r, _ in back.calls)])
+        for transforms in (combined, ratios):
+            if transforms:
+                op_id = planner.add(
+                    {
+                        "op": "transform",
+                        "input": op_id,
+                        "transforms": [{"ref": r, "expr": to_string(e)} for r, e in transforms],
+                    }
+                )
         return op_id
 
     def sorted_runs(
@@ -377,6 +436,34 @@ class Windows:
                 "conditions": conditions,
             }
         )
+
+
+def _straddles(group: _Group) -> bool:
+    """A ROWS frame with rows on both sides of the current row, of aggregates that combine."""
+    frame = group.frame
+    return (
+        frame.kind == "rows"
+        and (frame.start is None or frame.start < 0)
+        and (frame.end is None or frame.end > 0)
+        and all(call.name in _COMBINE for _, call in group.calls)
+    )
+
+
+def _combine(name: str, back: Expr, ahead: Expr, value: Expr) -> Expr:
+    """The aggregate ``name`` of a frame from the aggregates of its part up to the current row
+    (``back``) and its part from it (``ahead``); both hold the current row's ``value``."""
+    if name in ("min", "max"):
+        better = Call("less_than" if name == "min" else "greater_than", (back, ahead))
+        return IfElse(((_isnull(back), ahead), (_isnull(ahead), back), (better, back)), ahead)
+    twice = IfElse(((_isnull(value), Literal.of(0)),), Literal.of(1) if name == "count" else value)
+    total = Call("subtract", (Call("add", (back, ahead)), twice))
+    if name == "count":
+        return total
+    return IfElse(((_isnull(back), ahead), (_isnull(ahead), back)), total)
+
+
+def _isnull(expr: Expr) -> Expr:
+    return Call("isnull", (expr,))
 
 
 def _mirrored(group: _Group) -> _Group:

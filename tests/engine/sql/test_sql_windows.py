@@ -208,14 +208,34 @@ def test_frames_from_the_current_row_forward_run_over_the_reversed_order() -> No
     assert (frame["start"], frame["end"], "target" in collapse) == (-2, 0, False)
 
 
-def test_plan_of_a_bounded_frame() -> None:
+def test_plan_of_a_frame_around_the_row() -> None:
     repo, _ = _table([(1, 1, 1)])
-    sql = "select id, sum(x) over (partition by p order by id rows between 1 preceding and 2 following) as s from t"
+    sql = (
+        "select id, sum(x) over (partition by p order by id rows between 1 preceding and "
+        "2 following) as s from t"
+    )
+    ops = sql_to_plan(sql, repo)["query"]
+    numbered = next(op for op in ops if op["op"] == "runningaggregate")
+    assert numbered["aggregations"] == [{"ref": "$wrn0", "expr": "row_number()"}]
+    orders = [op["orderings"] for op in ops if op["op"] == "order"][1:]
+    assert [o[-1]["order"] for o in orders] == ["asc", "desc"]  # by $wrn0, then reversed
+    frames = [(op["start"], op["end"]) for op in ops if op["op"] == "windowframe"]
+    assert frames == [(-1, 0), (-2, 0)]
+    collapses = [op for op in ops if op["op"] == "collapsingaggregate"]
+    assert all("target" not in op for op in collapses)
+    assert collapses[1]["carryovers"] == ["t", "$wrn0", "$w0_back"]
+    assert ops[-3]["op"] == "transform" and ops[-3]["transforms"][0]["ref"] == "$w0"
+
+
+def test_plan_of_a_frame_without_the_row() -> None:
+    repo, _ = _table([(1, 1, 1)])
+    sql = "select id, sum(x) over (order by id rows between 2 following and 3 following) s from t"
     ops = sql_to_plan(sql, repo)["query"]
     frame = next(op for op in ops if op["op"] == "windowframe")
-    assert (frame["within"], frame["start"], frame["end"]) == ("$wseg0", -1, 2)
+    assert (frame["start"], frame["end"]) == (0, 3)
     collapse = next(op for op in ops if op["op"] == "collapsingaggregate")
     assert collapse["target"] == "$wc0" and collapse["carryovers"] == ["t"]
+    assert "$wp0 >= 2" in collapse["aggregations"][0]["expr"]
 
 
 @pytest.mark.parametrize(
