@@ -15,6 +15,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from golden_files import assert_golden
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -274,16 +275,12 @@ GOLDEN_SQL = {
 @pytest.mark.parametrize("name", sorted(GOLDEN_SQL))
 def test_window_plans_match_their_golden_files(conformance_dir: Path, name: str) -> None:
     """SQL -> plan JSON is stable; regenerate with DRILL_UPDATE_GOLDEN=1 after a deliberate change."""
-    import os
 
     from tests.engine.sql.test_sql_jdbc import jdbc_repository
 
     plan = sql_to_plan(GOLDEN_SQL[name], jdbc_repository(conformance_dir / "data"))
     text = f"-- {GOLDEN_SQL[name]}\n" + json.dumps(plan, indent=1) + "\n"
-    path = GOLDEN / f"{name}.plan"
-    if os.environ.get("DRILL_UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert path.read_text() == text
+    assert_golden(GOLDEN / f"{name}.plan", text)
 
 
 def test_a_frame_over_flattened_rows_of_a_table_with_an_odd_name(tmp_path: Path) -> None:
