@@ -1,7 +1,9 @@
 """Local source and sink operators: scan, constant, store.
 
 A scan holds every record under its ``ref`` (``{ref: record}``): the scan framework's batch columns
-become the members of one map column named ``ref``. A constant emits ``content`` as records, typed
+become the members of one map column named ``ref``. Its ``pushedFilter`` runs inside the parquet
+read where :func:`~engine.exec.local.arrow_filter.to_arrow_filter` translates it exactly, on the
+wrapped records after the read otherwise. A constant emits ``content`` as records, typed
 the way a JSON scan would type them. A store drains its input into its storage engine and emits
 nothing; its :class:`~engine.storage.store.StoreResult` lands in ``ctx.store_results``.
 """
