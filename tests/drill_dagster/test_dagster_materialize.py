@@ -121,6 +121,12 @@ def test_a_three_day_range_is_one_run_with_row_counts_per_partition(
     counts = {e.partition: e.metadata["dagster/partition_row_count"].value for e in events}
     assert counts == {"2024-01-01": 2, "2024-01-02": 1, "2024-01-03": 2}
     assert {e.metadata["dagster/row_count"].value for e in events} == {5}
+    # Per-operator row counts summed over the three days, as the Spark run reports them.
+    counters = events[0].metadata["drill/operator_counters"].value
+    assert counters["1"]["rows"] == 6  # the scan saw every raw event of the three days
+    assert counters["2"]["rows"] == 5 and counters["3"]["rows"] == 5  # filter, project
+    assert counters["4"]["rows"] == 5  # the store
+    assert "| filter 2 | rows=5 |" in events[0].metadata["drill/operator_metrics"].value
     ops = [f"clean.clean__{n}" for n in ("filter_2", "project_3", "scan_1", "store_4")]
     assert sorted(_steps(result)) == [*ops, "clean_row_count_bounds", "clean_schema_contract"]
     for day in kit.DAYS:
