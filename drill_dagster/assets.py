@@ -25,6 +25,7 @@ from dagster import (
     AssetSpec,
     DagsterInvalidDefinitionError,
     DependencyDefinition,
+    Field,
     GraphDefinition,
     InputMapping,
     NodeInvocation,
@@ -34,6 +35,7 @@ from dagster import (
     Output,
     OutputMapping,
 )
+from dagster._core.definitions.definition_config_schema import DefinitionConfigSchema
 from dagster._core.definitions.input import InputDefinition
 
 from drill_dagster.errors import DrillDefinitionsError, DrillFailure
@@ -199,6 +201,8 @@ def build_plan_assets(
 
 
 _INPUTS: dict[str, InputDefinition] = {}
+# Dagster's default op config schema (optional, any value), built once rather than per op.
+_NO_CONFIG = DefinitionConfigSchema(Field(Any, is_required=False))
 AFTER = "after"
 _AFTER_INPUT = InputDefinition(AFTER, dagster_type=Nothing)
 
@@ -240,6 +244,7 @@ def _op_def(
         description=f"```json\n{operator.model_dump_json(by_alias=True, exclude_unset=True)}\n```",
         ins=ins,
         outs=_OUTS[store is not None],
+        config_schema=_NO_CONFIG,
         required_resource_keys={RESOURCE},
         tags={**tags, "drill/plan": plan.name, "drill/op": operator.op},
     )

@@ -72,6 +72,11 @@ def _materializations(result: ExecuteInProcessResult, key: AssetKey) -> list[Any
     ]
 
 
+def _keys(definition: Any) -> set[AssetKey]:
+    keys = getattr(definition, "keys", None) or set()
+    return set(keys) | {k.asset_key for k in getattr(definition, "check_keys", ())}
+
+
 def _steps(result: ExecuteInProcessResult) -> list[str]:
     return [e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"]
 
@@ -189,6 +194,19 @@ def test_a_failing_check_and_bad_data_are_reported_with_their_reason(
         e for e in result.get_asset_check_evaluations() if e.check_name == "row_count_bounds"
     ]
     assert not check.passed and check.description == "2 rows, outside [None, 1]"
+    # The checks alone, in a run of their own, read the materialization from the instance.
+    clean_defs = [a for a in [*defs.assets, *defs.asset_checks] if CLEAN in _keys(a)]
+    alone = materialize(
+        clean_defs,  # type: ignore[arg-type]
+        selection=AssetSelection.checks_for_assets(CLEAN),
+        resources=defs.resources,
+        instance=instance,
+        raise_on_error=False,
+    )
+    assert not alone.get_asset_materialization_events()
+    evaluations = {e.check_name: e for e in alone.get_asset_check_evaluations()}
+    assert evaluations["row_count_bounds"].description == "2 rows, outside [None, 1]"
+    assert evaluations["schema_contract"].passed
 
     bad = plans_dir.parent / "data" / "raw" / "events" / "2024-01-02" / "part-0.json"
     bad.write_text('{"id": 4, "amount": 1}\n{"id": 5, "amount": \n')
