@@ -59,7 +59,7 @@ from pyspark.sql.types import (
 
 from engine.errors import DrillError, PlanningError, SchemaConflictError, StorageError
 from engine.exec.local.sources import records_to_batch
-from engine.exec.spark.columns import compile_predicate
+from engine.exec.spark.columns import compile_expression, compile_predicate
 from engine.exec.spark.datasource import (
     DATA_SOURCE_NAME,
     ERROR_NOTE,
@@ -77,6 +77,7 @@ from engine.exec.spark.datasource import (
 from engine.exec.spark.unions import collect_arrow, revive, storage_schema
 from engine.expr import Call, Cast, Expr, FieldRef, IfElse, field_refs
 from engine.expr import Literal as LiteralNode
+from engine.planner.rules.filter_pushdown import constant_date
 from engine.scan.framework import DEFAULT_BATCH_ROWS, PartitionLayout, implicit_values
 from engine.scan.projection import name_key
 from engine.storage.commit import remove
@@ -228,12 +229,14 @@ def scan_dataframe(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     projection: Sequence[str] | None = None,
     pushed_filter: Expr | None = None,
+    ordered: bool = True,
 ) -> DataFrame:
     """A scan as a DataFrame: ``ref`` (a struct holding each record; the record's columns at the
     root when ``ref`` is None) and :data:`SEQ_COLUMN`. See the module docstring; the keywords
     are :func:`plan_scan`'s, and ``pushed_filter`` (over the scan's output, ``ref.member``) keeps
     only the records where it is true: Spark's own reader gets it right after the read, so a
-    parquet read skips what its statistics exclude."""
+    parquet read skips what its statistics exclude. ``ordered=False`` (nothing observes the
+    records' order): :data:`SEQ_COLUMN` is 0 where Spark's reader reads, with no file lookup."""
     plan = plan_scan(
         engine,
         selection,
@@ -243,11 +246,16 @@ def scan_dataframe(
         batch_rows=batch_rows,
         projection=projection,
     )
-    return scan_plan_dataframe(spark, plan, ref, pushed_filter=pushed_filter)
+    return scan_plan_dataframe(spark, plan, ref, pushed_filter=pushed_filter, ordered=ordered)
 
 
 def scan_plan_dataframe(
-    spark: Any, plan: ScanPlan, ref: str | None, *, pushed_filter: Expr | None = None
+    spark: Any,
+    plan: ScanPlan,
+    ref: str | None,
+    *,
+    pushed_filter: Expr | None = None,
+    ordered: bool = True,
 ) -> DataFrame:
     """The DataFrame of a scan already planned with :func:`plan_scan`."""
     resolved = plan.resolved
@@ -257,11 +265,9 @@ def scan_plan_dataframe(
     if not resolved.files:
         schema = StructType([*resolved.spark_schema.fields, StructField(SEQ_COLUMN, LongType())])
         frame = spark.createDataFrame([], schema)
-    elif plan.is_native and row_filter is not None:
-        frame = _native_scan(spark, resolved, row_filter=row_filter)
-        row_filter = None
     elif plan.is_native:
-        frame = _native_scan(spark, resolved)
+        frame = _native_scan(spark, resolved, row_filter=row_filter, ordered=ordered)
+        row_filter = None
     else:
         register_data_source(spark)
         frame = (
@@ -343,7 +349,12 @@ def _reader_tests(expr: Expr) -> list[Column]:
     method = _SPARK_COMPARISONS[expr.name]
     if isinstance(right, FieldRef) and isinstance(left, LiteralNode):
         left, right, method = right, left, _MIRRORED.get(method, method)
-    if not (isinstance(left, FieldRef) and isinstance(right, LiteralNode)) or len(left.path) != 1:
+    if not isinstance(left, FieldRef) or len(left.path) != 1:
+        return []
+    if constant_date(right) is not None:  # Spark folds to_date('...') to a date the reader uses
+        value = compile_expression(right, StructType([]))
+        return [getattr(column(str(left.path[0])), method)(value)]
+    if not isinstance(right, LiteralNode):
         return []
     if right.value is None or (isinstance(right.value, float) and right.value != right.value):
         return []
@@ -351,7 +362,7 @@ def _reader_tests(expr: Expr) -> list[Column]:
 
 
 def _native_scan(
-    spark: Any, resolved: ResolvedScan, *, row_filter: Expr | None = None
+    spark: Any, resolved: ResolvedScan, *, row_filter: Expr | None = None, ordered: bool = True
 ) -> DataFrame:
     """One read of every file by Spark's reader, each row given its file's implicit values and a
     sequence number ``file base + monotonically_increasing_id``.
@@ -375,6 +386,8 @@ def _native_scan(
         for test in _reader_tests(row_filter):
             read = read.where(test)
         read = read.where(compile_predicate(row_filter, read.schema))
+    if not ordered and not implicit:
+        return read.withColumn(SEQ_COLUMN, F.lit(0).cast(LongType()))
     scanned = read.select("*", F.col("_metadata.file_path").alias(_FILE)).withColumn(
         SEQ_COLUMN, F.monotonically_increasing_id()
     )
