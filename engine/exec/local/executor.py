@@ -21,9 +21,8 @@ from engine.exec.local.segment_aggregate import FUSE_PARAM, SegmentAggregateOper
 from engine.exec.protocol import BatchOperator, BatchSource, FragmentExecutor
 from engine.expr import field_refs
 from engine.plan import LogicalPlan
-from engine.plan.expressions import parse_cached
-from engine.plan.operators import CollapsingAggregate, Filter, Operator, Scan, Segment, Store
-from engine.planner.rules.filter_pushdown import conjuncts
+from engine.plan.operators import CollapsingAggregate, Operator, Scan, Segment, Store
+from engine.planner.rules.filter_pushdown import remaining_conditions
 
 ROWS = "rows"
 """The metric name of an operator's row count (the Spark executor's too)."""
@@ -55,6 +54,12 @@ class LocalExecutor:
             for ref in op.input_ids():
                 self._consumers[ref] += 1
         ctx.params.setdefault("_referenced_members", referenced_members(plan))
+        # Filters whose every test the scan below applies (the local scan applies pushedFilter).
+        self._applied_filters = {
+            filter_id
+            for filter_id, rest in remaining_conditions(plan).items()
+            if rest.condition is None
+        }
 
     def run(self) -> dict[str, pa.Table]:
         """Run every root (stores, or operators nobody reads); returns non-store roots' output."""
@@ -82,10 +87,9 @@ class LocalExecutor:
     def _build(self, op: Operator) -> BatchOperator:
         if op.id in self._built:
             return self._built[op.id]
-        scan = self._scan_applying(op)
-        if scan is not None:
-            # The scan already keeps only the records this filter keeps: it is not run twice.
-            operator: BatchOperator = self._input(scan)
+        if op.id in self._applied_filters:
+            # The scan below already keeps only the records this filter keeps: not run twice.
+            operator: BatchOperator = self._input(self.plan.operator(op.input or ""))
         elif (segment := self._fused_segment(op)) is not None:
             # segment + collapsingaggregate over its groups: one hash aggregation, no reordering.
             upstream = self._input(self.plan.operator(segment.input or ""))
@@ -96,19 +100,6 @@ class LocalExecutor:
             operator = create(op, inputs, self.ctx)
         self._built[op.id] = operator
         return operator
-
-    def _scan_applying(self, op: Operator) -> Scan | None:
-        """The scan right below filter ``op`` whose ``pushedFilter`` holds every conjunct of
-        ``op``'s condition (the filter pushdown copies them there), when nothing else reads it.
-        Pushed conjuncts compare top-level scalar members, where the filter's Appendix A pruning
-        never applies: the filter would keep every record the scan passes on."""
-        if not isinstance(op, Filter) or op.input is None:
-            return None
-        scan = self.plan.operator(op.input)
-        if not isinstance(scan, Scan) or not scan.pushed_filter or self._consumers[scan.id] != 1:
-            return None
-        pushed = conjuncts(parse_cached(scan.pushed_filter))
-        return scan if all(c in pushed for c in conjuncts(parse_cached(op.expr))) else None
 
     def _fused_segment(self, op: Operator) -> Segment | None:
         """The segment ``op`` collapses the groups of, when nothing else reads it (see
