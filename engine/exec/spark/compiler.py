@@ -173,6 +173,9 @@ class SparkCompiler:
             file_columns=tuple(self.ctx.file_columns.get(op.id, ())),
             projection=op.projection,
             pushed_filter=parse_cached(op.pushed_filter) if op.pushed_filter else None,
+            # The run's observation of the scan counts skipped records; a pushed limit would
+            # take their counting rows for records.
+            count_skipped=op.pushed_limit is None,
         )
         if op.pushed_limit is not None:
             df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)

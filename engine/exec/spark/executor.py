@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame
 from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
 from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
-from engine.exec.spark.metrics import ONE_TO_ONE, ROWS, OperatorMetrics
+from engine.exec.spark.metrics import ONE_TO_ONE, ROWS, OperatorMetrics, without_skip_counts
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
 from engine.exec.spark.unions import collect_arrow
 from engine.plan import LogicalPlan
@@ -150,7 +150,7 @@ class SparkPlanRun:
                     frames[label] = self.frames[op.input or ""]
                     continue
                 inputs = [self.frames[ref] for ref in op.input_ids()]
-                self.frames[op.id] = self.compiler.compile(op, inputs)
+                self.frames[op.id] = without_skip_counts(self.compiler.compile(op, inputs))
             if readers[op.id] == 0:
                 frames[label] = self.frames[op.id]
         return frames
