@@ -20,6 +20,7 @@ from dagster import DagsterInstance, materialize
 from drill_dagster import load_definitions
 from engine import run_plan
 from engine.errors import DrillError
+from engine.exec.spark.compiler import SparkCompiler
 from engine.storage.engines import FsEngine
 
 EXECUTORS = ["local", pytest.param("spark", marks=pytest.mark.spark)]
@@ -50,10 +51,8 @@ def failure(executor: str, request: pytest.FixtureRequest, plan: dict[str, Any])
         run(executor, request, plan)
     message = str(caught.value)
     assert "Traceback" not in message
-    # Spark reports a failure of its own reader at the action: the store that ran the job.
-    assert "operator 1 (scan)" in message or (executor == "spark" and "operator" in message), (
-        message
-    )
+    # On Spark too, where files are read in the store's job: the scan that reads the file.
+    assert "operator 1 (scan)" in message, message
     return message
 
 
@@ -165,6 +164,43 @@ def test_a_file_that_vanishes_after_listing_fails_naming_it(
     monkeypatch.setattr(FsEngine, "list_files", list_then_remove)
     message = failure(executor, request, scan_plan(tmp_path, "d", "json"))
     assert "b.json" in message, message
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("on_error", [None, "skip"])  # Spark's JSON reader, the Drill reader
+@pytest.mark.parametrize("store", ["queue", "parquet"])
+def test_a_file_that_vanishes_before_spark_reads_it_fails_naming_the_scan_and_file(
+    tmp_path: Path,
+    spark: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    on_error: str | None,
+    store: str,
+) -> None:
+    """Planned (listed, schema read) and then removed before the store's Spark job reads it."""
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "a.json").write_text('{"a": 1}\n')
+    (data / "b.json").write_text('{"a": 2}\n')
+    plan = scan_plan(tmp_path, "d", "json", on_error=on_error)
+    plan["query"][1:] = [
+        {"@id": 2, "op": "filter", "input": 1, "expr": "r.a > 0"},
+        {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {"number": 0}},
+    ]
+    if store == "parquet":
+        plan["query"][2].update(storageengine="fs", target={"path": "out", "format": "parquet"})
+    visit_store = SparkCompiler.visit_store
+
+    def remove_then_store(self: SparkCompiler, op: Any, inputs: Any) -> Any:
+        (data / "b.json").unlink(missing_ok=True)
+        return visit_store(self, op, inputs)
+
+    monkeypatch.setattr(SparkCompiler, "visit_store", remove_then_store)
+    with pytest.raises(DrillError) as caught:
+        run_plan(plan, executor="spark", spark=spark)
+    message = str(caught.value)
+    assert "operator 1 (scan): " in message and "operator 3" not in message, message
+    assert f"{data}/b.json: the file no longer exists" in message, message
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)

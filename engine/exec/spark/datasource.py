@@ -608,7 +608,10 @@ def _json_lines_table(
     """
     if not len(committed) or file.size == 0 or engine.format_of(request.selection) != "json":
         return None
-    if engine.reader_options(request.selection).skip_errors or not is_json_lines(file):
+    try:
+        if engine.reader_options(request.selection).skip_errors or not is_json_lines(file):
+            return None
+    except OSError:  # gone or unreadable: the general way says so, naming the file
         return None
     parse = pa_json.ParseOptions(explicit_schema=committed, unexpected_field_behavior="ignore")
     read = pa_json.ReadOptions(block_size=min(file.size + 1, _JSON_BLOCK))

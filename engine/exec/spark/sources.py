@@ -814,7 +814,8 @@ def _under_any(rel: str, prefixes: Sequence[str]) -> bool:
 # ---------------------------------------------------------------- errors
 
 _NOTE = re.compile(re.escape(ERROR_NOTE) + r"(\{.*\})")
-_READ_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?\s+(?:SQLSTATE|$)", re.M)
+# "... reading file <uri>. SQLSTATE", or "... reading file <uri>. File does not exist. ..."
+_READ_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?(?:\s|$)", re.M)
 _PY_ERROR = re.compile(r"^engine\.errors\.(\w+): (.*)$", re.M)
 _CONFLICT = re.compile(r"^(?:(.*): )?column '(.*)' changed type from (.+) to (.+)$")
 _CAUSE = re.compile(r"^Caused by: [\w.$]+: (.*)$", re.M)
