@@ -30,6 +30,7 @@ from dagster import (
     asset_check,
 )
 
+from drill_dagster.metadata import materialized_in_run
 from drill_dagster.plans import DrillStore
 from drill_dagster.project import ChecksConfig
 from engine.types import DataMode, MinorType, type_from_name
@@ -139,6 +140,9 @@ def _annotated(fn: Any) -> Any:
 
 
 def _latest(context: AssetCheckExecutionContext, asset_key: AssetKey) -> Mapping[str, Any]:
+    written = materialized_in_run(context.run.run_id, asset_key)
+    if written is not None:  # the store ran in this run: no query of the event log
+        return written
     event = context.instance.get_latest_materialization_event(asset_key)
     if event is None or event.asset_materialization is None:
         return {}

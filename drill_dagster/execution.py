@@ -28,6 +28,7 @@ from drill_dagster.metadata import (
     WrittenStore,
     lineage_metadata,
     next_schema_version,
+    remember_materialization,
     schema_fingerprint,
     store_metadata,
 )
@@ -150,6 +151,7 @@ def store_output(
         schema_version=next_schema_version(previous, fingerprint),
     )
     _partition_counts(context, asset_key, writes)
+    remember_materialization(context.run.run_id, asset_key, metadata)
     return Output(
         StoredDataset(Path(last.location), last.format, tuple(str(f) for f in last.files)),
         metadata=metadata,

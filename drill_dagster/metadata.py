@@ -239,3 +239,21 @@ def store_metadata(
     if last.version:
         metadata["drill/commit_version"] = last.version
     return metadata
+
+
+_IN_RUN: dict[AssetKey, tuple[str, Mapping[str, Any]]] = {}
+
+
+def remember_materialization(run_id: str, asset_key: AssetKey, metadata: Mapping[str, Any]) -> None:
+    """Keep the metadata a store just wrote, for the asset checks of the same run.
+
+    The checks run right after the store in the same process; reading the metadata back from the
+    instance's event log cost them a query each. One entry per asset key: the latest run's.
+    """
+    _IN_RUN[asset_key] = (run_id, metadata)
+
+
+def materialized_in_run(run_id: str, asset_key: AssetKey) -> Mapping[str, Any] | None:
+    """The metadata :func:`remember_materialization` kept for this run, else None."""
+    entry = _IN_RUN.get(asset_key)
+    return entry[1] if entry is not None and entry[0] == run_id else None

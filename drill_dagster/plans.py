@@ -21,6 +21,7 @@ it. ``${name}`` parameters, and anything after them in a path, are left out of l
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -276,7 +277,7 @@ def load_project(
 def load_plan(path: Path, config: ProjectConfig) -> DrillPlan:
     """One plan file, parsed and validated, with its stores and scans (not yet linked)."""
     try:
-        logical = parse_plan(_sql_plan(path) if path.suffix == ".sql" else path)
+        logical = _sql_plan_parsed(path) if path.suffix == ".sql" else _parsed(path)
     except PlanError as err:
         raise err if err.source else err.with_source(str(path)) from None
     name = safe_name(path.stem)
@@ -289,6 +290,34 @@ def load_plan(path: Path, config: ProjectConfig) -> DrillPlan:
         if isinstance(op, Scan):
             plan.scans.append(_scan(plan, op))
     return plan
+
+
+_PARSED: dict[Path, tuple[bytes, LogicalPlan]] = {}
+
+
+def _parsed(path: Path) -> LogicalPlan:
+    """``parse_plan(path)``, reused while the file's bytes are the same.
+
+    A process that loads the definitions again (a test session, a notebook, a code server that
+    reloads in process) parses only the plans that changed; a plan that fails is never kept.
+    The key is a digest of the bytes, not the modification time: a file rewritten within one
+    tick of the file system clock with the same size would otherwise be missed.
+    """
+    try:
+        digest = hashlib.blake2b(path.read_bytes(), digest_size=16).digest()
+    except OSError:
+        return parse_plan(path)  # the parser reports it
+    cached = _PARSED.get(path)
+    if cached is not None and cached[0] == digest:
+        return cached[1]
+    logical = parse_plan(path)
+    _PARSED[path] = (digest, logical)
+    return logical
+
+
+def _sql_plan_parsed(path: Path) -> LogicalPlan:
+    # Not cached: a SQL step resolves its tables through the plans beside it.
+    return parse_plan(_sql_plan(path))
 
 
 def _sql_plan(path: Path) -> dict[str, Any]:

@@ -5,8 +5,9 @@ SparkPlanRun` per slice (the engine's compiler, storage engines, parameters and 
 observations), so the ops of a plan share them the way the engine's own Spark executor does:
 
 * a non-store op compiles its operator with ``SparkCompiler.compile(op, inputs)`` and passes the
-  DataFrame (wrapped in a ``DataFrame.observe`` counting its rows) to the ops that read it, in
-  memory: nothing runs on Spark yet;
+  DataFrame (counting its rows with a ``DataFrame.observe``, unless its count is derived: the
+  engine's rule, :meth:`~engine.exec.spark.metrics.OperatorMetrics.track`) to the ops that read
+  it, in memory: nothing runs on Spark yet;
 * a store op compiles its store, which writes: that is the Spark job. The rows each operator saw
   are read from the observations afterwards, without another pass.
 
@@ -25,6 +26,7 @@ from drill_dagster.metadata import WrittenStore
 from drill_dagster.partitions import RunSlice
 from drill_dagster.plans import DrillPlan, DrillStore
 from engine.errors import DrillError, ExecutionError
+from engine.exec.spark.metrics import limit_inputs
 from engine.plan import Operator, Store
 from engine.run import apply_params, build_engines, check_paths
 
@@ -63,7 +65,13 @@ def compile_step(
         op = run.plan.operator(operator.id)  # parameters substituted for this slice
         with _named(plan, slice_, op):
             frame = run.compiler.compile(op, [value.values[index] for value in inputs])
-        frames.append(run.metrics.observe(op.id, frame))
+        tracked = run.metrics.track(
+            op,
+            frame,
+            before_limit=limit_inputs(run.plan.query),
+            unchanged=op.id in run.compiler.unchanged,
+        )
+        frames.append(tracked)
     return SliceValues(tuple(slices), tuple(frames))
 
 

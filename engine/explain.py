@@ -45,7 +45,7 @@ from engine.plan import LogicalPlan
 _HIDDEN_KEYS = {"@id", "op", "input", "left", "right", "inputs", "memo"}
 _DETAIL_WIDTH = 100
 FORMATS = ("text", "json", "markdown")
-_PUSHED = ("columns", "filter", "limit")  # shown first on a scan, never shortened
+_PUSHED = ("columns", "filter", "limit", "statistics")  # first on a scan, never shortened
 
 
 def explain(
@@ -56,13 +56,15 @@ def explain(
     stats: Any = None,
     classpath: Any = (),
     base_dir: Path | None = None,
+    options: Any = None,
 ) -> str:
     """The plan as the planner runs it: fragments, pushed projections and filters, exchanges.
 
     ``fmt`` is ``text`` (a tree per fragment), ``json`` (``{"source", "fragments", "physical",
     "optimized"}``, plus ``"spark"``) or ``markdown``. ``stats`` are the scans' statistics; when
     None they are asked of the plan's storage engines (``classpath`` and ``base_dir`` as for
-    :func:`engine.run.run_plan`). With ``spark``, the Spark plans are added.
+    :func:`engine.run.run_plan`). ``options`` are the physical planner's thresholds
+    (:class:`~engine.planner.physical.PlannerOptions`). With ``spark``, the Spark plans are added.
     """
     from engine.planner import Statistics, optimize
     from engine.planner.physical import to_physical
@@ -72,7 +74,7 @@ def explain(
     if stats is None:
         stats = Statistics.collect(plan, base_dir=base_dir, classpath=classpath)
     optimized = optimize(plan, stats)
-    physical = to_physical(optimized, stats)
+    physical = to_physical(optimized, stats, options)
     spark_plans = (
         spark_explain(plan, spark, classpath=classpath, base_dir=base_dir)
         if spark is not None

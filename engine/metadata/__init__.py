@@ -6,7 +6,12 @@ Stores record what they commit (:mod:`engine.metadata.version_file`); the SQL fr
 
 from __future__ import annotations
 
-from engine.metadata.repository import MetadataRepository, TableInfo, TableStatistics
+from engine.metadata.repository import (
+    MetadataRepository,
+    TableInfo,
+    TableStatistics,
+    recorded_metadata,
+)
 from engine.metadata.sampling import sample_schema
 from engine.metadata.version_file import VersionMetadata, metadata_path, read_version_metadata
 
@@ -17,5 +22,6 @@ __all__ = [
     "VersionMetadata",
     "metadata_path",
     "read_version_metadata",
+    "recorded_metadata",
     "sample_schema",
 ]

@@ -82,6 +82,25 @@ class TableStatistics:
     version: str | None = None
 
 
+def recorded_metadata(
+    engine: StorageEngine, selection: Mapping[str, Any]
+) -> VersionMetadata | None:
+    """What the last store to ``selection``'s location of ``engine`` recorded (persisted under
+    ``<root>/_drill_metadata/``), if a store wrote exactly that location; else None.
+
+    The planner's statistics and :meth:`MetadataRepository.statistics` read the same record.
+    """
+    if not isinstance(engine, FsEngine):
+        return None
+    try:
+        location = resolve_under_root(
+            engine.root, str(selection.get("path", "")), engine_name=engine.name
+        )
+    except DrillError:
+        return None
+    return read_version_metadata(location, metadata_path(engine.root, location))
+
+
 @dataclass
 class _Catalog:
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -253,11 +272,9 @@ class MetadataRepository:
 
     def stored(self, table: TableInfo) -> VersionMetadata | None:
         """What the last store to this table's location recorded, if a store wrote it."""
-        location = self._location(table)
-        if location is None:
+        if table.engine is None or table.selection is None:
             return None
-        engine = self.engine(table.engine)  # type: ignore[arg-type]
-        return read_version_metadata(location, metadata_path(engine.root, location))  # type: ignore[attr-defined]
+        return recorded_metadata(self.engine(table.engine), table.selection)
 
     def schema(self, table: TableInfo) -> pa.Schema | None:
         """The table's columns: the last store's written schema, else a sample read by the scan
@@ -301,18 +318,6 @@ class MetadataRepository:
         except DrillError:
             return None
         return TableStatistics(stats.row_count, stats.total_bytes, stats.file_count)
-
-    def _location(self, table: TableInfo) -> Path | None:
-        if table.engine is None or table.selection is None:
-            return None
-        engine = self.engine(table.engine)
-        if not isinstance(engine, FsEngine):
-            return None
-        path = str(table.selection.get("path", ""))
-        try:
-            return resolve_under_root(engine.root, path, engine_name=engine.name)
-        except DrillError:
-            return None
 
     # -- persistence --------------------------------------------------------------------------
 

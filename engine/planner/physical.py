@@ -6,7 +6,8 @@ named as in seed 000) in a ``{"head": ..., "graph": [{"@id", "pop", "child" | "l
 the logical operator it implements (one logical operator may become several: a partial and a
 final aggregate, a sort and its merging exchange).
 
-Choices come from what the storage engines report (:class:`~engine.planner.statistics.Statistics`):
+Choices come from what the storage engines report, or what the store that wrote a selection
+recorded (:class:`~engine.planner.statistics.Statistics`; such a scan shows ``statistics=recorded``):
 
 * a scan is *parallel* (several tasks) when it reads more than one file or more than
   ``PlannerOptions.parallel_bytes``, or when its size is unknown; constants are single;
@@ -302,6 +303,7 @@ class _Builder:
             files=stats.file_count if stats is not None else None,
             bytes=stats.total_bytes if stats is not None else None,
             rows=rows,
+            statistics="recorded" if stats is not None and stats.recorded else None,
         )
         return _Out(node, parallel, stats.total_bytes if stats else None, rows)
 

@@ -3,8 +3,11 @@
 :class:`Statistics` holds, per scan id, a :class:`ScanStatistics`: the format, the files and bytes
 the selection lists, rows where the format records them (parquet footers), the top-level column
 types of a parquet selection (the columns a filter may be pushed on) and the engine's
-:class:`~engine.storage.engines.Capabilities`. Constants need no engine: their rows are counted
-from the plan. Without statistics the planner assumes the worst: sizes unknown (no broadcast,
+:class:`~engine.storage.engines.Capabilities`. A selection that an earlier store wrote is described
+by what that store recorded (the metadata repository's ``_drill_metadata/``, see
+:func:`~engine.metadata.recorded_metadata`): its rows (also for JSON and CSV, which keep none),
+bytes, files and schema, without listing or reading footers; ``recorded`` says so. Constants need
+no engine: their rows are counted from the plan. Without statistics the planner assumes the worst: sizes unknown (no broadcast,
 every scan parallel) and no filter pushdown.
 
 >>> import tempfile, pathlib
@@ -29,6 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.errors import DrillError
+from engine.metadata import VersionMetadata, recorded_metadata
 from engine.plan import LogicalPlan, Scan
 from engine.storage.engines import Capabilities
 
@@ -46,6 +50,7 @@ class ScanStatistics:
     row_count: int | None = None
     capabilities: Capabilities = field(default_factory=Capabilities)
     columns: Mapping[str, pa.DataType] | None = None  # parquet: top-level column -> Arrow type
+    recorded: bool = False  # from the last store's record, not from listing the files
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,11 @@ class Statistics:
 def _scan_statistics(engine: Any, selection: Mapping[str, Any]) -> ScanStatistics | None:
     if not hasattr(engine, "list_files"):
         return None
+    recorded = recorded_metadata(engine, selection)
+    if recorded is not None:
+        stats = _recorded_statistics(engine, selection, recorded)
+        if stats is not None:
+            return stats
     try:
         files = engine.list_files(selection)
         fmt = engine.format_of(selection) if files or "format" in selection else "json"
@@ -119,6 +129,37 @@ def _scan_statistics(engine: Any, selection: Mapping[str, Any]) -> ScanStatistic
         row_count=rows,
         capabilities=capabilities,
         columns=columns,
+    )
+
+
+def _recorded_statistics(
+    engine: Any, selection: Mapping[str, Any], recorded: VersionMetadata
+) -> ScanStatistics | None:
+    """What the last store recorded; None where the footers must be read after all (parquet
+    without a recorded schema, or partitioned: the partition columns are not in the files)."""
+    try:
+        fmt = (
+            engine.format_of(selection) if recorded.file_count or "format" in selection else "json"
+        )
+        capabilities = (
+            engine.capabilities(selection) if recorded.file_count else Capabilities(can_read=True)
+        )
+    except DrillError:
+        return None
+    columns: dict[str, pa.DataType] | None = None
+    if fmt == "parquet":
+        schema = recorded.schema
+        if schema is None or recorded.partitions:
+            return None
+        columns = {column.name: column.type for column in schema}
+    return ScanStatistics(
+        format=fmt,
+        file_count=recorded.file_count,
+        total_bytes=recorded.total_bytes,
+        row_count=recorded.row_count,
+        capabilities=capabilities,
+        columns=columns,
+        recorded=True,
     )
 
 

@@ -21,11 +21,12 @@ The same code runs in the local executor and inside Spark tasks (the Spark data 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.errors import SchemaConflictError, StorageError
 from engine.scan.loader import ResultSetLoader
@@ -127,6 +128,11 @@ class FileScan:
 
     ``projection`` is the scan's projection list (None: the whole record); ``file_columns`` are the
     implicit file columns the plan references (they are not part of the wildcard).
+
+    ``row_filter`` is asked, for each parquet file, for a filter to apply inside the read: it gets
+    the file's columns that reach the output unchanged (same name, same type) and returns a
+    pyarrow Expression over them, or None to read every row. :meth:`filtered_batches` says which
+    batches it filtered.
     """
 
     def __init__(
@@ -137,8 +143,10 @@ class FileScan:
         projection: Sequence[str] | None = None,
         file_columns: Sequence[str] = (),
         batch_rows: int = DEFAULT_BATCH_ROWS,
+        row_filter: Callable[[pa.Schema], pc.Expression | None] | None = None,
     ) -> None:
         self.engine = engine
+        self.row_filter = row_filter
         self.selection = dict(selection)
         self.projection = projection
         self.file_columns = [c for c in file_columns if c in FILE_COLUMNS]
@@ -146,6 +154,7 @@ class FileScan:
         self.files_read = 0
         self.skipped = 0
         self.tracker: ScanSchemaTracker | None = None
+        self._filtered = False
 
     def files(self) -> list[InputFile]:
         return self.engine.list_files(self.selection)
@@ -173,20 +182,64 @@ class FileScan:
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         """Every batch of every file, aligned to the scan's (possibly widening) output schema."""
+        for batch, _ in self.filtered_batches():
+            yield batch
+
+    def filtered_batches(self) -> Iterator[tuple[pa.RecordBatch, bool]]:
+        """:meth:`batches`, each with whether ``row_filter``'s Expression was applied to it."""
         files = self.files()
         tracker = self.tracker = self._tracker(files)
         cache = VectorCache()
+        open_reader = self.engine.reader_factory(self.selection) if files else None
         for file in files:
+            assert open_reader is not None
             self.files_read += 1
             implicit = implicit_values(file)
-            for batch in self._read_file(file, cache):
-                yield tracker.project_batch(batch, file=str(file.path), implicit_values=implicit)
+            self._filtered = False
+            for batch in self._read_file(open_reader(file), file, cache, tracker):
+                projected = tracker.project_batch(
+                    batch, file=str(file.path), implicit_values=implicit
+                )
+                yield projected, self._filtered
 
-    def _read_file(self, file: InputFile, cache: VectorCache) -> Iterator[pa.RecordBatch]:
-        reader = self.engine.open_reader(file, self.selection)
+    def _pushed_filter(
+        self, reader: Any, columns: list[str] | None, tracker: ScanSchemaTracker, file: InputFile
+    ) -> pc.Expression | None:
+        """``row_filter``'s Expression for one parquet file, over the columns whose values reach
+        the output as read (a column the tracker converts is left out: the filter would test
+        other values than the records hold)."""
+        if self.row_filter is None or reader.format != "parquet" or "schema" in self.selection:
+            return None
+        try:
+            schema = reader.arrow_schema(columns)
+        except (KeyError, pa.ArrowInvalid):
+            return None  # duplicate names: leave the read (and its error) as it was
+        tracker.apply_reader_schema(schema, file=str(file.path))
+        output = tracker.output_schema()
+        hidden = {name_key(name) for name in tracker.implicit_schema().names}
+        exact = [
+            f
+            for f in schema
+            if name_key(f.name) not in hidden
+            and output.get_field_index(f.name) >= 0
+            and output.field(f.name).type == f.type
+        ]
+        return self.row_filter(pa.schema(exact))
+
+    def _read_file(
+        self, reader: Any, file: InputFile, cache: VectorCache, tracker: ScanSchemaTracker
+    ) -> Iterator[pa.RecordBatch]:
         # Only parquet reads fewer columns faster; text formats parse whole records anyway.
         columns = self._reader_columns() if reader.format == "parquet" else None
-        table = reader.read_arrow(columns=columns)
+        pushed = self._pushed_filter(reader, columns, tracker, file)
+        table = reader.read_arrow(columns=columns, filter=pushed) if pushed is not None else None
+        if table is None:
+            table = reader.read_arrow(columns=columns)
+        else:
+            self._filtered = True
+            if table.num_rows == 0:  # the schema still reaches downstream, as unfiltered reads do
+                yield pa.RecordBatch.from_pylist([], schema=table.schema)
+                return
         if table is not None:
             self.skipped += reader.skipped  # rows the fast path dropped under onError: skip
             yield from table.to_batches(max_chunksize=self.batch_rows)

@@ -11,7 +11,7 @@ FROM t / JOIN ... ON   scan (or the view's / subquery's operators), join (``oute
 WHERE                  filter
 FLATTEN(x) in SELECT   flatten
 GROUP BY, aggregates   (transform), segment, collapsingaggregate; HAVING: filter
-agg() OVER (...)       order, segment, runningaggregate
+agg() OVER (...)       order, segment, runningaggregate or windowframe (engine.sql.windows)
 SELECT list            project
 DISTINCT, UNION        union (``distinct``)
 ORDER BY / LIMIT       order (``nullCollation`` when NULLS FIRST/LAST is written), limit
@@ -21,6 +21,7 @@ VALUES                 constant
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,7 @@ from engine.expr import Expr, FieldRef, Literal, to_string
 from engine.metadata import MetadataRepository, TableInfo
 from engine.sql.dialect import parse_sql, sql_error
 from engine.sql.expressions import Aggregation, ExprTranslator, Relation, Scope
+from engine.sql.windows import Windows
 
 CASES = ("preserve", "upper")
 _RELATIONSHIPS = {
@@ -161,6 +163,10 @@ class SqlPlanner:
 
     def new_key(self, alias: str, scope: Scope) -> str:
         taken = {r.key for r in scope.relations}
+        # A plain name: a scan's ref is a field name, not a quoted path (`my-t` is my_t).
+        alias = re.sub(r"[^\w$]", "_", alias) or "_"
+        if alias[0].isdigit():
+            alias = f"_{alias}"
         key = alias
         while key in taken:
             self._keys += 1
@@ -350,29 +356,34 @@ class SqlPlanner:
         grouped = (
             group is not None
             or having is not None
-            or any(
-                a.find_ancestor(exp.Window) is None for i in items for a in i.find_all(exp.AggFunc)
-            )
+            or any(not _window_function(a) for i in items for a in i.find_all(exp.AggFunc))
         )
         aggregation, keys = None, []
         if grouped:
             op_id, aggregation, keys = self.aggregate(node, items, op_id, scope)
-        windows = _Windows()
-        translator = ExprTranslator(
-            scope, self.sql, aggregation=aggregation, window=lambda w: windows.add(self, w, scope)
-        )
+        windows = Windows(self.sql, scope, aggregation)
+        translator = ExprTranslator(scope, self.sql, aggregation=aggregation, window=windows.add)
         # Translate everything first: the aggregate step needs every aggregate call.
         names, exprs = self.select_list(items, scope, translator)
         having_expr = translator.visit(having.this) if having is not None else None
+        if having is not None and having.this.find(exp.Window) is not None:
+            raise self.error(
+                "window functions are not allowed in HAVING",
+                having.this.find(exp.Window),
+                hint="compute the window in a subquery and filter its result",
+            )
         distinct = node.args.get("distinct") is not None
         hidden = self.hidden_order(node, names, translator, distinct)
         if aggregation is not None:
             op_id = self.emit_aggregate(op_id, keys, aggregation)
         if having_expr is not None:
             op_id = self.add({"op": "filter", "input": op_id, "expr": to_string(having_expr)})
-        if windows.aggregations and aggregation is not None:
-            raise self.error("window functions and GROUP BY in one SELECT are not supported", node)
-        op_id = windows.emit(self, op_id)
+        # Windows read the grouped records: the keys and aggregates, or every FROM item's record.
+        if aggregation is not None:
+            fields = [*dict.fromkeys(str(k) for k in keys), *(r for r, _ in aggregation.exprs)]
+        else:
+            fields = [str(FieldRef((r.key,))) for r in scope.relations]
+        op_id = windows.emit(self, op_id, fields)
         projections = [
             {"ref": str(FieldRef(("output", name))), "expr": to_string(expr)}
             for name, expr in zip(names, exprs)
@@ -585,74 +596,9 @@ class SqlPlanner:
         return int(value.this)
 
 
-@dataclass
-class _Windows:
-    """Window functions of one SELECT: all share one PARTITION BY / ORDER BY (one sort)."""
-
-    spec: str | None = None
-    partition: list[Expr] = field(default_factory=list)
-    orderings: list[dict[str, Any]] = field(default_factory=list)
-    aggregations: list[dict[str, str]] = field(default_factory=list)
-
-    def add(self, planner: SqlPlanner, node: exp.Window, scope: Scope) -> Expr:
-        plain = ExprTranslator(scope, planner.sql)
-        if node.args.get("spec") is not None:
-            frame = node.args["spec"]
-            if not (
-                str(frame.args.get("start") or "").upper() == "UNBOUNDED"
-                and str(frame.args.get("end") or "").upper() == "CURRENT ROW"
-            ):
-                raise planner.error(
-                    "only the default window frame (UNBOUNDED PRECEDING to CURRENT ROW) is "
-                    "supported",
-                    frame,
-                )
-        partition = [plain.visit(p) for p in node.args.get("partition_by") or []]
-        order = node.args.get("order")
-        orderings = []
-        for ordered in order.expressions if order is not None else []:
-            entry: dict[str, Any] = {
-                "order": "desc" if ordered.args.get("desc") else "asc",
-                "expr": to_string(plain.visit(ordered.this)),
-            }
-            if ordered.meta.get("nulls_explicit"):
-                entry["nullCollation"] = "first" if ordered.args.get("nulls_first") else "last"
-            orderings.append(entry)
-        spec = repr(([str(p) for p in partition], orderings))
-        if self.spec is not None and spec != self.spec:
-            raise planner.error("all window functions of a SELECT must share one OVER (...)", node)
-        self.spec, self.partition, self.orderings = spec, partition, orderings
-        function = node.this
-        if isinstance(function, exp.RowNumber):
-            call = "row_number()"
-        elif isinstance(function, exp.AggFunc):
-            call = to_string(plain.visit(function))
-        else:
-            raise planner.error("this window function is not supported", function)
-        ref = f"$w{len(self.aggregations)}"
-        self.aggregations.append({"ref": ref, "expr": call})
-        return FieldRef((ref,))
-
-    def emit(self, planner: SqlPlanner, op_id: str) -> str:
-        if not self.aggregations:
-            return op_id
-        orderings = [{"order": "asc", "expr": to_string(p)} for p in self.partition]
-        orderings += self.orderings
-        if orderings:
-            op_id = planner.add({"op": "order", "input": op_id, "orderings": orderings})
-        body: dict[str, Any] = {"op": "runningaggregate", "input": op_id}
-        if self.partition:
-            op_id = planner.add(
-                {
-                    "op": "segment",
-                    "input": op_id,
-                    "ref": "$wseg",
-                    "exprs": [to_string(p) for p in self.partition],
-                }
-            )
-            body = {"op": "runningaggregate", "input": op_id, "within": "$wseg"}
-        body["aggregations"] = self.aggregations
-        return planner.add(body)
+def _window_function(node: exp.AggFunc) -> bool:
+    """Whether ``node`` is the function of an OVER (...), not an aggregate of the grouping."""
+    return isinstance(node.parent, exp.Window) and node.parent.this is node
 
 
 def _conjuncts(node: exp.Expression) -> list[exp.Expression]:

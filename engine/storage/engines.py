@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
@@ -179,7 +179,14 @@ class StorageEngine(ABC):
 
     def open_reader(self, file: InputFile, selection: Mapping[str, Any]) -> FormatReader:
         """A reader of one listed file of ``selection``."""
-        return reader_class(self.format_of(selection))(file, self.reader_options(selection))
+        return self.reader_factory(selection)(file)
+
+    def reader_factory(self, selection: Mapping[str, Any]) -> Callable[[InputFile], FormatReader]:
+        """What :meth:`open_reader` does for each file of ``selection``, with the format and its
+        options found once (finding them can list the selection's directory)."""
+        cls = reader_class(self.format_of(selection))
+        options = self.reader_options(selection)
+        return lambda file: cls(file, options)
 
     def statistics(self, selection: Mapping[str, Any]) -> Statistics:
         """File count, bytes and (parquet) row count of a selection."""

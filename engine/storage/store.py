@@ -27,7 +27,8 @@ The ``console`` and ``queue`` engines take the rows as records; ``classpath`` is
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from engine.storage.engines import (
 )
 from engine.storage.formats import EXTENSIONS, WRITERS
 from engine.storage.partitions import Partition, split_partitions, static_prefix
+from engine.storage.paths import is_hidden
 
 MODES = ("overwrite", "append", "error")
 STORE_FORMATS = tuple(WRITERS)
@@ -180,35 +182,14 @@ def _write_fs(
         replaced = [prefix] if prefix else [p.path for p in parts]
     else:
         replaced = None  # everything
-    target = VersionedTarget(spec.location)
-    with target_lock(target, timeout=lock_timeout):
-        recover(target)
-        if spec.mode == "error" and target.exists():
-            raise StorageError(
-                f"store target '{spec.path}' already exists ({spec.location}) and mode is error",
-                hint="use mode: overwrite or append, or remove the target first",
-            )
-        if replaced is not None and target.exists() and target.current_data() is None:
-            raise StorageError(
-                f"store target '{spec.path}' is a file, not a dataset directory; "
-                f"mode {spec.mode}{' with partitions' if partitioned else ''} needs one"
-            )
-        try:
-            with Commit(target) as commit:
-                kept = []
-                if replaced is not None:
-                    kept = commit.carry_over(lambda rel: not _under_any(rel, replaced))
-                    check_compatible(spec, commit.staging, kept, parts)
-                written = _write_parts(spec, commit, parts, partitioned)
-                commit.schema, commit.metadata_file = table.schema, spec.metadata_file
-                commit.commit()
-        except DrillError:
-            raise
-        except Exception as err:
-            raise StorageError(
-                f"writing {spec.format} to store target '{spec.path}' failed: {err}; "
-                "the previous version is unchanged",
-            ) from err
+    with open_commit(spec, lock_timeout, needs_directory=replaced is not None) as commit:
+        kept = []
+        if replaced is not None:
+            kept = commit.carry_over(lambda rel: not under_any(rel, replaced))
+            check_compatible(spec, commit.staging, kept, parts[0].table.schema if parts else None)
+        written = _write_parts(spec, commit, parts, partitioned)
+        commit.schema, commit.metadata_file = table.schema, spec.metadata_file
+        commit.commit()
     return StoreResult(
         location=str(spec.location),
         format=spec.format,
@@ -221,6 +202,49 @@ def _write_fs(
         ),
         version=commit.version,
     )
+
+
+@contextmanager
+def open_commit(
+    spec: StoreTarget,
+    lock_timeout: float,
+    *,
+    needs_directory: bool,
+    explain: Callable[[Exception], DrillError | str] = str,
+) -> Iterator[Commit]:
+    """A commit of a new version of ``spec``'s target, for both executors' fs stores: the target
+    locked, an interrupted commit recovered, ``mode: error`` checked, and a target that must be a
+    dataset directory (an append, a partitioned overwrite) checked to be one.
+
+    A failure inside is a StorageError saying the previous version is unchanged; ``explain``
+    turns the exception into that message's reason, or into the DrillError to raise instead.
+    """
+    target = VersionedTarget(spec.location)
+    with target_lock(target, timeout=lock_timeout):
+        recover(target)
+        if spec.mode == "error" and target.exists():
+            raise StorageError(
+                f"store target '{spec.path}' already exists ({spec.location}) and mode is error",
+                hint="use mode: overwrite or append, or remove the target first",
+            )
+        if needs_directory and target.exists() and target.current_data() is None:
+            raise StorageError(
+                f"store target '{spec.path}' is a file, not a dataset directory; "
+                f"mode {spec.mode}{' with partitions' if spec.partition_by else ''} needs one"
+            )
+        try:
+            with Commit(target) as commit:
+                yield commit
+        except DrillError:
+            raise
+        except Exception as err:
+            reason = explain(err)
+            if isinstance(reason, DrillError):
+                raise reason from err
+            raise StorageError(
+                f"writing {spec.format} to store target '{spec.path}' failed: {reason}; "
+                "the previous version is unchanged",
+            ) from err
 
 
 def _write_parts(
@@ -247,7 +271,7 @@ def _write_part(format_type: str, table: pa.Table, path: Path) -> None:
 
 
 def check_compatible(
-    spec: StoreTarget, staging: Path, kept: list[str], parts: list[Partition]
+    spec: StoreTarget, staging: Path, kept: Sequence[str], new: pa.Schema | None
 ) -> None:
     """Files kept beside new ones (an append, or the partitions an overwrite leaves) must share
     the target's format and, for parquet, its columns and types: a StorageError says which.
@@ -264,10 +288,9 @@ def check_compatible(
             f"a {spec.mode} must keep the target's format",
             hint="overwrite the whole target to change its format",
         )
-    if spec.format != "parquet" or not data or not parts:
+    if spec.format != "parquet" or not data or new is None:
         return
-    existing = pq.read_schema(staging / data[0]).remove_metadata()
-    new = parts[0].table.schema.remove_metadata()
+    existing = pq.read_schema(staging / data[0])
     if loose_columns(existing) != loose_columns(new):
         raise StorageError(
             f"store target '{spec.path}' has the schema ({_schema_text(existing)}) and the rows "
@@ -295,12 +318,13 @@ def _loose(dtype: pa.DataType) -> pa.DataType:
     return dtype
 
 
-def _under_any(rel: str, prefixes: list[str]) -> bool:
+def under_any(rel: str, prefixes: Sequence[str]) -> bool:
+    """Whether the relative path ``rel`` is one of ``prefixes`` or below one."""
     return any(rel == p or rel.startswith(p + "/") for p in prefixes)
 
 
 def _hidden(rel: str) -> bool:
-    return any(part.startswith((".", "_")) and "=" not in part for part in rel.split("/"))
+    return any(is_hidden(part) for part in rel.split("/"))
 
 
 def _schema_text(schema: pa.Schema) -> str:

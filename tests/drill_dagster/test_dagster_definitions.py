@@ -17,6 +17,7 @@ from dagster import (
 from dagster._core.definitions.backfill_policy import BackfillPolicyType
 
 from drill_dagster import DrillDefinitionsError, DrillTranslator, load_definitions
+from drill_dagster.plans import load_project
 from engine.plan import parse_plan
 
 Kit = Any
@@ -233,3 +234,21 @@ def test_a_partition_parameter_the_plan_never_reads_is_warned_about(
         UserWarning, match=r"plans\.split\.partitions: split\.json uses no \$\{region\}"
     ):
         load_definitions(plans_dir, executor="local")
+
+
+def test_a_reload_parses_only_the_plans_whose_bytes_changed(plans_dir: Path) -> None:
+    first = load_project(plans_dir)
+    again = load_project(plans_dir)
+    assert again.plan("clean") is not first.plan("clean")  # the project is new ...
+    assert again.plan("clean").logical is first.plan("clean").logical  # ... the parse is reused
+    clean = plans_dir / "clean.json"
+    text = clean.read_text()
+    edited = text.replace("e.amount > 0", "e.amount > 7")
+    assert edited != text and len(edited) == len(text)  # same size, likely the same mtime tick
+    clean.write_text(edited)
+    reloaded = load_project(plans_dir)
+    assert reloaded.plan("split").logical is again.plan("split").logical
+    assert reloaded.plan("clean").logical.operator("2").expr == "e.amount > 7"
+    defs = load_definitions(plans_dir, executor="local")
+    description = _graph(defs, "clean").node_named("clean__filter_2").definition.description
+    assert "e.amount > 7" in (description or "")

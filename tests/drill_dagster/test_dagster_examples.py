@@ -217,8 +217,11 @@ def test_every_metadata_key_on_a_real_materialization(
     assert lineage["items"] == [TableColumnDep(asset_key=EVENTS, column_name="cart.items")]
     plan = metadata["drill/plan"].value
     assert "filter" in plan and "events/${day}" in plan
-    counters = metadata["drill/operator_counters"].value  # row counters: see the Spark test
+    counters = metadata["drill/operator_counters"].value
     assert counters["1"]["files"] == len(list((example.raw / "events" / FIRST).glob("*.json")))
+    scanned = sum(1 for p in (example.raw / "events" / FIRST).glob("*.json") for _ in p.open())
+    assert counters["1"]["rows"] == scanned  # the local executor counts rows as Spark does
+    assert counters["3"]["rows"] == metadata["dagster/row_count"].value  # the store
     assert "| scan 1 |" in metadata["drill/operator_metrics"].value
     assert metadata["drill/plan_file"].value == str(example.root / "plans" / "events_cleaned.json")
     assert metadata["drill/schema_version"].value == 1

@@ -72,6 +72,11 @@ def _materializations(result: ExecuteInProcessResult, key: AssetKey) -> list[Any
     ]
 
 
+def _keys(definition: Any) -> set[AssetKey]:
+    keys = getattr(definition, "keys", None) or set()
+    return set(keys) | {k.asset_key for k in getattr(definition, "check_keys", ())}
+
+
 def _steps(result: ExecuteInProcessResult) -> list[str]:
     return [e.step_key for e in result.all_events if e.event_type_value == "STEP_SUCCESS"]
 
@@ -121,6 +126,12 @@ def test_a_three_day_range_is_one_run_with_row_counts_per_partition(
     counts = {e.partition: e.metadata["dagster/partition_row_count"].value for e in events}
     assert counts == {"2024-01-01": 2, "2024-01-02": 1, "2024-01-03": 2}
     assert {e.metadata["dagster/row_count"].value for e in events} == {5}
+    # Per-operator row counts summed over the three days, as the Spark run reports them.
+    counters = events[0].metadata["drill/operator_counters"].value
+    assert counters["1"]["rows"] == 6  # the scan saw every raw event of the three days
+    assert counters["2"]["rows"] == 5 and counters["3"]["rows"] == 5  # filter, project
+    assert counters["4"]["rows"] == 5  # the store
+    assert "| filter 2 | rows=5 |" in events[0].metadata["drill/operator_metrics"].value
     ops = [f"clean.clean__{n}" for n in ("filter_2", "project_3", "scan_1", "store_4")]
     assert sorted(_steps(result)) == [*ops, "clean_row_count_bounds", "clean_schema_contract"]
     for day in kit.DAYS:
@@ -183,6 +194,19 @@ def test_a_failing_check_and_bad_data_are_reported_with_their_reason(
         e for e in result.get_asset_check_evaluations() if e.check_name == "row_count_bounds"
     ]
     assert not check.passed and check.description == "2 rows, outside [None, 1]"
+    # The checks alone, in a run of their own, read the materialization from the instance.
+    clean_defs = [a for a in [*defs.assets, *defs.asset_checks] if CLEAN in _keys(a)]
+    alone = materialize(
+        clean_defs,  # type: ignore[arg-type]
+        selection=AssetSelection.checks_for_assets(CLEAN),
+        resources=defs.resources,
+        instance=instance,
+        raise_on_error=False,
+    )
+    assert not alone.get_asset_materialization_events()
+    evaluations = {e.check_name: e for e in alone.get_asset_check_evaluations()}
+    assert evaluations["row_count_bounds"].description == "2 rows, outside [None, 1]"
+    assert evaluations["schema_contract"].passed
 
     bad = plans_dir.parent / "data" / "raw" / "events" / "2024-01-02" / "part-0.json"
     bad.write_text('{"id": 4, "amount": 1}\n{"id": 5, "amount": \n')

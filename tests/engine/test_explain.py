@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from golden_files import assert_golden
 
 from engine.explain import explain, explain_logical
 from engine.plan import parse_plan
@@ -20,11 +20,7 @@ PLANS = sorted((REPO / "examples" / "plans").glob("*.json"))
 def test_explain_matches_golden(plan_file: Path) -> None:
     plan = parse_plan(plan_file, source_name=f"examples/plans/{plan_file.name}")
     text = explain_logical(plan) + "\n"
-    golden = GOLDEN / f"explain_{plan_file.stem}.txt"
-    if os.environ.get("UPDATE_GOLDEN"):
-        golden.write_text(text)
-    assert golden.exists(), f"missing {golden}; run with UPDATE_GOLDEN=1 to create it"
-    assert text == golden.read_text(), "explain changed; rerun with UPDATE_GOLDEN=1 if intended"
+    assert_golden(GOLDEN / f"explain_{plan_file.stem}.txt", text)
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
@@ -33,11 +29,9 @@ def test_physical_explain_matches_golden(plan_file: Path, fmt: str) -> None:
     plan = parse_plan(plan_file, source_name=f"examples/plans/{plan_file.name}")
     # No statistics: the example data is generated elsewhere, and the golden must not depend on it.
     text = explain(plan, fmt=fmt, stats=Statistics()) + "\n"
-    golden = GOLDEN / f"explain_physical_{plan_file.stem}.{'txt' if fmt == 'text' else 'json'}"
-    if os.environ.get("UPDATE_GOLDEN"):
-        golden.write_text(text)
-    assert golden.exists(), f"missing {golden}; run with UPDATE_GOLDEN=1 to create it"
-    assert text == golden.read_text(), "explain changed; rerun with UPDATE_GOLDEN=1 if intended"
+    assert_golden(
+        GOLDEN / f"explain_physical_{plan_file.stem}.{'txt' if fmt == 'text' else 'json'}", text
+    )
 
 
 def test_explain_shows_fragments_and_what_was_pushed_into_scans() -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -300,11 +301,18 @@ def aggregate_groups(
     columns: dict[str, pa.Array] = {f"k{i}": key for i, key in enumerate(keys)}
     length = len(keys[0]) if keys else 0
     columns["first"] = pa.array(np.arange(length, dtype=np.int64))
-    aggregations = [("first", "min")]
+    aggregations: list[tuple[Any, str]] = [("first", "min")]
+    names = []
     for i, (name, values) in enumerate(calls):
+        if name == "count" and values.null_count == 0:  # count(1): no column to hash
+            if "count_all" not in names:
+                aggregations.append(([], "count_all"))
+            names.append("count_all")
+            continue
         column = f"v{i}"
         columns[column] = _aggregatable(name, values)
         aggregations.append((column, _hash_function(name)))
+        names.append(f"{column}_{_hash_function(name)}")
     try:
         grouped = pa.table(columns).group_by(list(columns)[: len(keys)], use_threads=False)
         grouped = grouped.aggregate(aggregations)
@@ -312,10 +320,7 @@ def aggregate_groups(
         raise _aggregate_error(calls, err) from err
     # Acero's group order is not always first appearance (several keys with nulls): sort by it.
     grouped = grouped.take(pc.sort_indices(grouped["first_min"]))
-    results = [
-        grouped[f"v{i}_{_hash_function(name)}"].combine_chunks()
-        for i, (name, _) in enumerate(calls)
-    ]
+    results = [grouped[name].combine_chunks() for name in names]
     return [grouped[f"k{i}"].combine_chunks() for i in range(len(keys))], results
 
 

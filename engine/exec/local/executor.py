@@ -3,6 +3,10 @@
 It is the reference the Spark executor is tested against, and the fast path for small inputs. Each
 sink (store) is the root of a fragment driven by a :class:`~engine.exec.protocol.FragmentExecutor`;
 an operator read by several others is run once and its batches replayed to each reader.
+
+After the run, every operator that ran has its row count in the metrics (``{"rows": n}``, the
+rows of the batches it passed on, as on Spark): a store counts the rows it wrote, a segment
+fused into its collapsing aggregate counts its input's rows (it emits one record per record).
 """
 
 from __future__ import annotations
@@ -18,6 +22,10 @@ from engine.exec.protocol import BatchOperator, BatchSource, FragmentExecutor
 from engine.expr import field_refs
 from engine.plan import LogicalPlan
 from engine.plan.operators import CollapsingAggregate, Operator, Scan, Segment, Store
+from engine.planner.rules.filter_pushdown import remaining_conditions
+
+ROWS = "rows"
+"""The metric name of an operator's row count (the Spark executor's too)."""
 
 
 def referenced_members(plan: LogicalPlan) -> dict[str, set[str]]:
@@ -41,10 +49,17 @@ class LocalExecutor:
         self.ctx = ctx
         self._built: dict[str, BatchOperator] = {}
         self._consumers: dict[str, int] = defaultdict(int)
+        self._fused: dict[str, str] = {}  # fused segment id -> its input's id
         for op in plan.topological_order():
             for ref in op.input_ids():
                 self._consumers[ref] += 1
         ctx.params.setdefault("_referenced_members", referenced_members(plan))
+        # Filters whose every test the scan below applies (the local scan applies pushedFilter).
+        self._applied_filters = {
+            filter_id
+            for filter_id, rest in remaining_conditions(plan).items()
+            if rest.condition is None
+        }
 
     def run(self) -> dict[str, pa.Table]:
         """Run every root (stores, or operators nobody reads); returns non-store roots' output."""
@@ -53,7 +68,18 @@ class LocalExecutor:
             table = FragmentExecutor(self._build(root), fragment=fragment).run()
             if not isinstance(root, Store):
                 outputs[root.id] = table
+        self._count_rows()
         return outputs
+
+    def _count_rows(self) -> None:
+        metrics = self.ctx.metrics
+        for op_id, operator in self._built.items():
+            metrics.setdefault(op_id, {})[ROWS] = operator.rows_out
+        for segment_id, input_id in self._fused.items():
+            if ROWS in metrics.get(input_id, {}):
+                metrics.setdefault(segment_id, {})[ROWS] = metrics[input_id][ROWS]
+        for store_id, written in self.ctx.store_results.items():
+            metrics.setdefault(store_id, {})[ROWS] = written.row_count
 
     def _roots(self) -> list[Operator]:
         return [op for op in self.plan.topological_order() if self._consumers[op.id] == 0]
@@ -61,11 +87,14 @@ class LocalExecutor:
     def _build(self, op: Operator) -> BatchOperator:
         if op.id in self._built:
             return self._built[op.id]
-        segment = self._fused_segment(op)
-        if segment is not None:
+        if op.id in self._applied_filters:
+            # The scan below already keeps only the records this filter keeps: not run twice.
+            operator: BatchOperator = self._input(self.plan.operator(op.input or ""))
+        elif (segment := self._fused_segment(op)) is not None:
             # segment + collapsingaggregate over its groups: one hash aggregation, no reordering.
             upstream = self._input(self.plan.operator(segment.input or ""))
-            operator: BatchOperator = SegmentAggregateOperator(segment, op, upstream, self.ctx)
+            self._fused[segment.id] = segment.input or ""
+            operator = SegmentAggregateOperator(segment, op, upstream, self.ctx)
         else:
             inputs = [self._input(self.plan.operator(ref)) for ref in op.input_ids()]
             operator = create(op, inputs, self.ctx)

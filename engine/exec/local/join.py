@@ -238,6 +238,14 @@ class KeyIndex:
         order = np.argsort(code, kind="stable")
         self.codes = code[order]
         self.rows = rows_kept[order]
+        # Where the codes are few (always with one key), the first row of each code is looked up
+        # instead of searched for, and so is each integer key's position among its values.
+        space = int(np.prod([max(len(u), 1) for u in self.uniques], dtype=object))
+        self.starts: np.ndarray | None = None
+        if space <= 4 * len(code) + _DENSE:
+            counts = np.bincount(self.codes, minlength=space)
+            self.starts = np.concatenate([[0], np.cumsum(counts)])
+        self.lookups = [_Lookup.of(uniques) for uniques in self.uniques]
 
     def probe(self, keys: list[pa.Array], left_rows: int) -> tuple[np.ndarray, np.ndarray]:
         """``(left index, right index)`` of every matching pair, left-major, right in order."""
@@ -245,23 +253,62 @@ class KeyIndex:
         for key in keys:
             found &= ~key.is_null().to_numpy(zero_copy_only=False)
         code = np.zeros(left_rows, dtype=np.int64)
-        for key, uniques in zip(keys, self.uniques):
+        for key, uniques, lookup in zip(keys, self.uniques, self.lookups, strict=True):
             at = np.flatnonzero(found)
-            values = _numpy(key.take(pa.array(at)))
-            position = np.searchsorted(uniques, values)
-            inside = position < len(uniques)
-            hit = np.zeros(len(at), dtype=bool)
-            hit[inside] = uniques[position[inside]] == values[inside]
+            values = _numpy(key.take(pa.array(at)) if len(at) < left_rows else key)
+            if lookup is not None and values.dtype == uniques.dtype:
+                position, hit = lookup.find(values)
+            else:
+                position = np.searchsorted(uniques, values)
+                inside = position < len(uniques)
+                hit = np.zeros(len(at), dtype=bool)
+                hit[inside] = uniques[position[inside]] == values[inside]
             found[at[~hit]] = False
             code[at] = code[at] * max(len(uniques), 1) + np.where(hit, position, 0)
         left = np.flatnonzero(found)
-        low = np.searchsorted(self.codes, code[left], side="left")
-        high = np.searchsorted(self.codes, code[left], side="right")
+        if self.starts is not None:
+            low, high = self.starts[code[left]], self.starts[code[left] + 1]
+        else:
+            low = np.searchsorted(self.codes, code[left], side="left")
+            high = np.searchsorted(self.codes, code[left], side="right")
         counts = high - low
         li = np.repeat(left, counts)
         firsts = np.repeat(low - (np.cumsum(counts) - counts), counts)
         ri = self.rows[firsts + np.arange(len(li), dtype=np.int64)]
         return li.astype(np.int64), ri.astype(np.int64)
+
+
+_DENSE = 1 << 16
+"""Lookup tables hold up to four entries per key value plus this many."""
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """The position of each integer among sorted distinct integers, by table lookup."""
+
+    low: int
+    table: np.ndarray  # position of value low + i, or -1
+
+    @staticmethod
+    def of(uniques: np.ndarray) -> _Lookup | None:
+        """A lookup for ``uniques`` when they are integers spanning few values, else None."""
+        if uniques.dtype.kind not in "iu" or not len(uniques):
+            return None
+        low, high = int(uniques[0]), int(uniques[-1])
+        if high - low >= 4 * len(uniques) + _DENSE or not -(2**62) < low <= high < 2**62:
+            return None
+        table = np.full(high - low + 1, -1, dtype=np.int64)
+        table[uniques.astype(np.int64) - low] = np.arange(len(uniques), dtype=np.int64)
+        return _Lookup(low, table)
+
+    def find(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(position, found)`` of each value (position 0 where not found)."""
+        high = self.low + len(self.table) - 1
+        inside = (values >= self.low) & (values <= high)
+        position = np.full(len(values), -1, dtype=np.int64)
+        position[inside] = self.table[values[inside].astype(np.int64) - self.low]
+        hit = position >= 0
+        return np.where(hit, position, 0), hit
 
 
 def _numpy(array: pa.Array) -> np.ndarray:

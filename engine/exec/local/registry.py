@@ -7,6 +7,7 @@ returns a :class:`~engine.exec.protocol.BatchOperator` whose constructor does no
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,7 @@ def create(op: Operator, inputs: list[BatchOperator], ctx: ExecContext) -> Batch
     return make(op, inputs, ctx)
 
 
+@functools.cache
 def _load_operator_modules() -> None:
     """Import every operator module once, so their creators are registered."""
     import importlib

@@ -1,21 +1,26 @@
 """Local source and sink operators: scan, constant, store.
 
 A scan holds every record under its ``ref`` (``{ref: record}``): the scan framework's batch columns
-become the members of one map column named ``ref``. A constant emits ``content`` as records, typed
+become the members of one map column named ``ref``. Its ``pushedFilter`` runs inside the parquet
+read where :func:`~engine.exec.local.arrow_filter.to_arrow_filter` translates it exactly, on the
+wrapped records after the read otherwise. A constant emits ``content`` as records, typed
 the way a JSON scan would type them. A store drains its input into its storage engine and emits
 nothing; its :class:`~engine.storage.store.StoreResult` lands in ``ctx.store_results``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.errors import StorageError
+from engine.exec.local.arrow_filter import to_arrow_filter
 from engine.exec.local.evaluate import evaluate_predicate
 from engine.exec.local.registry import ExecContext, creator
 from engine.exec.protocol import BatchOperator, BatchSource
+from engine.expr import Expr
 from engine.plan.expressions import parse_cached
 from engine.plan.operators import Constant, Scan, Store
 from engine.scan.framework import FILE_COLUMNS, FileScan
@@ -46,6 +51,7 @@ class ScanOperator(BatchSource):
         if not hasattr(engine, "list_files"):
             raise StorageError(f"storage engine '{self.op.storage_engine}' cannot be scanned")
         referenced = self.ctx.params.get("_referenced_members", {}).get(self.op.id, ())
+        pushed = parse_cached(self.op.pushed_filter) if self.op.pushed_filter else None
         self.scan = FileScan(
             engine,
             self.op.selection or {},
@@ -54,14 +60,14 @@ class ScanOperator(BatchSource):
             else [c for c in self.op.projection if c not in FILE_COLUMNS],
             file_columns=[c for c in referenced if c in FILE_COLUMNS],
             batch_rows=self.ctx.batch_rows,
+            row_filter=None if pushed is None else self._row_filter(pushed),
         )
-        pushed = parse_cached(self.op.pushed_filter) if self.op.pushed_filter else None
         remaining = self.op.pushed_limit
-        for batch in self.scan.batches():
+        for batch, filtered in self.scan.filtered_batches():
             if remaining is not None and remaining <= 0:
                 break  # the rest of the files need not be read
             batch = wrap_under(self.op.ref, batch)
-            if pushed is not None:
+            if pushed is not None and not filtered:
                 batch = batch.filter(evaluate_predicate(pushed, batch))
             if remaining is not None:
                 batch = batch.slice(0, remaining)
@@ -70,6 +76,11 @@ class ScanOperator(BatchSource):
         self.ctx.metrics.setdefault(self.op.id, {}).update(
             files=self.scan.files_read, skipped_records=self.scan.skipped
         )
+
+    def _row_filter(self, pushed: Expr) -> Callable[[pa.Schema], pc.Expression | None]:
+        """The pushed filter as an Expression over a file's columns, where it is exact."""
+        ref = self.op.ref
+        return lambda schema: to_arrow_filter(pushed, schema, ref)
 
 
 @creator("scan")

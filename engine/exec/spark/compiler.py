@@ -27,9 +27,10 @@ from pyspark.sql import types as T
 
 from engine.errors import DrillError, PlanningError
 from engine.exec.local.aggregate_functions import split_calls
-from engine.exec.spark.columns import compile_expression
+from engine.exec.spark.columns import compile_expression, compile_typed
 from engine.exec.spark.compiler_aggregate import (
     FrameSpec,
+    aggregate_type,
     collapse_rows,
     running_rows,
     target_is_true,
@@ -46,7 +47,7 @@ from engine.exec.spark.compiler_order import (
 )
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
 from engine.exec.spark.nested_filter import filter_records
-from engine.exec.spark.paths import build_columns, drop_path, quote_name, with_path
+from engine.exec.spark.paths import Typed, build_columns, drop_path, quote_name, with_path
 from engine.exec.spark.progress import fragment_jobs
 from engine.exec.spark.sources import (
     SEQ_COLUMN,
@@ -75,6 +76,7 @@ from engine.plan.operators import (
     Union,
     WindowFrame,
 )
+from engine.planner.rules.filter_pushdown import Remaining
 from engine.storage.engines import ConsoleEngine, QueueEngine
 
 UNSUPPORTED: dict[str, str] = {}
@@ -96,6 +98,9 @@ class SparkRunContext:
     store_results: dict[str, Any] = field(default_factory=dict)  # store id -> StoreResult
     scan_files: dict[str, str] = field(default_factory=dict)  # file path -> id of a scan of it
     sink_records: list[Any] = field(default_factory=list)  # queue/console records, in order
+    # filter id -> what its scan's pushed filter left it to test (planner's remaining_conditions)
+    remaining: dict[str, Remaining] = field(default_factory=dict)
+    unordered: set[str] = field(default_factory=set)  # operators whose order nothing observes
 
     def engine(self, name: str) -> Any:
         try:
@@ -138,6 +143,9 @@ class SparkCompiler:
         # DataFrame is already in sequence order partition by partition (nothing to sort).
         self._ordered: set[str] = set()
         self._sorted: set[str] = set()
+        # The pushed filter each scan applied, and the filters that had nothing left to test.
+        self._pushed: dict[str, str | None] = {}
+        self.unchanged: set[str] = set()
 
     def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:
         """``op``'s DataFrame from its inputs' DataFrames."""
@@ -156,8 +164,13 @@ class SparkCompiler:
 
     def column(self, expr: str | Expr, df: DataFrame) -> Column:
         """The Column of an expression (text or tree) over ``df``'s records."""
+        return self.typed(expr, df).column
+
+    def typed(self, expr: str | Expr, df: DataFrame) -> Typed:
+        """The Column of an expression over ``df``'s records with its Spark type, typed by the
+        compiler from ``df``'s schema (no analysis)."""
         tree = parse_cached(expr) if isinstance(expr, str) else expr
-        return compile_expression(tree, df.schema)
+        return compile_typed(tree, df.schema)
 
     def field(self, name: str, df: DataFrame) -> Column:
         """The Column of the field at path ``name``."""
@@ -167,6 +180,7 @@ class SparkCompiler:
 
     def visit_scan(self, op: Scan, inputs: list[DataFrame]) -> DataFrame:
         engine = self.ctx.engine(op.storage_engine)
+        self._pushed[op.id] = op.pushed_filter
         plan = plan_scan(
             engine,
             op.selection or {},
@@ -184,6 +198,7 @@ class SparkCompiler:
             # The run's observation of the scan counts skipped records; a pushed limit would
             # take their counting rows for records.
             count_skipped=op.pushed_limit is None,
+            ordered=op.id not in self.ctx.unordered or op.pushed_limit is not None,
         )
         if op.pushed_limit is not None:
             df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
@@ -213,25 +228,32 @@ class SparkCompiler:
 
     def visit_filter(self, op: Filter, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
-        return filter_records(df, parse_cached(op.expr))
+        condition = parse_cached(op.expr)
+        rest = self.ctx.remaining.get(op.id)
+        if rest is not None and self._pushed.get(rest.scan_id) == rest.pushed:
+            # The scan applied part of the condition: each test runs once.
+            if rest.condition is None:
+                self.unchanged.add(op.id)
+                return df
+            condition = rest.condition
+        return filter_records(df, condition)
 
     def visit_transform(self, op: Transform, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
         for transform in op.transforms:
             path = writable_path(transform.ref, "transform ref")
-            df = with_path(df, path, self.column(transform.expr, df))
+            df = with_path(df, path, self.typed(transform.expr, df))
         return df
 
     def visit_project(self, op: Project, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
-        values = [(output_path(p.ref), self.column(p.expr, df)) for p in op.projections]
-        types = _types(df, [value for _, value in values])
-        columns: list[tuple[Path, Column]] = []
-        for (path, value), dtype in zip(values, types):
-            if not path and not isinstance(dtype, T.StructType | T.NullType):
+        values = [(output_path(p.ref), self.typed(p.expr, df)) for p in op.projections]
+        columns: list[tuple[Path, Column | Typed]] = []
+        for path, value in values:
+            if not path and not isinstance(value.dtype, T.StructType | T.NullType):
                 path = (OUTPUT,)  # a plain value cannot be the record: keep it under its ref
             columns.append((path, value))
-        return build_columns(df, [*columns, ((SEQ_COLUMN,), F.col(SEQ_COLUMN))])
+        return build_columns(df, [*columns, ((SEQ_COLUMN,), _seq(df))])
 
     def visit_limit(self, op: Limit, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
@@ -260,8 +282,9 @@ class SparkCompiler:
 
     def visit_order(self, op: Order, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
-        keys = [(self.column(o.expr, df), o.order, o.null_collation) for o in op.orderings]
-        types = _types(df, [k for k, _, _ in keys])
+        typed = [self.typed(o.expr, df) for o in op.orderings]
+        keys = [(t.column, o.order, o.null_collation) for t, o in zip(typed, op.orderings)]
+        types = [t.dtype for t in typed]
         for ordering, dtype in zip(op.orderings, types):
             if isinstance(dtype, T.StructType | T.ArrayType | T.MapType):
                 raise DrillError(
@@ -288,7 +311,7 @@ class SparkCompiler:
         df = segment_rows(
             df, keys, seq=SEQ_COLUMN, name=number, grouped=self._in_key_order(op.input, exprs)
         )
-        return with_path(df, ref, F.col(number)).drop(number)
+        return with_path(df, ref, Typed(F.col(number), T.LongType())).drop(number)
 
     def _in_key_order(self, input_id: str | None, exprs: Sequence[Expr]) -> bool:
         """Whether ``input_id`` is an ``order`` whose leading keys are ``exprs`` (in any order):
@@ -327,8 +350,13 @@ class SparkCompiler:
             segment=segment,
             position=position,
         )
-        df = with_path(df, writable_path(op.segment_ref, "windowframe ref"), F.col(segment))
-        df = with_path(df, writable_path(op.position_ref, "windowframe ref"), F.col(position))
+        long = T.LongType()
+        df = with_path(
+            df, writable_path(op.segment_ref, "windowframe ref"), Typed(F.col(segment), long)
+        )
+        df = with_path(
+            df, writable_path(op.position_ref, "windowframe ref"), Typed(F.col(position), long)
+        )
         return df.drop(segment, position)
 
     # -- aggregates ------------------------------------------------------------------------
@@ -354,22 +382,23 @@ class SparkCompiler:
                 if parse_cached(name) in segment.exprs:
                     carried_keys[i] = segment.exprs.index(parse_cached(name))
         scalars: list[tuple[Path, Expr]] = []
-        calls: list[tuple[str, list[Column]]] = []
+        calls: list[tuple[str, list[Typed]]] = []
         names: list[str] = []
         for i, aggregation in enumerate(op.aggregations):
             prefix = temp(f"agg{i}_")
             scalar, found = split_calls(aggregation.parsed, FunctionKind.AGGREGATE, prefix)
             scalars.append((writable_path(aggregation.ref, "aggregation ref"), scalar))
             for c, call in enumerate(found):
-                calls.append((call.name, [self.column(arg, df) for arg in call.args]))
+                calls.append((call.name, [self.typed(arg, df) for arg in call.args]))
                 names.append(f"{prefix}{c}")
         carry_paths = [writable_path(name, "carryover") for name in op.carryovers]
         carry_names = [temp(f"carry{i}") for i in range(len(carry_paths))]
-        target = target_is_true(df, self.field(op.target, df)) if op.target else None
+        carried = [self.typed(parse_field_ref(name), df) for name in op.carryovers]
+        target = target_is_true(self.typed(parse_field_ref(op.target), df)) if op.target else None
         collapsed = collapse_rows(
             df,
             calls,
-            [self.field(name, df) for name in op.carryovers],
+            [value.column for value in carried],
             within=self.field(op.within, df) if op.within else None,
             target=target,
             seq=SEQ_COLUMN,
@@ -379,9 +408,28 @@ class SparkCompiler:
             carried_keys=carried_keys,
             frame=frame,
         )
-        columns = [(path, F.col(name)) for path, name in zip(carry_paths, carry_names)]
-        columns += [(path, _scalar_column(scalar, collapsed)) for path, scalar in scalars]
-        return build_columns(collapsed, [*columns, ((SEQ_COLUMN,), F.col(SEQ_COLUMN))])
+        # The collapsed record's schema, known without asking Spark (but for decimal averages).
+        types = [
+            aggregate_type(n, [a.dtype for a in args], over_frame=frame is not None)
+            for n, args in calls
+        ]
+        if any(t is None for t in types):
+            schema = collapsed.schema
+        else:
+            seq_type = df.schema[SEQ_COLUMN].dataType
+            if group_by is None and op.within is None and frame is None:
+                seq_type = T.LongType()
+            fields = [*zip(names, types), *zip(carry_names, [c.dtype for c in carried])]
+            schema = T.StructType(
+                [T.StructField(n, t) for n, t in [*fields, (SEQ_COLUMN, seq_type)]]
+            )
+        columns: list[tuple[Path, Column | Typed]] = [
+            (path, Typed(F.col(name), schema[name].dataType))
+            for path, name in zip(carry_paths, carry_names)
+        ]
+        columns += [(path, _scalar_column(scalar, schema)) for path, scalar in scalars]
+        seq = Typed(F.col(SEQ_COLUMN), schema[SEQ_COLUMN].dataType)
+        return build_columns(collapsed, [*columns, ((SEQ_COLUMN,), seq)])
 
     def visit_runningaggregate(self, op: RunningAggregate, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
@@ -389,11 +437,11 @@ class SparkCompiler:
         for i, aggregation in enumerate(op.aggregations):
             prefix = temp(f"running{i}_")
             scalar, found = split_calls(aggregation.parsed, FunctionKind.RUNNING, prefix)
-            calls = [(call.name, [self.column(arg, df) for arg in call.args]) for call in found]
+            calls = [(call.name, [self.typed(arg, df) for arg in call.args]) for call in found]
             names = [f"{prefix}{c}" for c in range(len(found))]
             df = running_rows(df, calls, partition=partition, seq=SEQ_COLUMN, names=names)
             path = writable_path(aggregation.ref, "aggregation ref")
-            df = with_path(df, path, _scalar_column(scalar, df)).drop(*names)
+            df = with_path(df, path, _scalar_column(scalar, df.schema)).drop(*names)
         return df.drop(run) if run else df
 
     # -- several inputs --------------------------------------------------------------------
@@ -403,13 +451,11 @@ class SparkCompiler:
 
     def visit_join(self, op: Join, inputs: list[DataFrame]) -> DataFrame:
         left, right = inputs
-        lefts = [self.column(c.left, left) for c in op.conditions]
-        rights = [self.column(c.right, right) for c in op.conditions]
+        typed_l = [self.typed(c.left, left) for c in op.conditions]
+        typed_r = [self.typed(c.right, right) for c in op.conditions]
         conditions = []
-        pairs = zip(_types(left, lefts), _types(right, rights), strict=True)
-        for condition, value_l, value_r, (type_l, type_r) in zip(
-            op.conditions, lefts, rights, pairs, strict=True
-        ):
+        for condition, tl, tr in zip(op.conditions, typed_l, typed_r, strict=True):
+            value_l, value_r, type_l, type_r = tl.column, tr.column, tl.dtype, tr.dtype
             if not comparable(type_l, type_r, condition.relationship):
                 # Values that cannot be compared never match (and null never matches).
                 value_l, value_r = F.lit(None).cast("long"), F.lit(None).cast("long")
@@ -538,16 +584,11 @@ def _nullable(dtype: T.DataType) -> T.DataType:
     return dtype
 
 
-def _types(df: DataFrame, columns: Sequence[Column]) -> list[T.DataType]:
-    """The Spark types of ``columns`` over ``df`` (analysis only, no job)."""
-    if not columns:
-        return []
-    schema = df.select(*[c.alias(f"c{i}") for i, c in enumerate(columns)]).schema
-    return [f.dataType for f in schema.fields]
+def _seq(df: DataFrame) -> Typed:
+    """``df``'s sequence column, typed."""
+    return Typed(F.col(SEQ_COLUMN), df.schema[SEQ_COLUMN].dataType)
 
 
-def _scalar_column(scalar: Expr, df: DataFrame) -> Column:
+def _scalar_column(scalar: Expr, schema: T.StructType) -> Typed:
     """The scalar part of an aggregation over the columns holding its aggregates."""
-    if isinstance(scalar, FieldRef) and len(scalar.path) == 1 and scalar.root in df.columns:
-        return F.col(scalar.root)
-    return compile_expression(scalar, df.schema)
+    return compile_typed(scalar, schema)

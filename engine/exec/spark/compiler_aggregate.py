@@ -28,6 +28,7 @@ from pyspark.sql import types as T
 
 from engine.errors import DrillError
 from engine.exec.spark.compiler_order import temp, with_run_numbers
+from engine.exec.spark.paths import Typed
 
 AggregateCall = tuple[str, Sequence[Column]]
 """A registry function name and its compiled arguments."""
@@ -59,29 +60,63 @@ class AggregateError(DrillError):
     """An aggregate that cannot be computed over its values (``sum`` of strings)."""
 
 
-def prepare_arguments(df: DataFrame, calls: Sequence[AggregateCall]) -> list[AggregateCall]:
+TypedCall = tuple[str, Sequence[Typed]]
+"""A registry function name and its compiled, typed arguments."""
+
+
+def prepare_arguments(calls: Sequence[TypedCall]) -> list[AggregateCall]:
     """``calls`` checked against the types of their arguments: ``sum``/``avg`` of values that are
     not numbers raise :class:`AggregateError`; an untyped null argument becomes a null long (Spark
     cannot sum an untyped null)."""
-    numeric = [(i, args[0]) for i, (name, args) in enumerate(calls) if name in _NUMERIC_ONLY]
-    if not numeric:
-        return [(name, list(args)) for name, args in calls]
-    types = df.select(*[arg.alias(f"a{i}") for i, arg in numeric]).schema
-    prepared = [(name, list(args)) for name, args in calls]
-    for (i, arg), field in zip(numeric, types.fields):
-        name = calls[i][0]
-        if isinstance(field.dataType, T.NullType):
-            prepared[i] = (name, [arg.cast("long")])
-        elif not isinstance(field.dataType, T.NumericType):
-            raise AggregateError(
-                f"{name}() needs numbers, got values of type {field.dataType.simpleString()}"
-            )
+    prepared: list[AggregateCall] = []
+    for name, args in calls:
+        columns = [arg.column for arg in args]
+        if name in _NUMERIC_ONLY:
+            dtype = args[0].dtype
+            if isinstance(dtype, T.NullType):
+                columns = [columns[0].cast("long")]
+            elif not isinstance(dtype, T.NumericType):
+                raise AggregateError(
+                    f"{name}() needs numbers, got values of type {dtype.simpleString()}"
+                )
+        prepared.append((name, columns))
     return prepared
+
+
+def aggregate_type(
+    name: str, args: Sequence[T.DataType], *, over_frame: bool = False
+) -> T.DataType | None:
+    """The Spark type of the aggregate ``name`` of values of types ``args`` (as
+    :data:`AGGREGATE_FORMS` computes it; over a window frame with ``over_frame``), or None where
+    only Spark's analysis knows (decimal averages).
+
+    >>> aggregate_type("sum", [T.IntegerType()]), aggregate_type("avg", [T.LongType()])
+    (LongType(), DoubleType())
+    >>> aggregate_type("count_distinct", [T.StringType()], over_frame=True)
+    IntegerType()
+    """
+    if name == "count":
+        return T.LongType()
+    if name == "count_distinct":
+        return T.IntegerType() if over_frame else T.LongType()  # size(collect_set) in a frame
+    if name in ("min", "max"):
+        return args[0]
+    dtype = args[0]
+    if isinstance(dtype, T.DecimalType):
+        if name == "sum":
+            return T.DecimalType(min(38, dtype.precision + 10), dtype.scale)
+        return None
+    if name == "sum":
+        integral = (T.NullType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+        return T.LongType() if isinstance(dtype, integral) else T.DoubleType()
+    if name == "avg":
+        return T.DoubleType()
+    return None
 
 
 def collapse_rows(
     df: DataFrame,
-    calls: Sequence[AggregateCall],
+    typed_calls: Sequence[TypedCall],
     carryovers: Sequence[Column],
     *,
     within: Column | None,
@@ -101,7 +136,7 @@ def collapse_rows(
     segment's group number are): a plain, parallel ``groupBy``, ordered by first appearance;
     ``carried_keys`` maps a carryover that is key ``j`` to ``j`` (read from the group's key, so the
     aggregation stays a hash aggregate). ``frame`` replaces runs by each record's window frame."""
-    calls = prepare_arguments(df, calls)
+    calls = prepare_arguments(typed_calls)
     if frame is not None:
         return _collapse_frames(
             df, calls, carryovers, target, frame, seq, aggregate_names, carryover_names
@@ -205,17 +240,16 @@ def _collapse_frames(
     return out
 
 
-def target_is_true(df: DataFrame, value: Column) -> Column:
+def target_is_true(value: Typed) -> Column:
     """A predicate for "the target is boolean true"; a target that is not a boolean never is."""
-    dtype = df.select(value.alias("t")).schema.fields[0].dataType
-    if isinstance(dtype, T.BooleanType):
-        return F.coalesce(value, F.lit(False))
+    if isinstance(value.dtype, T.BooleanType):
+        return F.coalesce(value.column, F.lit(False))
     return F.lit(False)
 
 
 def running_rows(
     df: DataFrame,
-    calls: Sequence[AggregateCall],
+    typed_calls: Sequence[TypedCall],
     *,
     partition: str | Sequence[Column] | None,
     seq: str,
@@ -224,7 +258,7 @@ def running_rows(
     """``df`` with ``names[i]`` = the running value of ``calls[i]`` (see the module docstring);
     ``partition`` names a column of run numbers (:func:`with_run_numbers`) or gives the columns
     whose equal values are a run, None for one run."""
-    calls = prepare_arguments(df, calls)
+    calls = prepare_arguments(typed_calls)
     columns = [partition] if isinstance(partition, str) else list(partition or [])
     ordered = (Window.partitionBy(*columns) if columns else Window).orderBy(seq)
     framed = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)

@@ -18,8 +18,9 @@ sort's partitions are ranges in order) is left for where a dense order is needed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from decimal import Decimal
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -180,3 +181,47 @@ def top_rows(
 def with_row_index(df: DataFrame, *, seq: str, name: str) -> DataFrame:
     """``df`` with column ``name``: the record's 0-based index in sequence order (a long)."""
     return df.withColumn(name, (F.row_number().over(Window.orderBy(seq)) - 1).cast("long"))
+
+
+# Operators whose output order is their inputs' order (or built from it, for the next reader).
+_PASS_ORDER = frozenset({"filter", "project", "transform", "flatten", "union", "join"})
+
+
+def unordered_outputs(operators: Sequence[Any], sinks: Collection[str]) -> set[str]:
+    """The ids of the operators whose record order nothing observes, from ``operators`` in
+    topological order (``sinks``: the ids of the stores returning records in order, queues and
+    consoles). Such an operator's sequence value may be anything (a scan's may be a constant:
+    no file lookup, no row ids).
+
+    Order is observed by ``order`` (ties keep the input order), ``limit``, ``segment``,
+    ``windowframe``, ``runningaggregate``, a ``collapsingaggregate`` with runs, a target or
+    carryovers, a sink, a file store below an ``order`` or ``limit``, and an output no one reads
+    (collected in order); filters, projects, transforms, flattens, unions and joins pass their
+    readers' needs on to their inputs. Anything else observes it.
+    """
+    readers: dict[str, list[Any]] = {op.id: [] for op in operators}
+    below_order: set[str] = set()
+    for op in operators:
+        for ref in op.input_ids():
+            readers.setdefault(ref, []).append(op)
+        if op.op in ("order", "limit") or any(i in below_order for i in op.input_ids()):
+            below_order.add(op.id)
+    observed: set[str] = set()
+    for op in reversed(operators):
+        if (not readers.get(op.id) and op.op != "store") or any(
+            _observes(reader, observed, sinks, below_order) for reader in readers[op.id]
+        ):
+            observed.add(op.id)
+    return {op.id for op in operators} - observed
+
+
+def _observes(reader: Any, observed: set[str], sinks: Collection[str], below: set[str]) -> bool:
+    """Whether ``reader`` observes the order of its inputs."""
+    kind = reader.op
+    if kind in _PASS_ORDER:
+        return reader.id in observed
+    if kind == "store":
+        return reader.id in sinks or (reader.input or "") in below
+    if kind == "collapsingaggregate":
+        return bool(reader.within or reader.target or reader.carryovers)
+    return True

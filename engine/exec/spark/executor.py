@@ -27,13 +27,16 @@ from pyspark.sql import DataFrame
 from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
 from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
-from engine.exec.spark.metrics import ONE_TO_ONE, ROWS, OperatorMetrics, without_skip_counts
+from engine.exec.spark.compiler_order import unordered_outputs
+from engine.exec.spark.metrics import ROWS, OperatorMetrics, limit_inputs, without_skip_counts
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
 from engine.exec.spark.unions import collect_arrow
 from engine.plan import LogicalPlan
 from engine.plan.operators import Operator, Store
+from engine.planner.rules.filter_pushdown import remaining_conditions
 from engine.run import RunResult, collect_result
 from engine.scan.framework import FILE_COLUMNS
+from engine.storage.engines import ConsoleEngine, QueueEngine
 
 
 def run_spark(
@@ -102,7 +105,15 @@ class SparkPlanRun:
                 for pop in self.physical.graph
                 if pop.pop == "broadcast-hash-join"
             },
+            remaining=remaining_conditions(self.planned),
         )
+        sinks = {
+            op.id
+            for op in self.planned.query
+            if isinstance(op, Store)
+            and isinstance(engines.get(op.storage_engine), ConsoleEngine | QueueEngine)
+        }
+        self.ctx.unordered = unordered_outputs(self.planned.topological_order(), sinks)
         self.compiler = SparkCompiler(spark, self.ctx)
         self.metrics = OperatorMetrics()
         self.frames: dict[str, DataFrame] = {}
@@ -111,7 +122,7 @@ class SparkPlanRun:
         order = self.planned.topological_order()
         readers = Counter(ref for op in order for ref in op.input_ids())
         roots = [op for op in order if readers[op.id] == 0]
-        before_limit = {op.input for op in order if op.op == "limit"}
+        before_limit = limit_inputs(order)
         outputs: dict[str, pa.Table] = {}
         for op in order:
             inputs = [self.frames[ref] for ref in op.input_ids()]
@@ -119,11 +130,9 @@ class SparkPlanRun:
                 frame = self.compiler.compile(op, inputs)
             if isinstance(op, Store):
                 continue
-            if op.op in ONE_TO_ONE and op.input and op.id not in before_limit:
-                self.metrics.same_as(op.id, op.input)
-                self.frames[op.id] = frame
-            else:
-                self.frames[op.id] = self.metrics.observe(op.id, frame)
+            self.frames[op.id] = self.metrics.track(
+                op, frame, before_limit=before_limit, unchanged=op.id in self.compiler.unchanged
+            )
         for op in roots:
             if not isinstance(op, Store):
                 with _failures_named(op, self.fragments.get(op.id), self._reader_of):

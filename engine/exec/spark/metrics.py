@@ -9,9 +9,12 @@ A scan that skips bad records (``onError: skip``) carries, from the Drill data s
 count what each file skipped (:data:`~engine.exec.spark.datasource.SKIPPED_COLUMN`); the same
 observation sums them into ``skipped_records`` and the rows are dropped right after it.
 
-An operator that emits exactly one record per input record (:data:`ONE_TO_ONE`) is not observed:
-its count is its input's. Each observation is a ``CollectMetrics`` node that splits Spark's
-whole-stage code generation and costs the driver a dozen py4j calls and one more analysis.
+An operator that emits exactly one record per input record (:data:`ONE_TO_ONE`, and a filter left
+with nothing to test because its scan applied its whole condition) is not observed: its count is
+its input's; a ``collapsingaggregate`` without ``within`` nor ``target`` emits one record. Each
+observation is a ``CollectMetrics`` node that splits Spark's whole-stage code generation and
+costs the driver a dozen py4j calls and one more analysis. :meth:`OperatorMetrics.track` applies
+this rule for both the engine's executor and the Dagster ops.
 
 >>> OperatorMetrics().collect()
 {}
@@ -20,6 +23,7 @@ whole-stage code generation and costs the driver a dozen py4j calls and one more
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation
@@ -38,13 +42,41 @@ ONE_TO_ONE = frozenset({"transform", "project", "order", "segment"})
 """Operators whose row count is always their (single) input's."""
 
 
+def limit_inputs(operators: Any) -> set[str]:
+    """The ids of the operators a ``limit`` reads (Spark pushes the limit below them)."""
+    return {op.input for op in operators if op.op == "limit" and op.input}
+
+
 class OperatorMetrics:
     """Observations of the operators of one run, by operator id."""
 
     def __init__(self) -> None:
         self._observations: dict[str, Observation] = {}
         self._same: dict[str, str] = {}
+        self._fixed: dict[str, int] = {}
         self._run = uuid.uuid4().hex[:12]
+
+    def track(
+        self,
+        op: Any,
+        df: DataFrame,
+        *,
+        before_limit: Collection[str] = (),
+        unchanged: bool = False,
+    ) -> DataFrame:
+        """``df``, operator ``op``'s DataFrame, with its row count: observed, or derived from its
+        input's (one-to-one operators; ``unchanged``: the operator returned its input as it is)
+        or known (one record). ``before_limit``: ids read by a ``limit``
+        (:func:`limit_inputs`), always observed since Spark counts only what the limit read."""
+        if op.id in before_limit:
+            return self.observe(op.id, df)
+        if (op.op in ONE_TO_ONE or unchanged) and getattr(op, "input", None):
+            self.same_as(op.id, op.input)
+            return df
+        if op.op == "collapsingaggregate" and op.within is None and op.target is None:
+            self._fixed[op.id] = 1  # the aggregates of the whole input, even of no input
+            return df
+        return self.observe(op.id, df)
 
     def observe(self, operator_id: str, df: DataFrame) -> DataFrame:
         """``df`` counting its rows into operator ``operator_id``'s metrics (and, for a scan
@@ -68,7 +100,7 @@ class OperatorMetrics:
     def collect(self) -> dict[str, dict[str, Any]]:
         """``{operator id: {"rows": n}}`` for every observed operator Spark executed
         (``skipped_records`` too for a scan that counts them)."""
-        found: dict[str, dict[str, Any]] = {}
+        found: dict[str, dict[str, Any]] = {k: {ROWS: n} for k, n in self._fixed.items()}
         for operator_id, observation in self._observations.items():
             values = _ready(observation)
             if values and values.get(ROWS) is not None:

@@ -277,16 +277,19 @@ def replace_in(value: Typed, path: Sequence[str | int], new: Typed) -> Typed:
 
 
 def with_path(
-    df: DataFrame, path: Sequence[str | int], column: Column, *, merge_maps: bool = False
+    df: DataFrame, path: Sequence[str | int], column: Column | Typed, *, merge_maps: bool = False
 ) -> DataFrame:
     """``df`` with ``column`` written at ``path`` (maps on the way created or extended).
 
-    With ``merge_maps``, a map written over a map merges into it, member by member.
+    With ``merge_maps``, a map written over a map merges into it, member by member. A plain
+    Column is typed by Spark's analysis, a :class:`Typed` needs none.
     """
     names = check_writable(path)
-    (field,) = df.select(column.alias("value")).schema.fields
+    if not isinstance(column, Typed):
+        (field,) = df.select(column.alias("value")).schema.fields
+        column = Typed(column, field.dataType)
     existing = column_of(df.schema, names[0])
-    new = write_in(existing, names[1:], Typed(column, field.dataType), merge=merge_maps)
+    new = write_in(existing, names[1:], column, merge=merge_maps)
     return df.withColumn(names[0], new.column)
 
 
@@ -320,22 +323,25 @@ def remove_in(target: Typed, path: Sequence[str | int]) -> Typed:
 
 
 def build_columns(
-    df: DataFrame, columns: Sequence[tuple[Sequence[str | int], Column]]
+    df: DataFrame, columns: Sequence[tuple[Sequence[str | int], Column | Typed]]
 ) -> DataFrame:
     """A new DataFrame of ``df``'s rows built from values at paths, written in order.
 
     A later map merges into an earlier one and any other later value replaces it (seed 000's
     project). An empty path merges a map value into the root: its members become top-level
-    columns (``ref: "output"``); a null there adds nothing.
+    columns (``ref: "output"``); a null there adds nothing. Values given as :class:`Typed` need
+    no analysis; Spark types the plain Columns (one analysis for all of them).
     """
-    if columns:
-        aliases = [column.alias(f"v{i}") for i, (_, column) in enumerate(columns)]
-        types = [f.dataType for f in df.select(*aliases).schema.fields]
-    else:
-        types = []
+    untyped = [(i, v) for i, (_, v) in enumerate(columns) if not isinstance(v, Typed)]
+    types: dict[int, T.DataType] = {}
+    if untyped:
+        aliases = [column.alias(f"v{i}") for i, column in untyped]
+        analysed = df.select(*aliases).schema.fields
+        types = {i: f.dataType for (i, _), f in zip(untyped, analysed, strict=True)}
     record: dict[str, Typed] = {}
-    for (path, column), dtype in zip(columns, types, strict=True):
-        value = Typed(column, dtype)
+    for i, (path, given) in enumerate(columns):
+        value = given if isinstance(given, Typed) else Typed(given, types[i])
+        column, dtype = value.column, value.dtype
         if path:
             names = check_writable(path)
             record[names[0]] = write_in(record.get(names[0]), names[1:], value, merge=True)

@@ -1,7 +1,7 @@
 """The SparkSession a run uses, built from a :class:`SparkConfig`.
 
 Defaults suit one machine: ``local[*]``, the UI off, quiet logs, and Python workers that run this
-interpreter (else they may lack pyarrow). Any Spark setting passes through ``conf``: a cluster
+interpreter (else they may lack pyarrow); PySpark's call-site capture (DataFrame debugging) is off. Any Spark setting passes through ``conf``: a cluster
 master (``spark://host:7077``) or Spark Connect (``remote="sc://host:15002"``).
 
 >>> SparkConfig().settings()["spark.master"]
@@ -61,6 +61,10 @@ class SparkConfig(BaseModel):
             "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
             "spark.pyspark.python": sys.executable,
             "spark.pyspark.driver.python": sys.executable,
+            # PySpark 4 records the Python call site of every Column function in the JVM (a
+            # dozen py4j calls each, so thousands per plan compiled); the engine names the
+            # operator and expression of a failure itself.
+            "spark.python.sql.dataFrameDebugging.enabled": "false",
         }
         if self.remote:
             settings["spark.remote"] = self.remote

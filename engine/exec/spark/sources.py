@@ -59,7 +59,7 @@ from pyspark.sql.types import (
 
 from engine.errors import DrillError, PlanningError, SchemaConflictError, StorageError
 from engine.exec.local.sources import records_to_batch
-from engine.exec.spark.columns import compile_predicate
+from engine.exec.spark.columns import compile_expression, compile_predicate
 from engine.exec.spark.datasource import (
     DATA_SOURCE_NAME,
     ERROR_NOTE,
@@ -78,9 +78,10 @@ from engine.exec.spark.datasource import (
 from engine.exec.spark.unions import collect_arrow, revive, storage_schema
 from engine.expr import Call, Cast, Expr, FieldRef, IfElse, field_refs
 from engine.expr import Literal as LiteralNode
+from engine.planner.rules.filter_pushdown import constant_date
 from engine.scan.framework import DEFAULT_BATCH_ROWS, PartitionLayout, implicit_values
 from engine.scan.projection import name_key
-from engine.storage.commit import Commit, VersionedTarget, recover, remove, target_lock
+from engine.storage.commit import remove
 from engine.storage.engines import ClasspathEngine, ConsoleEngine, FsEngine, QueueEngine
 from engine.storage.formats import WRITERS
 from engine.storage.formats.csv import header_names
@@ -91,7 +92,9 @@ from engine.storage.store import (
     StoreResult,
     StoreTarget,
     check_compatible,
+    open_commit,
     partition_columns,
+    under_any,
 )
 from engine.types import DataMode, MajorType, MinorType, from_arrow_field
 
@@ -228,6 +231,7 @@ def scan_dataframe(
     projection: Sequence[str] | None = None,
     pushed_filter: Expr | None = None,
     count_skipped: bool = False,
+    ordered: bool = True,
 ) -> DataFrame:
     """A scan as a DataFrame: ``ref`` (a struct holding each record; the record's columns at the
     root when ``ref`` is None) and :data:`SEQ_COLUMN`. See the module docstring; the keywords
@@ -236,7 +240,8 @@ def scan_dataframe(
     parquet read skips what its statistics exclude. With ``count_skipped``, a scan that skips
     bad records (``onError: skip``) also has :data:`SKIPPED_COLUMN` and its counting rows (see
     :mod:`engine.exec.spark.datasource`), for :class:`~engine.exec.spark.metrics.OperatorMetrics`
-    to count and drop."""
+    to count and drop. ``ordered=False`` (nothing observes the records' order):
+    :data:`SEQ_COLUMN` is 0 where Spark's reader reads, with no file lookup."""
     plan = plan_scan(
         engine,
         selection,
@@ -247,7 +252,12 @@ def scan_dataframe(
         projection=projection,
     )
     return scan_plan_dataframe(
-        spark, plan, ref, pushed_filter=pushed_filter, count_skipped=count_skipped
+        spark,
+        plan,
+        ref,
+        pushed_filter=pushed_filter,
+        count_skipped=count_skipped,
+        ordered=ordered,
     )
 
 
@@ -258,6 +268,7 @@ def scan_plan_dataframe(
     *,
     pushed_filter: Expr | None = None,
     count_skipped: bool = False,
+    ordered: bool = True,
 ) -> DataFrame:
     """The DataFrame of a scan already planned with :func:`plan_scan`."""
     resolved = plan.resolved
@@ -275,11 +286,9 @@ def scan_plan_dataframe(
     if not resolved.files:
         schema = StructType([*resolved.spark_schema.fields, StructField(SEQ_COLUMN, LongType())])
         frame = spark.createDataFrame([], schema)
-    elif plan.is_native and row_filter is not None:
-        frame = _native_scan(spark, resolved, row_filter=row_filter)
-        row_filter = None
     elif plan.is_native:
-        frame = _native_scan(spark, resolved)
+        frame = _native_scan(spark, resolved, row_filter=row_filter, ordered=ordered)
+        row_filter = None
     else:
         register_data_source(spark)
         schema = storage_schema(resolved.spark_schema)
@@ -372,7 +381,12 @@ def _reader_tests(expr: Expr) -> list[Column]:
     method = _SPARK_COMPARISONS[expr.name]
     if isinstance(right, FieldRef) and isinstance(left, LiteralNode):
         left, right, method = right, left, _MIRRORED.get(method, method)
-    if not (isinstance(left, FieldRef) and isinstance(right, LiteralNode)) or len(left.path) != 1:
+    if not isinstance(left, FieldRef) or len(left.path) != 1:
+        return []
+    if constant_date(right) is not None:  # Spark folds to_date('...') to a date the reader uses
+        value = compile_expression(right, StructType([]))
+        return [getattr(column(str(left.path[0])), method)(value)]
+    if not isinstance(right, LiteralNode):
         return []
     if right.value is None or (isinstance(right.value, float) and right.value != right.value):
         return []
@@ -380,7 +394,7 @@ def _reader_tests(expr: Expr) -> list[Column]:
 
 
 def _native_scan(
-    spark: Any, resolved: ResolvedScan, *, row_filter: Expr | None = None
+    spark: Any, resolved: ResolvedScan, *, row_filter: Expr | None = None, ordered: bool = True
 ) -> DataFrame:
     """One read of every file by Spark's reader, each row given its file's implicit values and a
     sequence number ``file base + monotonically_increasing_id``.
@@ -404,6 +418,8 @@ def _native_scan(
         for test in _reader_tests(row_filter):
             read = read.where(test)
         read = read.where(compile_predicate(row_filter, read.schema))
+    if not ordered and not implicit:
+        return read.withColumn(SEQ_COLUMN, F.lit(0).cast(LongType()))
     scanned = read.select("*", F.col("_metadata.file_path").alias(_FILE)).withColumn(
         SEQ_COLUMN, F.monotonically_increasing_id()
     )
@@ -652,55 +668,27 @@ def _store_fs(
     partitioned = bool(columns)
     observation = Observation(f"store {spec.path}")
     observed = df.observe(observation, F.count(F.lit(1)).alias("rows"))
-    target = VersionedTarget(spec.location)
-    with target_lock(target, timeout=lock_timeout):
-        recover(target)
-        if spec.mode == "error" and target.exists():
-            raise StorageError(
-                f"store target '{spec.path}' already exists ({spec.location}) and mode is error",
-                hint="use mode: overwrite or append, or remove the target first",
-            )
-        if spec.mode != "error" and target.exists() and target.current_data() is None:
-            raise StorageError(
-                f"store target '{spec.path}' is a file, not a dataset directory; "
-                f"mode {spec.mode}{' with partitions' if partitioned else ''} needs one"
-            )
-        try:
-            with Commit(target) as commit:
-                spark_dir = commit.staging / f".spark-{uuid.uuid4().hex}"
-                _spark_write(observed, spec, spark_dir / prefix if prefix else spark_dir, dynamic)
-                written = _data_files(spark_dir)
-                if not written and not partitioned:
-                    written = [_write_empty(df, spec, spark_dir)]
-                paths = sorted({os.path.dirname(rel) for rel in written if os.path.dirname(rel)})
-                if spec.mode == "append":
-                    replaced: list[str] | None = []
-                elif partitioned:
-                    replaced = [prefix] if prefix else paths
-                else:
-                    replaced = None
-                kept: list[str] = []
-                if replaced is not None:
-                    kept = commit.carry_over(lambda rel: not _under_any(rel, replaced))
-                    check_compatible(spec, commit.staging, kept, [])  # the format
-                    _check_same_columns(spec, commit.staging, kept, spark_dir, written)
-                for rel in written:
-                    destination = commit.staging / rel
-                    destination.parent.mkdir(parents=True, exist_ok=True)
-                    os.replace(spark_dir / rel, destination)
-                remove(spark_dir)
-                commit.metadata_file = spec.metadata_file  # the metadata repository's record
-                commit.commit()
-        except DrillError:
-            raise
-        except Exception as err:
-            translated = translate_spark_error(err)
-            if translated is not None:
-                raise translated from err
-            raise StorageError(
-                f"writing {spec.format} to store target '{spec.path}' failed: "
-                f"{_spark_reason(_error_text(err))}; the previous version is unchanged",
-            ) from err
+    directory = spec.mode == "append" or partitioned  # else the whole target is replaced
+    with open_commit(
+        spec, lock_timeout, needs_directory=directory, explain=_store_failure
+    ) as commit:
+        spark_dir = commit.staging / f".spark-{uuid.uuid4().hex}"
+        _spark_write(observed, spec, spark_dir / prefix if prefix else spark_dir, dynamic)
+        written = _data_files(spark_dir)
+        if not written and not partitioned:
+            written = [_write_empty(df, spec, spark_dir)]
+        paths = sorted({os.path.dirname(rel) for rel in written if os.path.dirname(rel)})
+        if directory:
+            replaced = [] if spec.mode == "append" else [prefix] if prefix else paths
+            kept = commit.carry_over(lambda rel: not under_any(rel, replaced))
+            check_compatible(spec, commit.staging, kept, _written_schema(spark_dir, written))
+        for rel in written:
+            destination = commit.staging / rel
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(spark_dir / rel, destination)
+        remove(spark_dir)
+        commit.metadata_file = spec.metadata_file  # the metadata repository's record
+        commit.commit()
     rows = observation.get.get("rows", 0) if written else 0
     return StoreResult(
         location=str(spec.location),
@@ -771,44 +759,14 @@ def _data_files(directory: Path) -> list[str]:
     return found
 
 
-def _check_same_columns(
-    spec: StoreTarget, staging: Path, kept: Sequence[str], spark_dir: Path, written: Sequence[str]
-) -> None:
-    """Parquet files kept beside new ones must have the same columns and types. Nullability is
-    not compared: Spark's writers derive it from the expressions, not from the data."""
-    old = [rel for rel in kept if rel.endswith(".parquet") and not _hidden(rel)]
-    new = [rel for rel in written if rel.endswith(".parquet")]
-    if spec.format != "parquet" or not old or not new:
-        return
-    existing = pq.read_schema(staging / old[0])
-    incoming = pq.read_schema(spark_dir / new[0])
-    if [(f.name, _loose(f.type)) for f in existing] != [(f.name, _loose(f.type)) for f in incoming]:
-        raise StorageError(
-            f"store target '{spec.path}' has the schema ({_schema_text(existing)}) and the rows "
-            f"written have ({_schema_text(incoming)})",
-            hint="overwrite the whole target to change its schema",
-        )
+def _written_schema(spark_dir: Path, written: Sequence[str]) -> pa.Schema | None:
+    """The schema of the first parquet file Spark wrote, to compare with the files kept."""
+    parquet = [rel for rel in written if rel.endswith(".parquet")]
+    return pq.read_schema(spark_dir / parquet[0]) if parquet else None
 
 
-def _loose(dtype: pa.DataType) -> pa.DataType:
-    """``dtype`` with every nested field nullable and list items named alike."""
-    if pa.types.is_struct(dtype):
-        return pa.struct([pa.field(f.name, _loose(f.type)) for f in dtype])
-    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
-        return pa.list_(_loose(dtype.value_type))
-    return dtype
-
-
-def _schema_text(schema: pa.Schema) -> str:
-    return ", ".join(f"{f.name}: {f.type}" for f in schema)
-
-
-def _hidden(rel: str) -> bool:
-    return any(is_hidden(part) for part in rel.split("/"))
-
-
-def _under_any(rel: str, prefixes: Sequence[str]) -> bool:
-    return any(rel == p or rel.startswith(p + "/") for p in prefixes)
+def _store_failure(err: Exception) -> DrillError | str:
+    return translate_spark_error(err) or _spark_reason(_error_text(err))
 
 
 # ---------------------------------------------------------------- errors

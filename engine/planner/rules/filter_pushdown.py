@@ -3,7 +3,7 @@
 A conjunct of a filter's ``&&`` chain is pushable when it compares one top-level member of the
 scan's record with a literal (``e.amount > 10``, ``'x' == e.kind``), and the statistics say the
 member is a plain scalar column (a number, text or boolean; the same type in every file) of the
-right family for the literal. Such a test keeps or drops whole records, exactly as the filter
+right family for the literal; or a date column with a date constant (``to_date('1994-01-01')``). Such a test keeps or drops whole records, exactly as the filter
 would: Appendix A's nested filtering only applies through maps and arrays, and these never are.
 The pushable conjuncts become the scan's ``pushedFilter`` (Spark's parquet reader gets it as a
 Column filter right after the read, so row groups can be skipped); the filter stays in the plan.
@@ -26,6 +26,10 @@ reach nothing else).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
 
 from engine.expr import Call, Expr, FieldRef, Literal, to_string
 from engine.plan import Filter, LogicalPlan, Order, Scan, Transform
@@ -76,6 +80,52 @@ def push_filters(plan: LogicalPlan, stats: Statistics | None) -> LogicalPlan:
     return replace_operators(plan, changed)
 
 
+@dataclass(frozen=True)
+class Remaining:
+    """What is left of a filter's condition once scan ``scan_id`` applied ``pushed`` (its
+    ``pushedFilter`` text): ``condition``, None when nothing is."""
+
+    scan_id: str
+    pushed: str
+    condition: Expr | None
+
+
+def remaining_conditions(plan: LogicalPlan) -> dict[str, Remaining]:
+    """For each filter whose scan below already applies some of its conjuncts (its
+    ``pushedFilter``), what is left for the filter to test (None: nothing, every record reaching
+    it passes). An executor applying the scan's ``pushedFilter`` applies these instead of the
+    filters' whole conditions, so that each test runs once.
+
+    The pushed tests hold for every record the scan emits, and the operators between the scan
+    and the filter (filters, orders, transforms not writing the tested members) keep them true.
+
+    >>> from engine.plan import parse_plan
+    >>> plan = parse_plan({"storage": {"fs": {"type": "fs", "root": "/data"}}, "query": [
+    ...     {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "e", "selection": {"path": "e"},
+    ...      "pushedFilter": "e.amount > 10"},
+    ...     {"@id": 2, "op": "filter", "input": 1, "expr": "e.amount > 10 && e.tags.x == 1"},
+    ...     {"@id": 3, "op": "filter", "input": 2, "expr": "e.amount > 10"}]})
+    >>> rest = remaining_conditions(plan)
+    >>> to_string(rest["2"].condition), rest["3"].condition, rest["3"].scan_id
+    ('e.tags.x == 1', None, '1')
+    """
+    readers = consumers(plan)
+    remaining: dict[str, Remaining] = {}
+    for op in plan.query:
+        if not isinstance(op, Filter) or op.input is None:
+            continue
+        scan = _scan_below(plan, op, readers)
+        if scan is None or scan.pushed_filter is None:
+            continue
+        applied = conjuncts(parse_cached(scan.pushed_filter))
+        parts = conjuncts(parse_cached(op.expr))
+        rest = [part for part in parts if part not in applied]
+        if len(rest) < len(parts):
+            condition = _conjunction(rest) if rest else None
+            remaining[op.id] = Remaining(scan.id, scan.pushed_filter, condition)
+    return remaining
+
+
 def conjuncts(expr: Expr) -> list[Expr]:
     """The operands of a chain of ``&&`` (the expression itself when it is not one)."""
     if isinstance(expr, Call) and expr.name == "and":
@@ -120,7 +170,10 @@ def _pushable(test: Expr, scan: Scan, columns: dict) -> bool:
         return False
     left, right = test.args
     ref, literal = (left, right) if isinstance(left, FieldRef) else (right, left)
-    if not isinstance(ref, FieldRef) or not isinstance(literal, Literal) or literal.value is None:
+    if not isinstance(ref, FieldRef):
+        return False
+    date = constant_date(literal)
+    if date is None and (not isinstance(literal, Literal) or literal.value is None):
         return False
     prefix = (scan.ref,) if scan.ref else ()
     path = ref.path
@@ -130,14 +183,28 @@ def _pushable(test: Expr, scan: Scan, columns: dict) -> bool:
         return False
     member = str(path[-1])
     matches = [t for name, t in columns.items() if name.lower() == member.lower()]
-    if len(matches) != 1 or not is_scalar_type(matches[0]):
+    if len(matches) != 1:
         return False
-    return _same_family(matches[0], literal)
+    if date is not None:
+        return pa.types.is_date32(matches[0])
+    return is_scalar_type(matches[0]) and _same_family(matches[0], literal)
+
+
+def constant_date(expr: Expr) -> Literal | None:
+    """The text literal of ``to_date('...')`` (a date constant: there is no date literal), or
+    None when ``expr`` is not one.
+
+    >>> constant_date(parse_cached("to_date('1994-01-01')")).value
+    '1994-01-01'
+    """
+    if isinstance(expr, Call) and expr.name == "to_date" and len(expr.args) == 1:
+        (arg,) = expr.args
+        if isinstance(arg, Literal) and isinstance(arg.value, str):
+            return arg
+    return None
 
 
 def _same_family(dtype: object, literal: Literal) -> bool:
-    import pyarrow as pa
-
     minor = literal.type.minor
     if minor in (MinorType.BIGINT, MinorType.FLOAT8):
         return pa.types.is_integer(dtype) or pa.types.is_floating(dtype)

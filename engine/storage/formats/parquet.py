@@ -60,6 +60,15 @@ class ParquetReader(FormatReader):
                 raise StorageError(f"cannot read parquet: {err}", file=self.name) from err
         return self._typed(table, schema)
 
+    def arrow_schema(self, columns: Sequence[str] | None = None) -> pa.Schema:
+        """The schema :meth:`read_arrow` gives for ``columns`` (from the footer; nothing read)."""
+        if self.is_empty():
+            return empty_table(None, columns).schema
+        with self._parquet() as parquet:
+            schema = parquet.reader.schema_arrow
+            names = self._present(parquet, columns)
+        return schema if names is None else pa.schema([schema.field(n) for n in names])
+
     def iter_batches(
         self, *, columns: Sequence[str] | None = None, batch_rows: int = DEFAULT_BATCH_ROWS
     ) -> Iterator[pa.RecordBatch]:

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from golden_files import assert_golden
 
 from engine.errors import ExpressionSyntaxError
 from engine.expr import Call, Cast, Expr, FieldRef, IfElse, Literal, parse_expression, to_string
@@ -61,9 +62,7 @@ def check_golden(path: Path, render) -> None:
     header, inputs = read_inputs(path)
     blocks = ["\n".join(header)] + [f"{input_line(text)}\n{render(text)}" for text in inputs]
     expected = "\n\n".join(blocks) + "\n"
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(expected, encoding="utf-8")
-    assert path.read_text(encoding="utf-8") == expected
+    assert_golden(path, expected)
 
 
 def render_parse(text: str) -> str:

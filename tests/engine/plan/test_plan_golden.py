@@ -6,10 +6,10 @@ review the diff.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from golden_files import assert_golden
 
 from engine.errors import PlanError
 from engine.plan import parse_plan
@@ -33,13 +33,7 @@ REJECTED = {
 
 
 def _check_golden(name: str, actual: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(actual)
-    assert path.is_file(), f"missing golden file {path}: run with UPDATE_GOLDEN=1"
-    assert actual == path.read_text(), (
-        f"{path} differs; if intended, regenerate with UPDATE_GOLDEN=1"
-    )
+    assert_golden(GOLDEN / name, actual)
 
 
 @pytest.mark.parametrize("case_id", sorted(DUMPED))

@@ -4,10 +4,10 @@ statistics drive (broadcast joins, two-phase aggregation, fragments at exchanges
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+from golden_files import assert_golden
 
 from engine.plan import LogicalPlan, parse_plan
 from engine.planner import ScanStatistics, Statistics, optimize
@@ -28,11 +28,7 @@ CORPUS_PLANS = {
 
 
 def check_golden(name: str, text: str) -> None:
-    golden = GOLDEN / name
-    if os.environ.get("UPDATE_GOLDEN"):
-        golden.write_text(text)
-    assert golden.exists(), f"missing {golden}; run with UPDATE_GOLDEN=1 to create it"
-    assert text == golden.read_text(), f"{name} changed; rerun with UPDATE_GOLDEN=1 if intended"
+    assert_golden(GOLDEN / name, text)
 
 
 @pytest.mark.parametrize("plan_file", EXAMPLES, ids=lambda p: p.stem)

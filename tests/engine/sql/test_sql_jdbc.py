@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conformance_compare import read_jsonl, records_match
+from golden_files import assert_golden
 
 from engine.metadata import MetadataRepository
 from engine.plan import parse_plan
@@ -92,12 +93,7 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "sql"
 @pytest.mark.parametrize("case_id", CASES)
 def test_jdbc_sql_plan_matches_its_golden_file(conformance_dir: Path, case_id: str) -> None:
     """SQL -> plan JSON is stable; regenerate with DRILL_UPDATE_GOLDEN=1 after a deliberate change."""
-    import os
 
     plan = sql_to_plan(JDBC_SQL[case_id], jdbc_repository(conformance_dir / "data"), case="upper")
     text = f"-- {JDBC_SQL[case_id]}\n" + json.dumps(plan, indent=1) + "\n"
-    path = GOLDEN / f"{case_id}.plan"
-    if os.environ.get("DRILL_UPDATE_GOLDEN"):
-        GOLDEN.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.read_text() == text
+    assert_golden(GOLDEN / f"{case_id}.plan", text)

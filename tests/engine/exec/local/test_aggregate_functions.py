@@ -15,6 +15,7 @@ from engine.exec.local.aggregate_functions import (
     AggregateError,
     RunSplitter,
     aggregate_empty,
+    aggregate_groups,
     aggregate_runs,
     continue_running,
     run_first_index,
@@ -207,3 +208,14 @@ def test_running_functions_match_python(rows: list[tuple[Any, Any]], floats: boo
                 assert math.isclose(got["sum"][j], sum(seen), abs_tol=1e-9)
             else:
                 assert got["sum"][j] is None
+
+
+def test_counts_without_nulls_count_the_group_rows() -> None:
+    keys = [pa.array(["b", "a", "b", "a", "b"])]
+    ones = pa.array([1] * 5)
+    with_nulls = pa.array([None, 2, 3, None, None])
+    grouped, results = aggregate_groups(
+        [("count", ones), ("count", with_nulls), ("sum", ones), ("count", ones)], keys
+    )
+    assert [g.to_pylist() for g in grouped] == [["b", "a"]]
+    assert [r.to_pylist() for r in results] == [[3, 2], [1, 1], [3, 2], [3, 2]]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from engine.errors import ExecutionError
 from engine.exec.local import join as join_module
-from engine.exec.local.join import create_join, holds, merge_records
+from engine.exec.local.join import KeyIndex, create_join, holds, merge_records
 from engine.exec.local.registry import ExecContext
 from engine.exec.protocol import BatchSource, FragmentExecutor
 from engine.plan.operators import Join
@@ -353,3 +353,49 @@ def test_two_equality_keys_use_one_index() -> None:
     right = pa.record_batch({"c": [2, 1, 1, 2], "d": ["y", "y", "x", "z"], "j": [0, 1, 2, 3]})
     out = joined({"conditions": [on("a", "c"), on("b", "d")]}, [left], [right])
     assert [(r["i"], r["j"]) for r in out] == [(0, 2), (1, 1), (3, 0)]
+
+
+_KEY = st.one_of(
+    st.none(),
+    st.integers(-3, 3),
+    st.sampled_from([2**62, -(2**63), 2**63 - 1, 10**6]),  # far apart: no lookup table
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    left=st.lists(st.tuples(_KEY, st.integers(0, 2)), max_size=12),
+    right=st.lists(st.tuples(_KEY, st.integers(0, 2)), min_size=1, max_size=12),
+    two_keys=st.booleans(),
+    narrow=st.booleans(),
+    tables=st.booleans(),
+)
+def test_the_key_index_probe_is_a_nested_loop(
+    left: list[tuple[Any, int]],
+    right: list[tuple[Any, int]],
+    two_keys: bool,
+    narrow: bool,
+    tables: bool,
+) -> None:
+    # One key or two, int64 or (small values) int8 on the left against int64 on the right.
+    def columns(rows: list[tuple[Any, int]], small: bool) -> list[pa.Array]:
+        first = [k for k, _ in rows]
+        fits = small and all(k is None or -3 <= k <= 3 for k in first)
+        keys = [pa.array(first, pa.int8() if fits else pa.int64())]
+        return [*keys, pa.array([s for _, s in rows], pa.int64())] if two_keys else keys
+
+    width = 2 if two_keys else 1
+    dense = join_module._DENSE
+    join_module._DENSE = dense if tables else -(2**62)  # no lookup tables: binary search
+    try:
+        index = KeyIndex(columns(right, False))
+    finally:
+        join_module._DENSE = dense
+    li, ri = index.probe(columns(left, narrow), len(left))
+    expected = [
+        (i, j)
+        for i, a in enumerate(left)
+        for j, b in enumerate(right)
+        if a[0] is not None and b[0] is not None and a[:width] == b[:width]
+    ]
+    assert list(zip(li.tolist(), ri.tolist(), strict=True)) == expected

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.exec.local.evaluate import evaluate
-from engine.exec.spark.columns import compile_expression
+from engine.exec.spark.columns import compile_expression, compile_typed
 from engine.expr import Call, Expr, FieldRef, IfElse, Literal, parse_expression
 
 pytestmark = pytest.mark.spark
@@ -280,6 +280,20 @@ def test_every_expression_gives_the_local_values(sample) -> None:
         want = evaluate(expr, batch).to_pylist()
         if not same(got, want):
             mismatches.append(f"{text}: spark {got} != local {want}")
+    assert not mismatches, "\n".join(mismatches)
+
+
+def test_compiled_types_are_the_types_spark_analyses(sample) -> None:
+    """The compiler's own type of every expression (no analysis) is what Spark's analysis gives:
+    the operators rely on it instead of asking Spark."""
+    _, df = sample
+    typed = [compile_typed(parse_expression(text), df.schema) for text in EXPRESSIONS]
+    analysed = df.select(*[t.column.alias(f"c{k}") for k, t in enumerate(typed)]).schema
+    mismatches = [
+        f"{text}: compiled {t.dtype.simpleString()}, analysed {f.dataType.simpleString()}"
+        for text, t, f in zip(EXPRESSIONS, typed, analysed.fields, strict=True)
+        if t.dtype.simpleString() != f.dataType.simpleString()
+    ]
     assert not mismatches, "\n".join(mismatches)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from engine.exec.spark.compiler_aggregate import AggregateError, collapse_rows, running_rows
 from engine.exec.spark.compiler_flatten import flatten_rows
@@ -21,6 +22,7 @@ from engine.exec.spark.compiler_order import (
     with_run_numbers,
 )
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
+from engine.exec.spark.paths import Typed
 
 SEQ = "__seq"
 
@@ -119,6 +121,14 @@ def test_windowframe_within_and_unbounded_end(spark: Any) -> None:
     ]
 
 
+def one() -> Typed:
+    return Typed(F.lit(1), T.IntegerType())
+
+
+def typed(df: Any, name: str) -> Typed:
+    return Typed(F.col(name), df.schema[name].dataType)
+
+
 def test_collapse_runs_with_target_and_carryovers(spark: Any) -> None:
     df = frame(
         spark,
@@ -127,7 +137,7 @@ def test_collapse_runs_with_target_and_carryovers(spark: Any) -> None:
     )
     out = collapse_rows(
         df,
-        [("count", [F.lit(1)]), ("count", [F.col("x")]), ("sum", [F.col("x")])],
+        [("count", [one()]), ("count", [typed(df, "x")]), ("sum", [typed(df, "x")])],
         [F.col("x")],
         within=F.col("g"),
         target=F.col("t"),
@@ -143,7 +153,7 @@ def test_collapse_of_nothing_without_within_gives_one_record(spark: Any) -> None
     df = frame(spark, "x long", [])
     out = collapse_rows(
         df,
-        [("count", [F.lit(1)]), ("sum", [F.col("x")]), ("count_distinct", [F.col("x")])],
+        [("count", [one()]), ("sum", [typed(df, "x")]), ("count_distinct", [typed(df, "x")])],
         [],
         within=None,
         target=None,
@@ -159,7 +169,7 @@ def test_sum_of_strings_is_refused(spark: Any) -> None:
     with pytest.raises(AggregateError, match="sum\\(\\) needs numbers"):
         collapse_rows(
             df,
-            [("sum", [F.col("s")])],
+            [("sum", [typed(df, "s")])],
             [],
             within=None,
             target=None,
@@ -174,7 +184,12 @@ def test_running_aggregates_restart_with_within(spark: Any) -> None:
     df = with_run_numbers(df, F.col("g"), seq=SEQ, name="run")
     out = running_rows(
         df,
-        [("row_number", []), ("sum", [F.col("x")]), ("count", [F.col("x")]), ("max", [F.col("x")])],
+        [
+            ("row_number", []),
+            ("sum", [typed(df, "x")]),
+            ("count", [typed(df, "x")]),
+            ("max", [typed(df, "x")]),
+        ],
         partition="run",
         seq=SEQ,
         names=["rn", "s", "c", "m"],

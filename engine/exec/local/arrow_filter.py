@@ -1,0 +1,134 @@
+"""A scan's pushed filter as a pyarrow compute Expression, when the translation is exact.
+
+The parquet reader applies such an Expression inside the read (row groups its statistics exclude
+are skipped, the rest filtered by the same Arrow comparison kernels the evaluator calls), so the
+records need no filtering after the read. Only what keeps exactly the records
+:func:`~engine.exec.local.evaluate.evaluate_predicate` keeps is translated: comparisons of a
+top-level column of the record (bool, integer, float or string) with a non-null literal of the
+same family, joined by ``&&``, ``||`` and ``!`` (Kleene logic; a null outcome drops the record,
+as in the filter). Anything else gives None, and the scan filters after the read as before.
+
+Floats are left out where NaN would tell: parquet statistics leave NaN out of min/max, and
+pyarrow then skips a row group whose only other value is 5 for ``x != 5`` although NaN != 5 is
+true. So a float comparison is translated only when it is not ``!=`` and not under a ``!``.
+
+>>> import pyarrow as pa
+>>> from engine.expr import parse_expression
+>>> schema = pa.schema({"x": pa.int64(), "s": pa.string()})
+>>> to_arrow_filter(parse_expression("f.x > 100 && 'a' == f.s"), schema, "f")
+<pyarrow.compute.Expression ((x > 100) and (s == "a"))>
+>>> to_arrow_filter(parse_expression("f.x + 1 > 100"), schema, "f") is None
+True
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.expr.functions import lookup_function
+from engine.expr.nodes import Call, Expr, FieldRef, Literal
+from engine.types import MinorType
+
+_COMPARISONS = {
+    "equal": "equal",
+    "not_equal": "not_equal",
+    "less_than": "less",
+    "less_than_or_equal": "less_equal",
+    "greater_than": "greater",
+    "greater_than_or_equal": "greater_equal",
+}
+_MIRRORED = {
+    "less": "greater",
+    "less_equal": "greater_equal",
+    "greater": "less",
+    "greater_equal": "less_equal",
+}
+
+
+def to_arrow_filter(expr: Expr, schema: pa.Schema, ref: str | None) -> pc.Expression | None:
+    """``expr`` (over records held under ``ref``, or at the root when None) as an Expression over
+    the columns of ``schema``; None when the translation would not be exact."""
+    return _translate(expr, schema, ref, negated=False)
+
+
+def _translate(expr: Expr, schema: pa.Schema, ref: str | None, *, negated: bool):
+    if not isinstance(expr, Call):
+        return None
+    spec = lookup_function(expr.name)
+    name = spec.name if spec is not None else expr.name
+    if name in ("and", "or") and len(expr.args) == 2:
+        parts = [_translate(a, schema, ref, negated=negated) for a in expr.args]
+        if any(p is None for p in parts):
+            return None
+        return (parts[0] & parts[1]) if name == "and" else (parts[0] | parts[1])
+    if name == "not" and len(expr.args) == 1:
+        inner = _translate(expr.args[0], schema, ref, negated=not negated)
+        return None if inner is None else ~inner
+    if name in _COMPARISONS and len(expr.args) == 2:
+        return _comparison(_COMPARISONS[name], expr.args, schema, ref, negated)
+    return None
+
+
+def _comparison(kernel: str, args: tuple[Expr, ...], schema: pa.Schema, ref, negated: bool):
+    left, right = args
+    if isinstance(right, FieldRef) and isinstance(left, Literal):
+        left, right = right, left
+        kernel = _MIRRORED.get(kernel, kernel)
+    if not isinstance(left, FieldRef) or not isinstance(right, Literal):
+        return None
+    column = _column(left, schema, ref)
+    if column is None or not _same_family(column.type, right):
+        return None
+    if pa.types.is_floating(column.type) and (negated or kernel == "not_equal"):
+        return None  # NaN is outside the statistics (see the module docstring)
+    literal = pa.scalar(right.value, type=_literal_type(right))
+    return getattr(pc.field(column.name), _OPERATORS[kernel])(literal)
+
+
+_OPERATORS = {
+    "equal": "__eq__",
+    "not_equal": "__ne__",
+    "less": "__lt__",
+    "less_equal": "__le__",
+    "greater": "__gt__",
+    "greater_equal": "__ge__",
+}
+
+
+def _column(field: FieldRef, schema: pa.Schema, ref: str | None) -> pa.Field | None:
+    """The top-level column ``field`` reads, found as the evaluator finds it (exact name)."""
+    path = field.path
+    if ref:
+        if len(path) != 2 or path[0] != ref:
+            return None
+        path = path[1:]
+    if len(path) != 1 or not isinstance(path[0], str):
+        return None
+    if schema.get_all_field_indices(path[0]) != [schema.get_field_index(path[0])]:
+        return None  # missing or ambiguous
+    return schema.field(path[0])
+
+
+def _same_family(dtype: pa.DataType, literal: Literal) -> bool:
+    minor = literal.type.minor
+    if literal.value is None:
+        return False
+    if minor in (MinorType.BIGINT, MinorType.FLOAT8):
+        # uint64 against int64 has no common Arrow type both sides would pick the same way
+        integer = pa.types.is_integer(dtype) and not pa.types.is_uint64(dtype)
+        return integer or pa.types.is_float32(dtype) or pa.types.is_float64(dtype)
+    if minor == MinorType.VARCHAR:
+        return pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
+    if minor == MinorType.BIT:
+        return pa.types.is_boolean(dtype)
+    return False
+
+
+def _literal_type(literal: Literal) -> pa.DataType:
+    return {
+        MinorType.BIGINT: pa.int64(),
+        MinorType.FLOAT8: pa.float64(),
+        MinorType.VARCHAR: pa.string(),
+        MinorType.BIT: pa.bool_(),
+    }[literal.type.minor]

@@ -1,0 +1,137 @@
+"""What the Spark executor leaves out when nothing needs it: the sequence of scans whose order no
+one observes, the filter tests a scan already applied (each test runs once), the observations of
+operators whose row count is known."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from engine.exec.spark.compiler_order import unordered_outputs
+from engine.exec.spark.executor import SparkPlanRun
+from engine.plan import parse_plan
+from engine.run import build_engines
+
+ROWS = pa.table(
+    {
+        "x": pa.array([1, 5, 3, 7, None], pa.int64()),
+        "d": pa.array(
+            [dt.date(2019, 5, 1), dt.date(2020, 1, 2), None, dt.date(2021, 3, 4)] * 1
+            + [dt.date(2020, 6, 1)]
+        ),
+        "s": pa.array(["a", "b", "c", "d", "e"]),
+    }
+)
+
+
+def plan_of(*ops: dict[str, Any], root: Path | None = None) -> Any:
+    storage: dict[str, Any] = {"q": {"type": "queue"}}
+    if root is not None:
+        storage["fs"] = {"type": "fs", "root": str(root)}
+    return parse_plan({"storage": storage, "query": list(ops)})
+
+
+SCAN = {
+    "@id": 1,
+    "op": "scan",
+    "storageengine": "fs",
+    "ref": "t",
+    "selection": {"path": "t", "format": "parquet"},
+}
+
+
+def unordered_ids(*ops: dict[str, Any], sinks: set[str] = frozenset()) -> set[str]:
+    plan = plan_of(*ops)
+    return unordered_outputs(plan.topological_order(), sinks)
+
+
+def test_only_operators_whose_order_nothing_observes_are_unordered() -> None:
+    scan = {**SCAN, "storageengine": "q"}
+    store = {"@id": 9, "op": "store", "input": 3, "storageengine": "q", "target": {}}
+    filtered = [scan, {"@id": 2, "op": "filter", "input": 1, "expr": "t.x > 1"}]
+    total = {
+        "@id": 3,
+        "op": "collapsingaggregate",
+        "input": 2,
+        "aggregations": [{"ref": "n", "expr": "count(1)"}],
+    }
+    # A global aggregate into a file store: no order anywhere below it.
+    assert unordered_ids(*filtered, total, store) == {"1", "2", "3", "9"}
+    # The same into a queue sink: the aggregate's record order is observed, not its input's.
+    assert unordered_ids(*filtered, total, store, sinks={"9"}) == {"1", "2", "9"}
+    # An order, a segment, a limit read their input's order (ties, first appearance, first n).
+    for reader in (
+        {"@id": 3, "op": "order", "input": 2, "orderings": [{"order": "asc", "expr": "t.x"}]},
+        {"@id": 3, "op": "segment", "input": 2, "ref": "g", "exprs": ["t.x"]},
+        {"@id": 3, "op": "limit", "input": 2, "first": 0, "last": 1},
+    ):
+        assert not {"1", "2"} & unordered_ids(*filtered, reader, store)
+    # Carryovers are the run's last record: ordered.
+    carry = {**total, "carryovers": ["t.s"]}
+    assert unordered_ids(*filtered, carry, store) == {"3", "9"}
+    # An operator no one reads is collected in order.
+    assert unordered_ids(*filtered) == set()
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    (tmp_path / "t").mkdir()
+    pq.write_table(ROWS, tmp_path / "t" / "part-0.parquet")
+    return tmp_path
+
+
+def run_of(spark: Any, plan: Any) -> SparkPlanRun:
+    return SparkPlanRun(
+        plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
+    )
+
+
+def test_a_filter_its_scan_applied_whole_runs_once_and_counts_the_scans_rows(
+    spark: Any, data: Path
+) -> None:
+    plan = plan_of(
+        SCAN,
+        {
+            "@id": 2,
+            "op": "filter",
+            "input": 1,
+            "expr": "t.x > 2 && t.d >= to_date('2020-01-01')",
+        },
+        {
+            "@id": 3,
+            "op": "collapsingaggregate",
+            "input": 2,
+            "aggregations": [{"ref": "n", "expr": "count(1)"}, {"ref": "s", "expr": "sum(t.x)"}],
+        },
+        {"@id": 4, "op": "store", "input": 3, "storageengine": "q", "target": {}},
+        root=data,
+    )
+    run = run_of(spark, plan)
+    assert run.planned.operator("1").pushed_filter is not None  # both conjuncts, the date too
+    assert "1" in run.ctx.unordered  # a global aggregate: the scan needs no sequence
+    result = run.run()
+    assert result.records() == [{"n": 2, "s": 12}]
+    assert "2" in run.compiler.unchanged  # nothing left for the filter to test
+    assert result.metrics["1"]["rows"] == result.metrics["2"]["rows"] == 2
+    assert result.metrics["3"]["rows"] == 1  # one record, known without observing it
+
+
+def test_a_filter_tests_what_its_scan_did_not(spark: Any, data: Path) -> None:
+    plan = plan_of(
+        SCAN,
+        {"@id": 2, "op": "filter", "input": 1, "expr": "t.x > 2 && t.x * 1 != 7"},
+        {"@id": 3, "op": "order", "input": 2, "orderings": [{"order": "desc", "expr": "t.x"}]},
+        {"@id": 4, "op": "store", "input": 3, "storageengine": "q", "target": {}},
+        root=data,
+    )
+    run = run_of(spark, plan)
+    assert "1" not in run.ctx.unordered  # ordered: the sort's ties keep the scan's order
+    result = run.run()
+    assert [r["t"]["x"] for r in result.records()] == [5, 3]
+    assert "2" not in run.compiler.unchanged
+    assert result.metrics["2"]["rows"] == 2
