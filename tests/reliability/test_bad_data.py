@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dagster import DagsterInstance, materialize
 
+from drill_dagster import load_definitions
 from engine import run_plan
 from engine.errors import DrillError
+from engine.exec.spark.compiler import SparkCompiler
 from engine.storage.engines import FsEngine
 
 EXECUTORS = ["local", pytest.param("spark", marks=pytest.mark.spark)]
@@ -48,10 +51,8 @@ def failure(executor: str, request: pytest.FixtureRequest, plan: dict[str, Any])
         run(executor, request, plan)
     message = str(caught.value)
     assert "Traceback" not in message
-    # Spark reports a failure of its own reader at the action: the store that ran the job.
-    assert "operator 1 (scan)" in message or (executor == "spark" and "operator" in message), (
-        message
-    )
+    # On Spark too, where files are read in the store's job: the scan that reads the file.
+    assert "operator 1 (scan)" in message, message
     return message
 
 
@@ -86,19 +87,32 @@ def test_a_bad_record_fails_naming_file_and_line_or_is_skipped_and_counted(
     assert "onError: skip" in message  # the hint says what to do
     result = run(executor, request, scan_plan(tmp_path, name, fmt, on_error="skip"))
     assert len(result.records()) == rows
-    if executor == "local":
-        assert result.metrics["1"]["skipped_records"] == skipped
+    assert result.metrics["1"]["skipped_records"] == skipped
+    if executor == "spark":  # the rows that carry the count are not records
+        assert result.metrics["1"]["rows"] == rows
 
 
-@pytest.mark.spark
-@pytest.mark.xfail(
-    strict=True, reason="the Spark executor skips bad records but does not count them yet"
-)
-def test_spark_counts_skipped_records(tmp_path: Path, spark: Any) -> None:
-    (tmp_path / "bad.json").write_text('{"a": 1}\n{"a": 2\n')
-    plan = scan_plan(tmp_path, "bad.json", "json", on_error="skip")
-    result = run_plan(plan, executor="spark", spark=spark)
-    assert result.metrics["1"]["skipped_records"] == 1
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_skipped_records_are_counted_per_scan_across_files_and_a_pushed_filter(
+    tmp_path: Path, request: pytest.FixtureRequest, executor: str
+) -> None:
+    """The count is the scan's, whatever the plan does after it: two files with bad records, a
+    filter the planner pushes into the scan, an operator reading the scan."""
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "a.json").write_text('{"a": 1}\n{"a": 2\n{"a": 5}\n')
+    (data / "b.json").write_text('{"a": 7}\n{"a": 8\n{"a": 9}\n')
+    plan = scan_plan(tmp_path, "d", "json", on_error="skip")
+    plan["query"][1:] = [
+        {"@id": 2, "op": "filter", "input": 1, "expr": "r.a > 4"},
+        {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {"number": 0}},
+    ]
+    result = run(executor, request, plan)
+    assert sorted(r["r"]["a"] for r in result.records()) == [5, 7, 9]
+    assert result.metrics["1"]["skipped_records"] == 2
+    if executor == "spark":
+        assert result.metrics["1"]["rows"] in (3, 4)  # 4 without the pushed filter
+        assert result.stores[0].row_count == 3
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
@@ -150,6 +164,43 @@ def test_a_file_that_vanishes_after_listing_fails_naming_it(
     monkeypatch.setattr(FsEngine, "list_files", list_then_remove)
     message = failure(executor, request, scan_plan(tmp_path, "d", "json"))
     assert "b.json" in message, message
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("on_error", [None, "skip"])  # Spark's JSON reader, the Drill reader
+@pytest.mark.parametrize("store", ["queue", "parquet"])
+def test_a_file_that_vanishes_before_spark_reads_it_fails_naming_the_scan_and_file(
+    tmp_path: Path,
+    spark: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    on_error: str | None,
+    store: str,
+) -> None:
+    """Planned (listed, schema read) and then removed before the store's Spark job reads it."""
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "a.json").write_text('{"a": 1}\n')
+    (data / "b.json").write_text('{"a": 2}\n')
+    plan = scan_plan(tmp_path, "d", "json", on_error=on_error)
+    plan["query"][1:] = [
+        {"@id": 2, "op": "filter", "input": 1, "expr": "r.a > 0"},
+        {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {"number": 0}},
+    ]
+    if store == "parquet":
+        plan["query"][2].update(storageengine="fs", target={"path": "out", "format": "parquet"})
+    visit_store = SparkCompiler.visit_store
+
+    def remove_then_store(self: SparkCompiler, op: Any, inputs: Any) -> Any:
+        (data / "b.json").unlink(missing_ok=True)
+        return visit_store(self, op, inputs)
+
+    monkeypatch.setattr(SparkCompiler, "visit_store", remove_then_store)
+    with pytest.raises(DrillError) as caught:
+        run_plan(plan, executor="spark", spark=spark)
+    message = str(caught.value)
+    assert "operator 1 (scan): " in message and "operator 3" not in message, message
+    assert f"{data}/b.json: the file no longer exists" in message, message
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
@@ -220,15 +271,16 @@ def test_100_levels_of_nesting_are_read_and_stored(
     assert value == 1
 
 
-@pytest.mark.spark
-@pytest.mark.xfail(
-    strict=True,
-    reason="Spark hands queue records to Python through Arrow IPC, which stops at 64 levels",
-)
-def test_100_levels_of_nesting_reach_a_queue_on_spark(tmp_path: Path, spark: Any) -> None:
-    (tmp_path / "deep.json").write_text(json.dumps({"a": nested(100)}) + "\n")
-    result = run_plan(scan_plan(tmp_path, "deep.json", "json"), executor="spark", spark=spark)
-    assert len(result.records()) == 1
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_100_levels_of_nesting_reach_a_queue(
+    tmp_path: Path, request: pytest.FixtureRequest, executor: str
+) -> None:
+    """Spark collects sink records through Arrow IPC, which stops at 64 levels: records that
+    deep are collected as rows (engine.exec.spark.collect)."""
+    record = {"a": nested(100), "b": 7, "t": "x"}
+    (tmp_path / "deep.json").write_text(json.dumps(record) + "\n")
+    result = run(executor, request, scan_plan(tmp_path, "deep.json", "json"))
+    assert result.records() == [{"r": record}]
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
@@ -248,3 +300,34 @@ def test_a_50_mb_value_is_read(
     assert len(records) == 1 and len(
         records[0]["r"]["a"] if "r" in records[0] else records[0]["a"]
     ) == len(big)
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_dagster_store_metadata_counts_the_skipped_records(
+    tmp_path: Path, request: pytest.FixtureRequest, executor: str
+) -> None:
+    """The store asset's ``drill/operator_counters`` show the scan's skipped records on both
+    executors (drill_dagster.metadata writes the run's metrics)."""
+    if executor == "spark":
+        request.getfixturevalue("spark")  # the resource finds this session running
+    (tmp_path / "width.csv").write_text("a,b\n1,2\n3\n4,5,6\n7,8\n")
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    plan = scan_plan(tmp_path, "width.csv", "csv", on_error="skip")
+    plan["query"][1] = {
+        "@id": 2,
+        "op": "store",
+        "input": 1,
+        "storageengine": "fs",
+        "target": {"path": "out", "format": "parquet"},
+    }
+    (plans / "width.json").write_text(json.dumps(plan))
+    defs = load_definitions(plans, executor=executor)
+    with DagsterInstance.ephemeral() as instance:
+        result = materialize(list(defs.assets), resources=defs.resources, instance=instance)
+    assert result.success
+    (event,) = result.get_asset_materialization_events()
+    metadata = event.materialization.metadata
+    assert metadata["drill/operator_counters"].value["1"]["skipped_records"] == 2
+    assert "skipped_records=2" in metadata["drill/operator_metrics"].value
+    assert metadata["dagster/row_count"].value == 2

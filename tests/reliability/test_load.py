@@ -1,14 +1,22 @@
 """Load: a backfill of 90 daily partitions of the example events, as one run and as 90 runs.
 
-Both on a default instance in a temporary ``DAGSTER_HOME`` (``DagsterInstance.get()``), with the
-local executor. Every run succeeds, the per-partition row counts add up to the generated data,
-and the peak RSS of this process is printed (recorded in ``benchmarks/README.md``).
+The one-run backfill goes through ``materialize`` over the 90-key range in this process (what
+``BackfillPolicy.single_run()`` launches). The 90-run backfill is a real asset backfill
+(``max_partitions_per_run: 1``) added to a default instance in a temporary ``DAGSTER_HOME``: a
+``dagster-daemon`` in its own process group turns it into 90 queued runs, and the instance's
+default run coordinator (``QueuedRunCoordinator``, 10 runs at a time) and run launcher (one
+process per run) run them. Every run succeeds, the per-partition row counts add up to the
+generated data, and the wall time and peak RSS are printed (recorded in ``benchmarks/README.md``).
 Marked ``slow``: ``make test-reliability``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -19,41 +27,50 @@ from typing import Any
 import psutil
 import pyarrow.dataset as ds
 import pytest
-from dagster import AssetKey, DagsterInstance, materialize
+from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter, materialize
+from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
+    BACKFILL_ID_TAG,
 )
+from dagster._core.utils import make_new_backfill_id
 
 from drill_dagster import load_definitions
 
 REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
 DAYS = 90
 START = date(2024, 1, 1)
 KEYS = [(START + timedelta(days=i)).isoformat() for i in range(DAYS)]
-PROJECT = f"""\
-plans:
-  events_cleaned:
-    partitions:
-      daily: {{start: "{KEYS[0]}", end: "{(START + timedelta(days=DAYS)).isoformat()}"}}
-      param: day
-"""
+# A hang guard, not a performance bound: the daemon backfill takes minutes on a busy machine.
+BACKFILL_LIMIT_S = 3600
 
 pytestmark = pytest.mark.slow
 
 
 class PeakRss:
-    """The largest resident set size of this process, sampled every 50 ms."""
+    """The largest resident set size of a process and its descendants (summed), every 50 ms."""
 
-    def __init__(self) -> None:
+    def __init__(self, pid: int | None = None) -> None:
+        self.pid = pid or os.getpid()
         self.peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
-        process = psutil.Process()
+        root = psutil.Process(self.pid)
         while not self._stop.is_set():
-            self.peak = max(self.peak, process.memory_info().rss)
+            total = 0
+            try:
+                processes = [root, *root.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                return
+            for process in processes:
+                # a run may end between listing and reading
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    total += process.memory_info().rss
+            self.peak = max(self.peak, total)
             time.sleep(0.05)
 
     def __enter__(self) -> PeakRss:
@@ -66,18 +83,36 @@ class PeakRss:
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def raw(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example events of 90 days (150 a day), generated once for the module."""
     sys.path.insert(0, str(REPO / "examples"))
     from generate import generate
 
     root = tmp_path_factory.mktemp("load")
     generate(root / "data", days=DAYS, scale=0.05, start=START)
+    return root / "data" / "raw"
+
+
+def make_project(directory: Path, raw: Path, *, max_partitions_per_run: int | None) -> Path:
+    """The ``events_cleaned`` example plan, daily partitions over the 90 days, reading ``raw``
+    and storing into ``directory/lake``; returns the plans directory."""
     plan = json.loads((REPO / "examples" / "plans" / "events_cleaned.json").read_text())
+    plan["storage"]["raw"]["root"] = str(raw)
+    plan["storage"]["lake"]["root"] = str(directory / "lake")
     plan["query"][0]["selection"]["path"] = "events/${day}"
-    plans = root / "plans"
-    plans.mkdir()
+    end = (START + timedelta(days=DAYS)).isoformat()
+    per_run = (
+        f"      max_partitions_per_run: {max_partitions_per_run}\n"
+        if max_partitions_per_run
+        else ""
+    )
+    plans = directory / "plans"
+    plans.mkdir(parents=True)
     (plans / "events_cleaned.json").write_text(json.dumps(plan))
-    (plans / "drill_project.yaml").write_text(PROJECT)
+    (plans / "drill_project.yaml").write_text(
+        f'plans:\n  events_cleaned:\n    partitions:\n      daily: {{start: "{KEYS[0]}", end: "{end}"}}\n'
+        f"      param: day\n{per_run}"
+    )
     return plans
 
 
@@ -98,15 +133,12 @@ def stored_rows(lake: Path) -> dict[str, int]:
     return {day: days.count(day) for day in set(days)}
 
 
-def _defs(project: Path) -> Any:
-    return load_definitions(project, executor="local")
-
-
 def test_a_90_day_backfill_as_one_run(
-    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
-    defs = _defs(project)
+    plans = make_project(tmp_path, raw, max_partitions_per_run=None)
+    defs = load_definitions(plans, executor="local")
     tags = {ASSET_PARTITION_RANGE_START_TAG: KEYS[0], ASSET_PARTITION_RANGE_END_TAG: KEYS[-1]}
     with PeakRss() as rss, DagsterInstance.get() as instance:
         start = time.monotonic()
@@ -115,30 +147,117 @@ def test_a_90_day_backfill_as_one_run(
         )
         elapsed = time.monotonic() - start
     assert result.success
-    rows = stored_rows(project.parent / "data" / "lake")
+    rows = stored_rows(tmp_path / "lake")
     assert len(rows) == DAYS
-    assert sum(rows.values()) == expected_rows(project.parent / "data" / "raw")
+    assert sum(rows.values()) == expected_rows(raw)
     print(f"\none run of {DAYS} partitions: {elapsed:.1f} s, peak RSS {rss.peak / 2**20:.0f} MiB")
 
 
-def test_a_90_day_backfill_as_90_runs(
-    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def start_daemon(workdir: Path, home: Path) -> subprocess.Popen[bytes]:
+    """``dagster-daemon run`` on ``workdir/workspace.yaml`` in its own process group."""
+    log = (workdir / "daemon.log").open("wb")
+    return subprocess.Popen(
+        [str(BIN / "dagster-daemon"), "run", "-w", str(workdir / "workspace.yaml")],
+        cwd=workdir,
+        env={**os.environ, "DAGSTER_HOME": str(home), "PATH": f"{BIN}:{os.environ['PATH']}"},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def stop_daemon(daemon: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the daemon's process group, wait, SIGKILL only if it does not stop."""
+    if daemon.poll() is None:
+        os.killpg(daemon.pid, signal.SIGTERM)
+        try:
+            daemon.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(daemon.pid, signal.SIGKILL)
+            daemon.wait()
+
+
+def wait_for_backfill(
+    instance: DagsterInstance, backfill_id: str, daemon: subprocess.Popen[bytes], log: Path
+) -> list[Any]:
+    """The backfill's runs once the backfill is done and none of its runs is in progress."""
+    finished = {
+        DagsterRunStatus.SUCCESS,
+        DagsterRunStatus.FAILURE,
+        DagsterRunStatus.CANCELED,
+    }
+    deadline = time.monotonic() + BACKFILL_LIMIT_S
+    while time.monotonic() < deadline:
+        if daemon.poll() is not None:
+            pytest.fail(f"dagster-daemon exited ({daemon.returncode}):\n{log.read_text()[-3000:]}")
+        backfill = instance.get_backfill(backfill_id)
+        runs = instance.get_runs(filters=RunsFilter(tags={BACKFILL_ID_TAG: backfill_id}))
+        done = backfill is not None and backfill.status not in (
+            BulkActionStatus.REQUESTED,
+            BulkActionStatus.CANCELING,
+            BulkActionStatus.FAILING,
+        )
+        if done and all(r.status in finished for r in runs):
+            return list(runs)
+        time.sleep(1)
+    pytest.fail(f"the backfill did not finish in {BACKFILL_LIMIT_S} s:\n{log.read_text()[-3000:]}")
+
+
+def test_a_90_day_backfill_as_90_queued_runs_launched_by_the_daemon(
+    raw: Path, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
-    defs = _defs(project)
-    with PeakRss() as rss, DagsterInstance.get() as instance:
-        start = time.monotonic()
-        for key in KEYS:
-            result = materialize(
-                list(defs.assets), resources=defs.resources, instance=instance, partition_key=key
+    plans = make_project(tmp_path, raw, max_partitions_per_run=1)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")  # defaults otherwise
+    (tmp_path / "defs.py").write_text(
+        "from drill_dagster import load_definitions\n\n"
+        f"defs = load_definitions({str(plans)!r}, executor='local')\n"
+    )
+    (tmp_path / "workspace.yaml").write_text(
+        "load_from:\n  - python_file:\n      relative_path: defs.py\n      location_name: load\n"
+    )
+    asset_graph = load_definitions(plans, executor="local").resolve_asset_graph()
+    with DagsterInstance.from_config(str(home)) as instance:
+        assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
+        backfill_id = make_new_backfill_id()
+        instance.add_backfill(
+            PartitionBackfill.from_asset_partitions(
+                backfill_id=backfill_id,
+                asset_graph=asset_graph,
+                partition_names=KEYS,
+                asset_selection=[AssetKey("events_cleaned")],
+                backfill_timestamp=time.time(),
+                tags={},
+                dynamic_partitions_store=instance,
+                all_partitions=False,
+                title="90 days",
+                description=None,
+                run_config=None,
             )
-            assert result.success, key
-        elapsed = time.monotonic() - start
-        runs = instance.get_runs()
-        latest = instance.get_latest_materialization_event(AssetKey("events_cleaned"))
-    assert len(runs) == DAYS and all(r.is_success for r in runs)
-    assert latest is not None
-    rows = stored_rows(project.parent / "data" / "lake")
-    assert len(rows) == DAYS
-    assert sum(rows.values()) == expected_rows(project.parent / "data" / "raw")
-    print(f"\n{DAYS} runs of one partition: {elapsed:.1f} s, peak RSS {rss.peak / 2**20:.0f} MiB")
+        )
+        start = time.monotonic()
+        daemon = start_daemon(tmp_path, home)
+        try:
+            with PeakRss(daemon.pid) as rss:
+                runs = wait_for_backfill(instance, backfill_id, daemon, tmp_path / "daemon.log")
+                elapsed = time.monotonic() - start
+        finally:
+            stop_daemon(daemon)
+        backfill = instance.get_backfill(backfill_id)
+    # Each run covers one key, as a range of one (BackfillPolicy.multi_run(1)).
+    ranges = [
+        (r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG])
+        for r in runs
+    ]
+    failed = [key for (key, _), r in zip(ranges, runs) if r.status != DagsterRunStatus.SUCCESS]
+    assert not failed, f"runs that did not succeed: {failed}"
+    assert sorted(start for start, end in ranges if start == end) == KEYS
+    assert backfill is not None and backfill.status == BulkActionStatus.COMPLETED_SUCCESS
+    rows = stored_rows(tmp_path / "lake")
+    assert sorted(rows) == KEYS
+    assert sum(rows.values()) == expected_rows(raw)
+    print(
+        f"\n{DAYS} queued runs launched by dagster-daemon: {elapsed:.1f} s, "
+        f"peak RSS of the daemon and its runs {rss.peak / 2**20:.0f} MiB"
+    )

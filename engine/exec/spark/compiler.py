@@ -52,7 +52,8 @@ from engine.exec.spark.progress import fragment_jobs
 from engine.exec.spark.sources import (
     SEQ_COLUMN,
     constant_dataframe,
-    scan_dataframe,
+    plan_scan,
+    scan_plan_dataframe,
     store_dataframe,
 )
 from engine.expr import Expr, FieldRef, FunctionKind, field_refs, parse_field_ref
@@ -95,6 +96,7 @@ class SparkRunContext:
     file_columns: dict[str, Sequence[str]] = field(default_factory=dict)  # scan id -> names
     broadcast: dict[str, str] = field(default_factory=dict)  # join id -> "left" | "right"
     store_results: dict[str, Any] = field(default_factory=dict)  # store id -> StoreResult
+    scan_files: dict[str, str] = field(default_factory=dict)  # file path -> id of a scan of it
     sink_records: list[Any] = field(default_factory=list)  # queue/console records, in order
     # filter id -> what its scan's pushed filter left it to test (planner's remaining_conditions)
     remaining: dict[str, Remaining] = field(default_factory=dict)
@@ -179,14 +181,23 @@ class SparkCompiler:
     def visit_scan(self, op: Scan, inputs: list[DataFrame]) -> DataFrame:
         engine = self.ctx.engine(op.storage_engine)
         self._pushed[op.id] = op.pushed_filter
-        df = scan_dataframe(
-            self.spark,
+        plan = plan_scan(
             engine,
             op.selection or {},
-            op.ref,
             file_columns=tuple(self.ctx.file_columns.get(op.id, ())),
             projection=op.projection,
+        )
+        for file in plan.resolved.files:  # a read that fails in a store's job names this scan
+            self.ctx.scan_files.setdefault(str(file.path), op.id)
+            self.ctx.scan_files.setdefault(str(file.real_path), op.id)
+        df = scan_plan_dataframe(
+            self.spark,
+            plan,
+            op.ref,
             pushed_filter=parse_cached(op.pushed_filter) if op.pushed_filter else None,
+            # The run's observation of the scan counts skipped records; a pushed limit would
+            # take their counting rows for records.
+            count_skipped=op.pushed_limit is None,
             ordered=op.id not in self.ctx.unordered or op.pushed_limit is not None,
         )
         if op.pushed_limit is not None:

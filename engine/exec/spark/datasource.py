@@ -72,6 +72,10 @@ from engine.storage.paths import InputFile
 from engine.types import DataMode, MajorType, MinorType, to_arrow_field, to_spark
 
 DATA_SOURCE_NAME = "drill"
+SKIPPED_COLUMN = "__drill_skipped"
+"""A long column a scan's schema may end with (``onError: skip``): null on every record; each
+file that skipped bad records adds one row, all else null, holding how many it skipped. The
+executor counts and drops those rows (:mod:`engine.exec.spark.metrics`)."""
 ERROR_NOTE = "drill-error: "
 """Prefix of the note a task adds to a DrillError: the error as JSON, rebuilt on the driver."""
 
@@ -535,8 +539,12 @@ def read_file(
 
     The tracker starts from the committed schema (``spark_schema``'s table columns) in strict
     mode. A :class:`DrillError` leaves with a note (:data:`ERROR_NOTE`) that lets the driver
-    rebuild it from Spark's error text (:func:`decode_error`).
+    rebuild it from Spark's error text (:func:`decode_error`). When ``spark_schema`` ends with
+    :data:`SKIPPED_COLUMN`, the batches carry it, and a last row counts the records skipped.
     """
+    counting = bool(spark_schema.fields) and spark_schema.fields[-1].name == SKIPPED_COLUMN
+    if counting:
+        spark_schema = StructType(spark_schema.fields[:-1])
     with carrying_drill_errors():
         engine = request.engine.create()
         implicit = [
@@ -553,6 +561,14 @@ def read_file(
         if len(committed):
             tracker.apply_reader_schema(committed, file=None)
         target = to_arrow_schema(spark_schema, timezone="UTC")
+
+        def conformed(batch: pa.RecordBatch, skipped: int | None = None) -> pa.RecordBatch:
+            batch = conform_batch(batch, target)
+            if not counting:
+                return batch
+            marks = pa.nulls(batch.num_rows, pa.int64()) if skipped is None else [skipped]
+            return batch.append_column(SKIPPED_COLUMN, pa.array(marks, pa.int64()))
+
         fast = _json_lines_table(engine, request, file, committed)
         if fast is not None:
             implicit_of_file = implicit_values(file)
@@ -560,10 +576,13 @@ def read_file(
                 projected = tracker.project_batch(
                     batch, file=str(file.path), implicit_values=implicit_of_file
                 )
-                yield conform_batch(projected, target)
+                yield conformed(projected)
             return
-        for batch in _SubsetScan(engine, request, [file], tracker).batches():
-            yield conform_batch(batch, target)
+        scan = _SubsetScan(engine, request, [file], tracker)
+        for batch in scan.batches():
+            yield conformed(batch)
+        if counting and scan.skipped:
+            yield conformed(pa.record_batch({SKIPPED_COLUMN: pa.nulls(1)}), skipped=scan.skipped)
 
 
 @contextlib.contextmanager
@@ -589,7 +608,10 @@ def _json_lines_table(
     """
     if not len(committed) or file.size == 0 or engine.format_of(request.selection) != "json":
         return None
-    if engine.reader_options(request.selection).skip_errors or not is_json_lines(file):
+    try:
+        if engine.reader_options(request.selection).skip_errors or not is_json_lines(file):
+            return None
+    except OSError:  # gone or unreadable: the general way says so, naming the file
         return None
     parse = pa_json.ParseOptions(explicit_schema=committed, unexpected_field_behavior="ignore")
     read = pa_json.ReadOptions(block_size=min(file.size + 1, _JSON_BLOCK))
@@ -726,6 +748,7 @@ def decode_error(text: str) -> DrillError | None:
 __all__ = [
     "DATA_SOURCE_NAME",
     "ERROR_NOTE",
+    "SKIPPED_COLUMN",
     "DrillDataSource",
     "DrillFilePartition",
     "DrillScanReader",

@@ -6,7 +6,8 @@ rows with ``DataFrame.observe`` (:mod:`engine.exec.spark.metrics`), but for one-
 (their input's count) not read by a ``limit`` (which Spark pushes below an observation). The stores are the actions:
 each writes its input when it is compiled; an operator that no one reads and that is not a store is
 collected into ``RunResult.outputs``. Failures become :class:`~engine.errors.ExecutionError` naming
-the operator: the one being compiled, or the store (or output) whose Spark job failed.
+the operator: the one being compiled, or the store (or output) whose Spark job failed, but a file
+that fails to be read (gone, unreadable, malformed) names the scan that reads it.
 
 The session is the given one, or one created from :class:`SparkConfig` defaults and stopped at the
 end of the run (only a session this run started is stopped).
@@ -14,8 +15,9 @@ end of the run (only a session this run started is stopped).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,7 +28,7 @@ from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
 from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
 from engine.exec.spark.compiler_order import unordered_outputs
-from engine.exec.spark.metrics import ROWS, OperatorMetrics, limit_inputs
+from engine.exec.spark.metrics import ROWS, OperatorMetrics, limit_inputs, without_skip_counts
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
 from engine.exec.spark.unions import collect_arrow
 from engine.plan import LogicalPlan
@@ -124,7 +126,7 @@ class SparkPlanRun:
         outputs: dict[str, pa.Table] = {}
         for op in order:
             inputs = [self.frames[ref] for ref in op.input_ids()]
-            with _failures_named(op, self.fragments.get(op.id)):
+            with _failures_named(op, self.fragments.get(op.id), self._reader_of):
                 frame = self.compiler.compile(op, inputs)
             if isinstance(op, Store):
                 continue
@@ -133,7 +135,7 @@ class SparkPlanRun:
             )
         for op in roots:
             if not isinstance(op, Store):
-                with _failures_named(op, self.fragments.get(op.id)):
+                with _failures_named(op, self.fragments.get(op.id), self._reader_of):
                     outputs[op.id] = collect_records(self.frames[op.id])
         metrics = self.metrics.collect()
         for store_id, written in self.ctx.store_results.items():
@@ -147,6 +149,18 @@ class SparkPlanRun:
             self.ctx.sink_records,
         )
 
+    def _reader_of(self, error: DrillError) -> tuple[Operator, int | None] | None:
+        """The scan that reads the file ``error`` names, and its fragment: Spark reads files in
+        the job of the store (or output) that runs, and a failed read is the scan's."""
+        file = getattr(error, "file", None)
+        if not file:
+            return None
+        scan_id = self.ctx.scan_files.get(file) or self.ctx.scan_files.get(_LINE.sub("", file))
+        if scan_id is None:
+            return None
+        scan = next(op for op in self.planned.topological_order() if op.id == scan_id)
+        return scan, self.fragments.get(scan_id)
+
     def compile_frames(self) -> dict[str, DataFrame]:
         """Each root's DataFrame (a store's input), compiled but not run: for ``explain``."""
         order = self.planned.topological_order()
@@ -159,10 +173,13 @@ class SparkPlanRun:
                     frames[label] = self.frames[op.input or ""]
                     continue
                 inputs = [self.frames[ref] for ref in op.input_ids()]
-                self.frames[op.id] = self.compiler.compile(op, inputs)
+                self.frames[op.id] = without_skip_counts(self.compiler.compile(op, inputs))
             if readers[op.id] == 0:
                 frames[label] = self.frames[op.id]
         return frames
+
+
+_LINE = re.compile(r"(:\d+){1,2}$")  # a file named with its line (and column)
 
 
 def collect_records(df: DataFrame) -> pa.Table:
@@ -172,19 +189,27 @@ def collect_records(df: DataFrame) -> pa.Table:
     return collect_arrow(nullable_everywhere(df))
 
 
+Blame = Callable[[DrillError], "tuple[Operator, int | None] | None"]
+
+
 @contextmanager
-def _failures_named(op: Operator, fragment: int | None) -> Iterator[None]:
-    """Turns what fails inside the block into an ExecutionError naming ``op``."""
+def _failures_named(
+    op: Operator, fragment: int | None, blame: Blame = lambda error: None
+) -> Iterator[None]:
+    """Turns what fails inside the block into an ExecutionError naming ``op``, or the operator
+    (and fragment) ``blame`` finds responsible for it."""
     try:
         yield
     except ExecutionError:
         raise
     except DrillError as error:
-        raise _named(error.message, op, fragment, hint=error.hint) from error
+        culprit, where = blame(error) or (op, fragment)
+        raise _named(error.message, culprit, where, hint=error.hint) from error
     except Exception as error:
         translated = translate_spark_error(error)
         if translated is not None:
-            raise _named(translated.message, op, fragment, hint=translated.hint) from error
+            culprit, where = blame(translated) or (op, fragment)
+            raise _named(translated.message, culprit, where, hint=translated.hint) from error
         raise _named(_first_line(error), op, fragment) from error
 
 

@@ -5,6 +5,10 @@ while the plan's actions (the stores) run. Counts are read after the run without
 operator Spark never executed (optimised away, e.g. below ``limit 0``) has no count. Spark pushes
 limits below the observation, so the operators feeding a ``limit`` count only the rows Spark read.
 
+A scan that skips bad records (``onError: skip``) carries, from the Drill data source, rows that
+count what each file skipped (:data:`~engine.exec.spark.datasource.SKIPPED_COLUMN`); the same
+observation sums them into ``skipped_records`` and the rows are dropped right after it.
+
 An operator that emits exactly one record per input record (:data:`ONE_TO_ONE`, and a filter left
 with nothing to test because its scan applied its whole condition) is not observed: its count is
 its input's; a ``collapsingaggregate`` without ``within`` nor ``target`` emits one record. Each
@@ -25,8 +29,13 @@ from typing import Any
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
+from engine.exec.spark.datasource import SKIPPED_COLUMN
+
 ROWS = "rows"
 """The metric name of an operator's row count."""
+
+SKIPPED = "skipped_records"
+"""The metric name of the bad records a scan skipped (``onError: skip``), as the local executor's."""
 
 
 ONE_TO_ONE = frozenset({"transform", "project", "order", "segment"})
@@ -70,26 +79,43 @@ class OperatorMetrics:
         return self.observe(op.id, df)
 
     def observe(self, operator_id: str, df: DataFrame) -> DataFrame:
-        """``df`` counting its rows into operator ``operator_id``'s metrics."""
+        """``df`` counting its rows into operator ``operator_id``'s metrics (and, for a scan
+        that counts skipped records, those too: its counting rows are dropped)."""
         observation = Observation(f"drill_{self._run}_{len(self._observations)}")
         self._observations[operator_id] = observation
-        return df.observe(observation, F.count(F.lit(1)).alias(ROWS))
+        if SKIPPED_COLUMN not in df.columns:
+            return df.observe(observation, F.count(F.lit(1)).alias(ROWS))
+        skipped = F.col(SKIPPED_COLUMN)
+        observed = df.observe(
+            observation,
+            F.count(F.when(skipped.isNull(), F.lit(1))).alias(ROWS),
+            F.coalesce(F.sum(skipped), F.lit(0)).alias(SKIPPED),
+        )
+        return without_skip_counts(observed)
 
     def same_as(self, operator_id: str, input_id: str) -> None:
         """Operator ``operator_id`` counts what ``input_id`` counts (declared in plan order)."""
         self._same[operator_id] = input_id
 
     def collect(self) -> dict[str, dict[str, Any]]:
-        """``{operator id: {"rows": n}}`` for every observed operator Spark executed."""
+        """``{operator id: {"rows": n}}`` for every observed operator Spark executed
+        (``skipped_records`` too for a scan that counts them)."""
         found: dict[str, dict[str, Any]] = {k: {ROWS: n} for k, n in self._fixed.items()}
         for operator_id, observation in self._observations.items():
             values = _ready(observation)
             if values and values.get(ROWS) is not None:
-                found[operator_id] = {ROWS: int(values[ROWS])}
+                found[operator_id] = {k: int(values[k]) for k in (ROWS, SKIPPED) if k in values}
         for operator_id, input_id in self._same.items():  # plan order: chains resolve in turn
             if input_id in found:
-                found[operator_id] = dict(found[input_id])
+                found[operator_id] = {ROWS: found[input_id][ROWS]}
         return found
+
+
+def without_skip_counts(df: DataFrame) -> DataFrame:
+    """``df`` without a scan's rows that count skipped records (see the module docstring)."""
+    if SKIPPED_COLUMN not in df.columns:
+        return df
+    return df.where(F.col(SKIPPED_COLUMN).isNull()).drop(SKIPPED_COLUMN)
 
 
 def _ready(observation: Observation) -> dict[str, Any] | None:

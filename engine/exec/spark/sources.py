@@ -63,6 +63,7 @@ from engine.exec.spark.columns import compile_expression, compile_predicate
 from engine.exec.spark.datasource import (
     DATA_SOURCE_NAME,
     ERROR_NOTE,
+    SKIPPED_COLUMN,
     ResolvedScan,
     SchemaSampling,
     conform_batch,
@@ -229,14 +230,18 @@ def scan_dataframe(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     projection: Sequence[str] | None = None,
     pushed_filter: Expr | None = None,
+    count_skipped: bool = False,
     ordered: bool = True,
 ) -> DataFrame:
     """A scan as a DataFrame: ``ref`` (a struct holding each record; the record's columns at the
     root when ``ref`` is None) and :data:`SEQ_COLUMN`. See the module docstring; the keywords
     are :func:`plan_scan`'s, and ``pushed_filter`` (over the scan's output, ``ref.member``) keeps
     only the records where it is true: Spark's own reader gets it right after the read, so a
-    parquet read skips what its statistics exclude. ``ordered=False`` (nothing observes the
-    records' order): :data:`SEQ_COLUMN` is 0 where Spark's reader reads, with no file lookup."""
+    parquet read skips what its statistics exclude. With ``count_skipped``, a scan that skips
+    bad records (``onError: skip``) also has :data:`SKIPPED_COLUMN` and its counting rows (see
+    :mod:`engine.exec.spark.datasource`), for :class:`~engine.exec.spark.metrics.OperatorMetrics`
+    to count and drop. ``ordered=False`` (nothing observes the records' order):
+    :data:`SEQ_COLUMN` is 0 where Spark's reader reads, with no file lookup."""
     plan = plan_scan(
         engine,
         selection,
@@ -246,7 +251,14 @@ def scan_dataframe(
         batch_rows=batch_rows,
         projection=projection,
     )
-    return scan_plan_dataframe(spark, plan, ref, pushed_filter=pushed_filter, ordered=ordered)
+    return scan_plan_dataframe(
+        spark,
+        plan,
+        ref,
+        pushed_filter=pushed_filter,
+        count_skipped=count_skipped,
+        ordered=ordered,
+    )
 
 
 def scan_plan_dataframe(
@@ -255,10 +267,19 @@ def scan_plan_dataframe(
     ref: str | None,
     *,
     pushed_filter: Expr | None = None,
+    count_skipped: bool = False,
     ordered: bool = True,
 ) -> DataFrame:
     """The DataFrame of a scan already planned with :func:`plan_scan`."""
     resolved = plan.resolved
+    # Only the Drill data source skips records (the planner sends `onError: skip` there).
+    counting = (
+        count_skipped
+        and bool(resolved.files)
+        and not plan.is_native
+        and resolved.options.skip_errors
+    )
+    carried = [column(SEQ_COLUMN), *([column(SKIPPED_COLUMN)] if counting else [])]
     columns = list(resolved.output_types)
     row_filter = None if pushed_filter is None else _unwrapped(pushed_filter, ref)
     late_filter = pushed_filter if row_filter is None else None  # reads outside the record
@@ -270,27 +291,38 @@ def scan_plan_dataframe(
         row_filter = None
     else:
         register_data_source(spark)
+        schema = storage_schema(resolved.spark_schema)
+        if counting:
+            schema = StructType([*schema.fields, StructField(SKIPPED_COLUMN, LongType())])
         frame = (
             spark.read.format(DATA_SOURCE_NAME)
-            .schema(storage_schema(resolved.spark_schema))
+            .schema(schema)
             .options(**resolved.request.to_options())
             .load()
             .withColumn(SEQ_COLUMN, F.monotonically_increasing_id())
         )
     if row_filter is not None:
-        frame = frame.where(compile_predicate(row_filter, frame.schema))
+        frame = frame.where(_keeping_counts(compile_predicate(row_filter, frame.schema), counting))
     # The cast gives both readers' records the declared (nullable) types, literals included;
     # UNION columns come as JSON text and become variants.
     record = F.struct(*[column(c) for c in columns]).cast(storage_schema(resolved.spark_schema))
     record = revive(record, resolved.spark_schema)
     if ref:
-        result = frame.select(record.alias(ref), column(SEQ_COLUMN))
+        result = frame.select(record.alias(ref), *carried)
     else:
-        wrapped = frame.select(record.alias(_RECORD), column(SEQ_COLUMN))
-        result = wrapped.select(f"{_RECORD}.*", SEQ_COLUMN)
+        wrapped = frame.select(record.alias(_RECORD), *carried)
+        result = wrapped.select(f"{_RECORD}.*", *carried)
     if late_filter is not None:
-        result = result.where(compile_predicate(late_filter, result.schema))
+        predicate = compile_predicate(late_filter, result.schema)
+        result = result.where(_keeping_counts(predicate, counting))
     return result
+
+
+def _keeping_counts(predicate: Column, counting: bool) -> Column:
+    """``predicate``, true also on the rows that count skipped records (filtered later)."""
+    if not counting:
+        return predicate
+    return column(SKIPPED_COLUMN).isNotNull() | F.coalesce(predicate, F.lit(False))
 
 
 def column(name: str) -> Column:
@@ -740,7 +772,8 @@ def _store_failure(err: Exception) -> DrillError | str:
 # ---------------------------------------------------------------- errors
 
 _NOTE = re.compile(re.escape(ERROR_NOTE) + r"(\{.*\})")
-_READ_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?\s+(?:SQLSTATE|$)", re.M)
+# "... reading file <uri>. SQLSTATE", or "... reading file <uri>. File does not exist. ..."
+_READ_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?(?:\s|$)", re.M)
 _PY_ERROR = re.compile(r"^engine\.errors\.(\w+): (.*)$", re.M)
 _CONFLICT = re.compile(r"^(?:(.*): )?column '(.*)' changed type from (.+) to (.+)$")
 _CAUSE = re.compile(r"^Caused by: [\w.$]+: (.*)$", re.M)

@@ -25,6 +25,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from engine.exec.spark.collect import to_arrow
 from engine.types import UNION, MajorType, from_spark, is_union, union_array
 
 UNION_MARK = "drill.union"
@@ -116,9 +117,10 @@ def as_text(column: Column, dtype: T.DataType) -> Column:
 
 def collect_arrow(df: DataFrame, collect: Any = None) -> pa.Table:
     """``df`` collected as an Arrow table, variants as ``drill.union`` columns. ``collect``
-    turns the (variant-free) DataFrame into a table (``DataFrame.toArrow`` by default)."""
+    turns the (variant-free) DataFrame into a table (:func:`engine.exec.spark.collect.to_arrow`
+    by default: ``DataFrame.toArrow``, or rows for records deeper than Arrow IPC allows)."""
     schema = df.schema
-    collect = collect or (lambda frame: frame.toArrow())
+    collect = collect or to_arrow
     if not has_variant(schema):
         return collect(df)
     texts = df.select(
