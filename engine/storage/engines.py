@@ -213,6 +213,9 @@ class FileEngine(StorageEngine):
         super().__init__(name)
         self.roots = tuple(roots)
         self.formats = dict(formats)
+        # A directory's format, found from its first file, once per engine: engines are built
+        # per run, and checking, sizing and reading a scan each ask.
+        self._first_extensions: dict[str, str | None] = {}
 
     def capabilities(self, selection: Mapping[str, Any] | None = None) -> Capabilities:
         base = self.capabilities_base
@@ -291,6 +294,11 @@ class FileEngine(StorageEngine):
         )
 
     def _extension_of_first_file(self, selection: Selection) -> str | None:
+        if selection.path not in self._first_extensions:
+            self._first_extensions[selection.path] = self._find_first_extension(selection)
+        return self._first_extensions[selection.path]
+
+    def _find_first_extension(self, selection: Selection) -> str | None:
         try:
             root = self.root_for(selection.path)
             target = resolve_under_root(root, selection.path, engine_name=self.name)

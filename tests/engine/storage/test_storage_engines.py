@@ -237,3 +237,15 @@ def test_selection_accepts_schema_mode_for_the_scan_framework() -> None:
 
     selection = Selection.parse({"path": "/a.json", "schemaMode": "strict"}, engine="cp")
     assert selection.path == "/a.json"
+
+
+def test_a_directory_format_is_found_once_per_engine(tmp_path: Path) -> None:
+    """Engines live for one run; checking, sizing and reading a scan ask for its format, and the
+    directory is listed for it once. A new engine (the next run) looks again."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.json").write_text('{"a": 1}\n')
+    engine = FsEngine("fs", tmp_path)
+    assert engine.format_of({"path": "d"}) == "json"
+    (tmp_path / "d" / "a.json").rename(tmp_path / "d" / "a.csv")
+    assert engine.format_of({"path": "d"}) == "json"  # this run's answer
+    assert FsEngine("fs", tmp_path).format_of({"path": "d"}) == "csv"
