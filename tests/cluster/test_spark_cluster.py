@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from processes import stop_process_group
 
 pytestmark = pytest.mark.slow
 
@@ -137,7 +138,7 @@ def standalone_master(tmp_path: Path) -> Iterator[str]:
         yield url
     finally:
         for process in reversed(started):
-            _stop(process)
+            stop_process_group(process)
 
 
 def _start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -145,18 +146,6 @@ def _start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Pop
         return subprocess.Popen(
             command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the process group this test started, SIGKILL only if it does not stop."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
 
 
 def _alive(pid: int) -> bool:

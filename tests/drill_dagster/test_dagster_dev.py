@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from typing import Any
 
 import pytest
 from dagster import AssetSelection, DagsterInstance, materialize
+from processes import stop_process_group
 
 from drill_dagster import load_definitions
 
@@ -107,19 +107,8 @@ def dagster_dev(tmp_path: Path, kit: Kit, dagster_home: Path) -> Iterator[str]:
                 time.sleep(0.5)
         yield url
     finally:
-        _stop(server)
+        stop_process_group(server)
         log.close()
-
-
-def _stop(server: subprocess.Popen[bytes]) -> None:
-    if server.poll() is not None:
-        return
-    os.killpg(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(timeout=10)
 
 
 def _nodes(url: str) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -35,6 +34,7 @@ from dagster._core.storage.tags import (
     BACKFILL_ID_TAG,
 )
 from dagster._core.utils import make_new_backfill_id
+from processes import stop_process_group
 
 from drill_dagster import load_definitions
 
@@ -166,17 +166,6 @@ def start_daemon(workdir: Path, home: Path) -> subprocess.Popen[bytes]:
     )
 
 
-def stop_daemon(daemon: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the daemon's process group, wait, SIGKILL only if it does not stop."""
-    if daemon.poll() is None:
-        os.killpg(daemon.pid, signal.SIGTERM)
-        try:
-            daemon.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(daemon.pid, signal.SIGKILL)
-            daemon.wait()
-
-
 def wait_for_backfill(
     instance: DagsterInstance, backfill_id: str, daemon: subprocess.Popen[bytes], log: Path
 ) -> list[Any]:
@@ -243,7 +232,7 @@ def test_a_90_day_backfill_as_90_queued_runs_launched_by_the_daemon(
                 runs = wait_for_backfill(instance, backfill_id, daemon, tmp_path / "daemon.log")
                 elapsed = time.monotonic() - start
         finally:
-            stop_daemon(daemon)
+            stop_process_group(daemon, timeout=60)
         backfill = instance.get_backfill(backfill_id)
     # Each run covers one key, as a range of one (BackfillPolicy.multi_run(1)).
     ranges = [
