@@ -30,13 +30,13 @@ from dagster import (
     Definitions,
     ExecuteInProcessResult,
     TableColumnDep,
-    materialize,
 )
 from dagster._core.definitions.backfill_policy import BackfillPolicyType
 from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
 )
+from dagster_runs import materialize_ok
 
 from drill_dagster import load_definitions
 
@@ -104,22 +104,6 @@ def _cleaned_per_day(raw: Path) -> Counter[str]:
     return counts
 
 
-def _run(defs: Definitions, instance: DagsterInstance, **kwargs: Any) -> ExecuteInProcessResult:
-    result = materialize(
-        [*defs.assets, *defs.asset_checks],  # type: ignore[list-item]
-        resources=defs.resources,
-        instance=instance,
-        raise_on_error=False,
-        **kwargs,
-    )
-    failures = [
-        e.event_specific_data.user_failure_data or e.event_specific_data.error
-        for e in result.get_step_failure_events()
-    ]
-    assert result.success, failures
-    return result
-
-
 def _by_key(result: ExecuteInProcessResult) -> dict[str, list[Any]]:
     found: dict[str, list[Any]] = {}
     for event in result.get_asset_materialization_events():
@@ -136,7 +120,7 @@ def _files(directory: Path) -> set[tuple[str, int, int]]:
 def one_partition(example: Example) -> dict[str, Any]:
     """Every example asset, for the first day, in one run on the local executor."""
     defs = example.defs("local")
-    result = _run(defs, example.instance, partition_key=FIRST)
+    result = materialize_ok(defs, example.instance, partition_key=FIRST)
     checks = {
         (e.asset_key.to_user_string(), e.check_name): e
         for e in result.get_asset_check_evaluations()
@@ -266,10 +250,10 @@ def test_a_three_day_range_on_spark_is_one_run_overwriting_exactly_its_partition
     lake = example.lake / "events_cleaned"
     defs = example.defs("spark")
     selection = AssetSelection.assets("events_cleaned")
-    _run(defs, example.instance, selection=selection, partition_key=FIRST)
+    materialize_ok(defs, example.instance, selection=selection, partition_key=FIRST)
     first_day = _files(lake / f"day={FIRST}")
     tags = {ASSET_PARTITION_RANGE_START_TAG: DAYS[1], ASSET_PARTITION_RANGE_END_TAG: DAYS[3]}
-    result = _run(defs, example.instance, selection=selection, tags=tags)
+    result = materialize_ok(defs, example.instance, selection=selection, tags=tags)
     materializations = _by_key(result)["events_cleaned"]
     per_day = _cleaned_per_day(example.raw)
     counts = {
@@ -301,7 +285,7 @@ def test_a_three_day_range_on_spark_is_one_run_overwriting_exactly_its_partition
 
     # One partition again: its directory is replaced, its neighbours are not.
     before = {day: _files(lake / f"day={day}") for day in DAYS}
-    rerun = _run(
+    rerun = materialize_ok(
         defs,
         example.instance,
         selection=AssetSelection.assets("events_cleaned"),

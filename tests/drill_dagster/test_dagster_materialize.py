@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
 )
+from dagster_runs import materialize_ok
 
 from drill_dagster import DrillResource, drill_assets, load_definitions
 from drill_dagster.resource import default_resources
@@ -47,25 +47,6 @@ def defs(plans_dir: Path) -> Definitions:
     return load_definitions(plans_dir, executor="local")
 
 
-def _run(
-    defs: Definitions,
-    instance: DagsterInstance,
-    selection: Sequence[str],
-    **kwargs: Any,
-) -> ExecuteInProcessResult:
-    result = materialize(
-        [*defs.assets, *defs.asset_checks],  # type: ignore[list-item]
-        selection=AssetSelection.assets(*selection),
-        resources=defs.resources,
-        instance=instance,
-        raise_on_error=False,
-        **kwargs,
-    )
-    failures = [e.event_specific_data for e in result.get_step_failure_events()]
-    assert result.success, failures
-    return result
-
-
 def _materializations(result: ExecuteInProcessResult, key: AssetKey) -> list[Any]:
     return [
         e.materialization for e in result.get_asset_materialization_events() if e.asset_key == key
@@ -85,7 +66,7 @@ def test_one_partition_writes_its_rows_and_every_metadata_key(
     defs: Definitions, plans_dir: Path
 ) -> None:
     instance = DagsterInstance.ephemeral()
-    result = _run(defs, instance, ["clean"], partition_key="2024-01-01")
+    result = materialize_ok(defs, instance, "clean", partition_key="2024-01-01")
     (event,) = _materializations(result, CLEAN)
     metadata = event.metadata
     assert event.partition == "2024-01-01"
@@ -121,7 +102,7 @@ def test_a_three_day_range_is_one_run_with_row_counts_per_partition(
         ASSET_PARTITION_RANGE_START_TAG: "2024-01-01",
         ASSET_PARTITION_RANGE_END_TAG: "2024-01-03",
     }
-    result = _run(defs, instance, ["clean"], tags=tags)
+    result = materialize_ok(defs, instance, "clean", tags=tags)
     events = _materializations(result, CLEAN)
     counts = {e.partition: e.metadata["dagster/partition_row_count"].value for e in events}
     assert counts == {"2024-01-01": 2, "2024-01-02": 1, "2024-01-03": 2}
@@ -140,7 +121,7 @@ def test_a_three_day_range_is_one_run_with_row_counts_per_partition(
 
     # A re-run of one partition replaces exactly that partition's files.
     before = sorted((plans_dir.parent / "data" / "lake" / "clean").glob(".day=2024-01-03.v-*"))
-    rerun = _run(defs, instance, ["clean"], partition_key="2024-01-02")
+    rerun = materialize_ok(defs, instance, "clean", partition_key="2024-01-02")
     (event,) = _materializations(rerun, CLEAN)
     assert event.metadata["drill/schema_version"].value == 1  # same schema, same version
     after = sorted((plans_dir.parent / "data" / "lake" / "clean").glob(".day=2024-01-03.v-*"))
@@ -153,8 +134,8 @@ def test_selecting_one_store_runs_only_the_ops_it_needs(defs: Definitions, plans
         ASSET_PARTITION_RANGE_START_TAG: "2024-01-01",
         ASSET_PARTITION_RANGE_END_TAG: "2024-01-03",
     }
-    _run(defs, instance, ["clean"], tags=tags)
-    result = _run(defs, instance, ["totals"])
+    materialize_ok(defs, instance, "clean", tags=tags)
+    result = materialize_ok(defs, instance, "totals")
     assert sorted(_steps(result)) == [
         "split.split__collapsingaggregate_6",
         "split.split__scan_1",
@@ -172,8 +153,8 @@ def test_selecting_one_store_runs_only_the_ops_it_needs(defs: Definitions, plans
 
 def test_a_join_across_a_store_and_a_source_traces_both(defs: Definitions) -> None:
     instance = DagsterInstance.ephemeral()
-    _run(defs, instance, ["clean"], partition_key="2024-01-02")
-    result = _run(defs, instance, ["enriched"])
+    materialize_ok(defs, instance, "clean", partition_key="2024-01-02")
+    result = materialize_ok(defs, instance, "enriched")
     (event,) = _materializations(result, ENRICHED)
     assert event.metadata["dagster/row_count"].value == 1
     lineage = event.metadata["dagster/column_lineage"].value.deps_by_column
@@ -189,7 +170,7 @@ def test_a_failing_check_and_bad_data_are_reported_with_their_reason(
     plans_dir = kit.write(tmp_path, project_yaml=yaml_text)
     defs = load_definitions(plans_dir, executor="local")
     instance = DagsterInstance.ephemeral()
-    result = _run(defs, instance, ["clean"], partition_key="2024-01-01")
+    result = materialize_ok(defs, instance, "clean", partition_key="2024-01-01")
     (check,) = [
         e for e in result.get_asset_check_evaluations() if e.check_name == "row_count_bounds"
     ]
@@ -235,7 +216,7 @@ def test_drill_assets_decorator_runs_the_plan_around_user_code(plans_dir: Path) 
 
     defs = load_definitions(plans_dir, executor="local")
     instance = DagsterInstance.ephemeral()
-    _run(defs, instance, ["clean"], partition_key="2024-01-01")
+    materialize_ok(defs, instance, "clean", partition_key="2024-01-01")
     specs = [a for a in defs.assets if not hasattr(a, "node_def")]  # the sources
     result = materialize(
         [split, *specs],  # type: ignore[list-item]
@@ -259,7 +240,7 @@ def test_in_one_run_a_plan_reads_another_plans_store_after_it_is_written(
 ) -> None:
     plans_dir = kit.write(tmp_path, project_yaml="plans: {clean: {params: {day: '2024-01-03'}}}")
     defs = load_definitions(plans_dir, executor="local")
-    result = _run(defs, DagsterInstance.ephemeral(), ["clean", "totals"])
+    result = materialize_ok(defs, DagsterInstance.ephemeral(), "clean", "totals")
     steps = _steps(result)
     assert steps.index("clean.clean__store_4") < steps.index("split.split__scan_1")
     (totals,) = _materializations(result, TOTALS)

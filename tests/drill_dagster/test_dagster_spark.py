@@ -27,6 +27,7 @@ from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
 )
+from dagster_runs import materialize_ok
 
 from drill_dagster import load_definitions
 
@@ -50,26 +51,9 @@ def range_run(tmp_path_factory: pytest.TempPathFactory, spark: Any, kit: Kit) ->
     plans_dir = kit.write(tmp_path_factory.mktemp("spark_project"))
     defs = load_definitions(plans_dir, executor="spark")
     with DagsterInstance.ephemeral() as instance:
-        yield RangeRun(plans_dir, defs, instance, _run(defs, instance, "clean", tags=RANGE))
-
-
-def _run(
-    defs: Definitions, instance: DagsterInstance, *selection: str, **kw: Any
-) -> ExecuteInProcessResult:
-    result = materialize(
-        [*defs.assets, *defs.asset_checks],  # type: ignore[list-item]
-        selection=AssetSelection.assets(*selection),
-        resources=defs.resources,
-        instance=instance,
-        raise_on_error=False,
-        **kw,
-    )
-    failures = [
-        e.event_specific_data.user_failure_data or e.event_specific_data.error
-        for e in result.get_step_failure_events()
-    ]
-    assert result.success, failures
-    return result
+        yield RangeRun(
+            plans_dir, defs, instance, materialize_ok(defs, instance, "clean", tags=RANGE)
+        )
 
 
 def test_a_range_on_spark_writes_each_partition_with_operator_row_counts(
@@ -100,7 +84,7 @@ def test_a_range_on_spark_writes_each_partition_with_operator_row_counts(
 
 def test_a_store_loads_as_a_dataframe_in_a_downstream_python_asset(range_run: RangeRun) -> None:
     defs, instance, plans_dir = range_run.defs, range_run.instance, range_run.plans_dir
-    result = _run(defs, instance, "totals")
+    result = materialize_ok(defs, instance, "totals")
     lake = plans_dir.parent / "data" / "lake"
     (line,) = (lake / "totals").glob("*.json")
     assert json.loads(line.read_text()) == {"n": 5, "total": 48}
