@@ -101,6 +101,7 @@ class SparkRunContext:
     # filter id -> what its scan's pushed filter left it to test (planner's remaining_conditions)
     remaining: dict[str, Remaining] = field(default_factory=dict)
     unordered: set[str] = field(default_factory=set)  # operators whose order nothing observes
+    total: set[str] = field(default_factory=set)  # orders under which no two records tie
 
     def engine(self, name: str) -> Any:
         try:
@@ -294,9 +295,11 @@ class SparkCompiler:
         if op.within:
             self._sorted.add(op.id)
             return order_rows(df, keys, seq=SEQ_COLUMN, within=self.field(op.within, df))
-        self._orders[op.id] = (df, sort_columns(keys, seq=SEQ_COLUMN))
+        # No tie-break by input order where no two records tie (the keys are unique).
+        tie_break = op.id not in self.ctx.total
+        self._orders[op.id] = (df, sort_columns(keys, seq=SEQ_COLUMN, tie_break=tie_break))
         self._order_exprs[op.id] = [parse_cached(o.expr) for o in op.orderings]
-        ordered = order_rows(df, keys, seq=SEQ_COLUMN, types=types)
+        ordered = order_rows(df, keys, seq=SEQ_COLUMN, types=types, tie_break=tie_break)
         if ordered.schema[SEQ_COLUMN].dataType == T.LongType():
             self._sorted.add(op.id)  # no lazy order for these keys: sorted and numbered again
         return ordered
@@ -407,6 +410,7 @@ class SparkCompiler:
             group_by=group_by,
             carried_keys=carried_keys,
             frame=frame,
+            ordered=op.id not in self.ctx.unordered,
         )
         # The collapsed record's schema, known without asking Spark (but for decimal averages).
         types = [
@@ -417,7 +421,9 @@ class SparkCompiler:
             schema = collapsed.schema
         else:
             seq_type = df.schema[SEQ_COLUMN].dataType
-            if group_by is None and op.within is None and frame is None:
+            if (group_by is None and op.within is None and frame is None) or (
+                group_by is not None and op.id in self.ctx.unordered
+            ):
                 seq_type = T.LongType()
             fields = [*zip(names, types), *zip(carry_names, [c.dtype for c in carried])]
             schema = T.StructType(

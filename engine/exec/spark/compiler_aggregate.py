@@ -127,6 +127,7 @@ def collapse_rows(
     group_by: Sequence[Column] | None = None,
     carried_keys: dict[int, int] | None = None,
     frame: FrameSpec | None = None,
+    ordered: bool = True,
 ) -> DataFrame:
     """One row per run with ``aggregate_names[i]`` (aggregate of ``calls[i]``),
     ``carryover_names[i]`` (value of ``carryovers[i]``) and the run's first sequence number in
@@ -135,7 +136,8 @@ def collapse_rows(
     ``group_by`` replaces runs by groups of equal key values wherever they are (what the runs of a
     segment's group number are): a plain, parallel ``groupBy``, ordered by first appearance;
     ``carried_keys`` maps a carryover that is key ``j`` to ``j`` (read from the group's key, so the
-    aggregation stays a hash aggregate). ``frame`` replaces runs by each record's window frame."""
+    aggregation stays a hash aggregate). ``frame`` replaces runs by each record's window frame.
+    With ``group_by`` and not ``ordered`` (nothing observes the groups' order), ``seq`` is 0."""
     calls = prepare_arguments(typed_calls)
     if frame is not None:
         return _collapse_frames(
@@ -161,7 +163,11 @@ def collapse_rows(
         keys = [key.alias(temp(f"key{i}")) for i, key in enumerate(group_by)]
         if not keys:  # one group, and none for no input (a literal key would be an ordinal)
             keys = [F.lit(0).alias(temp("one_group"))]
-        grouped = df.groupBy(*keys).agg(*aggregates, *carried, *extras, first)
+        grouped = df.groupBy(*keys).agg(
+            *aggregates, *carried, *extras, *([first] if ordered else [])
+        )
+        if not ordered:
+            grouped = grouped.withColumn(seq, F.lit(0).cast("long"))
         for i, key in (carried_keys or {}).items():
             grouped = grouped.withColumn(carryover_names[i], F.col(temp(f"key{key}")))
         grouped = grouped.select(

@@ -26,6 +26,9 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from engine.expr import Expr, FieldRef, field_refs, parse_field_ref
+from engine.plan.expressions import parse_cached
+
 TEMP_PREFIX = "__drill_"
 """Columns the compiler adds for a while start with this; records never see them."""
 
@@ -61,10 +64,15 @@ def pair_decimal(first: Column, second: Column) -> Column:
 
 
 def lazy_order(
-    keys: Sequence[tuple[Column, str, str]], types: Sequence[T.DataType], *, seq: str
+    keys: Sequence[tuple[Column, str, str]],
+    types: Sequence[T.DataType],
+    *,
+    seq: str,
+    tie_break: bool = True,
 ) -> Column | None:
-    """A sequence value that orders like :func:`sort_columns` (keys, then ``seq``), or None when a
-    key's type has no order-reversing encoding (``desc`` on strings)."""
+    """A sequence value that orders like :func:`sort_columns` (keys, then ``seq`` unless not
+    ``tie_break``), or None when a key's type has no order-reversing encoding (``desc`` on
+    strings)."""
     parts: list[Column] = []
     for (value, direction, nulls), dtype in zip(keys, types, strict=True):
         parts.append(value.isNull() if nulls == "last" else value.isNotNull())
@@ -72,7 +80,8 @@ def lazy_order(
         if encoded is None:
             return None
         parts.extend(encoded)
-    parts.append(F.col(seq))
+    if tie_break:
+        parts.append(F.col(seq))
     return F.struct(*[part.alias(f"k{i}") for i, part in enumerate(parts)])
 
 
@@ -97,10 +106,12 @@ def _descending(value: Column, dtype: T.DataType) -> list[Column] | None:
     return None
 
 
-def sort_columns(keys: Sequence[tuple[Column, str, str]], *, seq: str) -> list[Column]:
+def sort_columns(
+    keys: Sequence[tuple[Column, str, str]], *, seq: str, tie_break: bool = True
+) -> list[Column]:
     """Sort columns for ``(value, "asc"|"desc", "first"|"last")`` keys, most significant first,
-    then ``seq`` so that ties keep input order (R-ORDER-STABLE). Nulls go where ``first``/``last``
-    says whatever the direction."""
+    then ``seq`` so that ties keep input order (R-ORDER-STABLE; left out without ``tie_break``,
+    where no two records tie). Nulls go where ``first``/``last`` says whatever the direction."""
     columns = []
     for value, direction, nulls in keys:
         if direction == "desc":
@@ -109,7 +120,7 @@ def sort_columns(keys: Sequence[tuple[Column, str, str]], *, seq: str) -> list[C
             )
         else:
             columns.append(value.asc_nulls_first() if nulls == "first" else value.asc_nulls_last())
-    return [*columns, F.col(seq).asc()]
+    return [*columns, F.col(seq).asc()] if tie_break else columns
 
 
 def with_run_numbers(df: DataFrame, value: Column, *, seq: str, name: str) -> DataFrame:
@@ -138,15 +149,17 @@ def order_rows(
     seq: str,
     within: Column | None = None,
     types: Sequence[T.DataType] | None = None,
+    tie_break: bool = True,
 ) -> DataFrame:
     """``df`` in stable ``keys`` order; with ``within``, inside each run of equal ``within`` values
     (runs stay in place). Without ``within``, and with the key ``types``, the order is a new
-    sequence value (:func:`lazy_order`) rather than a sort."""
+    sequence value (:func:`lazy_order`) rather than a sort; without ``tie_break`` (no two
+    records tie) the input order is not part of it."""
     if within is None:
-        lazy = lazy_order(keys, types, seq=seq) if types is not None else None
+        lazy = lazy_order(keys, types, seq=seq, tie_break=tie_break) if types is not None else None
         if lazy is not None:
             return df.withColumn(seq, lazy)
-        return renumber(df, sort_columns(keys, seq=seq), seq=seq)
+        return renumber(df, sort_columns(keys, seq=seq, tie_break=tie_break), seq=seq)
     run = temp("order_run")
     df = with_run_numbers(df, within, seq=seq, name=run)
     return renumber(df, [F.col(run), *sort_columns(keys, seq=seq)], seq=seq).drop(run)
@@ -193,12 +206,16 @@ def unordered_outputs(operators: Sequence[Any], sinks: Collection[str]) -> set[s
     consoles). Such an operator's sequence value may be anything (a scan's may be a constant:
     no file lookup, no row ids).
 
-    Order is observed by ``order`` (ties keep the input order), ``limit``, ``segment``,
-    ``windowframe``, ``runningaggregate``, a ``collapsingaggregate`` with runs, a target or
-    carryovers, a sink, a file store below an ``order`` or ``limit``, and an output no one reads
-    (collected in order); filters, projects, transforms, flattens, unions and joins pass their
-    readers' needs on to their inputs. Anything else observes it.
+    Order is observed by ``order`` (ties keep the input order; not when no two records tie, see
+    :func:`total_orders`), ``limit``, ``segment`` (when its order or its group numbers are read;
+    a ``collapsingaggregate`` that collapses its groups reads neither), ``windowframe``,
+    ``runningaggregate``, a ``collapsingaggregate`` with runs, a target or carryovers (but for
+    one that collapses a segment's groups carrying only their keys: only its own order), a sink,
+    a file store below an ``order`` or ``limit``, and an output no one reads (collected in
+    order); filters, projects, transforms, flattens, unions and joins pass their readers' needs
+    on to their inputs. Anything else observes it.
     """
+    by_id = {op.id: op for op in operators}
     readers: dict[str, list[Any]] = {op.id: [] for op in operators}
     below_order: set[str] = set()
     for op in operators:
@@ -206,22 +223,106 @@ def unordered_outputs(operators: Sequence[Any], sinks: Collection[str]) -> set[s
             readers.setdefault(ref, []).append(op)
         if op.op in ("order", "limit") or any(i in below_order for i in op.input_ids()):
             below_order.add(op.id)
+    total = total_orders(operators)
     observed: set[str] = set()
+
+    def observes(reader: Any) -> bool:
+        """Whether ``reader`` observes the order of its inputs."""
+        kind = reader.op
+        if kind in _PASS_ORDER:
+            return reader.id in observed
+        if kind == "store":
+            return reader.id in sinks or (reader.input or "") in below_order
+        if kind == "order":
+            return reader.within is not None or (reader.id in observed and reader.id not in total)
+        if kind == "segment":
+            return reader.id in observed or not all(
+                r.op == "collapsingaggregate" and collapses_groups(reader, r)
+                for r in readers[reader.id]
+            )
+        if kind == "collapsingaggregate":
+            segment = by_id.get(reader.input or "")
+            if (
+                segment is not None
+                and segment.op == "segment"
+                and collapses_groups(segment, reader)
+                and carries_only_keys(segment, reader)
+            ):
+                return reader.id in observed
+            return bool(reader.within or reader.target or reader.carryovers)
+        return True
+
     for op in reversed(operators):
         if (not readers.get(op.id) and op.op != "store") or any(
-            _observes(reader, observed, sinks, below_order) for reader in readers[op.id]
+            observes(reader) for reader in readers[op.id]
         ):
             observed.add(op.id)
     return {op.id for op in operators} - observed
 
 
-def _observes(reader: Any, observed: set[str], sinks: Collection[str], below: set[str]) -> bool:
-    """Whether ``reader`` observes the order of its inputs."""
-    kind = reader.op
-    if kind in _PASS_ORDER:
-        return reader.id in observed
-    if kind == "store":
-        return reader.id in sinks or (reader.input or "") in below
-    if kind == "collapsingaggregate":
-        return bool(reader.within or reader.target or reader.carryovers)
-    return True
+def total_orders(operators: Sequence[Any]) -> set[str]:
+    """The ids of the ``order`` operators (without ``within``) under which no two records tie:
+    their keys include every key of a collapse of a segment's groups (its input), which are
+    unique. They need no tie-break by input order.
+
+    Keys are compared as expressions (``l.a`` is ``l.a``, not ``l.A``); null equals null, as in
+    a segment's groups and in a sort."""
+    by_id = {op.id: op for op in operators}
+    total = set()
+    for op in operators:
+        if op.op != "order" or op.within is not None:
+            continue
+        keys = unique_keys(by_id.get(op.input or ""), by_id)
+        if keys is not None and keys <= {parse_cached(o.expr) for o in op.orderings}:
+            total.add(op.id)
+    return total
+
+
+def unique_keys(op: Any, by_id: dict[str, Any]) -> frozenset[Expr] | None:
+    """Expressions whose values no two of ``op``'s records share, or None if none is known: the
+    carried keys of a ``collapsingaggregate`` that collapses a segment's groups (one record
+    per group; a segment without keys has one group)."""
+    if op is None or op.op != "collapsingaggregate":
+        return None
+    segment = by_id.get(op.input or "")
+    if segment is None or segment.op != "segment" or not collapses_groups(segment, op):
+        return None
+    keys = frozenset(parse_cached(e) for e in segment.exprs)
+    carried = {parse_cached(name) for name in op.carryovers}
+    written = [_steps(a.ref) for a in op.aggregations]
+    if not keys <= carried or any(
+        _overlap(_path_steps(k), w) for k in keys for w in written if isinstance(k, FieldRef)
+    ):
+        return None
+    return keys
+
+
+def collapses_groups(segment: Any, op: Any) -> bool:
+    """Whether ``collapsingaggregate`` ``op`` collapses ``segment``'s groups (its runs of the
+    group number) without reading the number (or anything it was written over): it groups the
+    segment's input by the segment's keys instead."""
+    if op.within is None or _steps(op.within) != _steps(segment.ref):
+        return False
+    paths = [_steps(name) for name in (*op.carryovers, op.target) if name]
+    paths += [_path_steps(r) for a in op.aggregations for r in field_refs(parse_cached(a.expr))]
+    return not any(_overlap(path, _steps(segment.ref)) for path in paths)
+
+
+def carries_only_keys(segment: Any, op: Any) -> bool:
+    """Whether every carryover of ``op`` is one of ``segment``'s keys (the same in every record
+    of a group: no record chosen by order)."""
+    keys = {parse_cached(e) for e in segment.exprs}
+    return all(parse_cached(name) in keys for name in op.carryovers)
+
+
+def _steps(name: str) -> tuple[str, ...]:
+    return _path_steps(parse_field_ref(name))
+
+
+def _path_steps(ref: FieldRef) -> tuple[str, ...]:
+    return tuple(str(step) for step in ref.path)
+
+
+def _overlap(path: tuple[str, ...], other: tuple[str, ...]) -> bool:
+    shorter = min(len(path), len(other))
+    return path[:shorter] == other[:shorter]

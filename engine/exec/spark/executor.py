@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame
 from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
 from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
-from engine.exec.spark.compiler_order import unordered_outputs
+from engine.exec.spark.compiler_order import total_orders, unordered_outputs
 from engine.exec.spark.metrics import ROWS, OperatorMetrics, limit_inputs, without_skip_counts
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
 from engine.exec.spark.unions import collect_arrow
@@ -114,6 +114,7 @@ class SparkPlanRun:
             and isinstance(engines.get(op.storage_engine), ConsoleEngine | QueueEngine)
         }
         self.ctx.unordered = unordered_outputs(self.planned.topological_order(), sinks)
+        self.ctx.total = total_orders(self.planned.topological_order())
         self.compiler = SparkCompiler(spark, self.ctx)
         self.metrics = OperatorMetrics()
         self.frames: dict[str, DataFrame] = {}

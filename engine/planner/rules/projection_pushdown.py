@@ -2,7 +2,7 @@
 
 The members each operator needs from its input are worked out from the sinks back: a store, a
 distinct union or a result nobody reads needs the whole record; a project or an aggregate needs
-only what its expressions read; the other operators need what their readers need plus what they
+only what its expressions read (a carried member only what its readers read of it); the other operators need what their readers need plus what they
 read or write themselves; a join passes its readers' needs to both sides (a merged member comes
 from the same member of each side). At a scan, a path under its ``ref`` names a member; the whole
 ``ref`` (or any whole-record need) leaves the scan without a projection (all members). Paths are
@@ -107,7 +107,9 @@ def _input_needs(op: Operator, need: Need) -> list[tuple[str, Need]]:
         return [(inputs[0], _paths(e for p in op.projections for e in field_paths(p.expr)))]
     if isinstance(op, CollapsingAggregate):
         read = [e for a in op.aggregations for e in field_paths(a.expr)]
-        read += [_path(n) for n in (*op.carryovers, op.within, op.target) if n]
+        read += [_path(n) for n in (op.within, op.target) if n]
+        for name in op.carryovers:
+            read += _carried(_path(name), need)
         return [(inputs[0], _paths(read))]
     if isinstance(op, Union):
         return [(ref, WHOLE if op.distinct else need) for ref in inputs]
@@ -117,6 +119,20 @@ def _input_needs(op: Operator, need: Need) -> list[tuple[str, Need]]:
         return [(op.left, _union(need, _paths(left))), (op.right, _union(need, _paths(right)))]
     own = _own_paths(op)
     return [(ref, _union(need, _paths(own))) for ref in inputs]
+
+
+def _carried(path: Path, need: Need) -> list[Path]:
+    """What a carryover of ``path`` (written at ``path`` of the output) reads of its input: the
+    paths under it the output's readers need (``e`` carried, ``e.a`` read: ``e.a``), else all of
+    it."""
+    if need is None or not path:
+        return [path]
+    under = [p for p in need if _keys(p[: len(path)]) == _keys(path) and len(p) > len(path)]
+    return under if under and not any(_keys(path[: len(p)]) == _keys(p) for p in need) else [path]
+
+
+def _keys(path: Path) -> Path:
+    return tuple(_key(step) for step in path)
 
 
 def _own_paths(op: Operator) -> list[Path]:

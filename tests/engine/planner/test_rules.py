@@ -168,6 +168,25 @@ def test_limit_does_not_cross_a_filter_or_a_shared_operator() -> None:
             ],
             ["G", "v"],
         ),
+        (  # a carried record: only what its readers read of it
+            [
+                {"op": "segment", "ref": "s", "exprs": ["e.g"]},
+                {"op": "collapsingaggregate", "within": "s", "carryovers": ["e"],
+                 "aggregations": [{"ref": "n", "expr": "count(1)"}]},
+                {"op": "project", "projections": [{"ref": "output.x", "expr": "E.a.b"}]},
+            ],
+            ["a", "g"],
+        ),
+        (  # ... all of it when a reader reads it whole
+            [
+                {"op": "segment", "ref": "s", "exprs": ["e.g"]},
+                {"op": "collapsingaggregate", "within": "s", "carryovers": ["e"],
+                 "aggregations": [{"ref": "n", "expr": "count(1)"}]},
+                {"op": "project", "projections": [{"ref": "output.x", "expr": "e.a"},
+                                                  {"ref": "output.y", "expr": "e"}]},
+            ],
+            None,
+        ),
         (
             [{"op": "collapsingaggregate", "aggregations": [{"ref": "n", "expr": "count(1)"}]}],
             None,  # no member named: the records are read as they are
