@@ -17,6 +17,7 @@ True
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,7 +139,13 @@ class SparkCompiler:
         # a windowframe's input and frame.
         self._segments: dict[str, _SegmentInput] = {}
         self._orders: dict[str, tuple[DataFrame, list[Column]]] = {}
-        self._order_exprs: dict[str, list[Expr]] = {}
+        # The expressions an operator's records are grouped by, in sequence order (equal values
+        # adjacent, in order of first appearance), most significant first.
+        self._key_order: dict[str, list[Expr]] = {}
+        # Keys of a window's partition kept as top-level columns (expression -> name, type), so
+        # that later windows partition by the same attribute and Spark reuses the shuffle.
+        self._keys: dict[str, dict[Expr, tuple[str, T.DataType]]] = {}
+        self._key_names = itertools.count()
         self._frames: dict[str, _FrameInput] = {}
         # Operators below an `order` or `limit` (their stores keep the order), and operators whose
         # DataFrame is already in sequence order partition by partition (nothing to sort).
@@ -153,8 +160,17 @@ class SparkCompiler:
         if op.op in UNSUPPORTED:
             raise PlanningError(f"the Spark executor cannot run '{op.op}': {UNSUPPORTED[op.op]}")
         visit: Callable[[Any, list[DataFrame]], DataFrame] = getattr(self, f"visit_{op.op}")
-        frame = visit(op, inputs)
         input_ids = op.input_ids()
+        kept: dict[Expr, tuple[str, T.DataType]] = {}
+        for i, ref in enumerate(input_ids):
+            keys = self._keys.get(ref, {})
+            kept = {e: k for e, k in keys.items() if _keeps_key(op, e)}
+            dropped = [name for e, (name, _) in keys.items() if e not in kept]
+            if dropped:  # no longer the value of its expression, or a reader that would show it
+                inputs = [*inputs[:i], inputs[i].drop(*dropped), *inputs[i + 1 :]]
+        frame = visit(op, inputs)
+        if kept:
+            self._keys[op.id] = {**kept, **self._keys.get(op.id, {})}
         if op.op in ("order", "limit") or any(i in self._ordered for i in input_ids):
             self._ordered.add(op.id)
         if op.op in _KEEPS_PARTITION_ORDER and input_ids and input_ids[0] in self._sorted:
@@ -229,6 +245,7 @@ class SparkCompiler:
 
     def visit_filter(self, op: Filter, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
+        self._key_order[op.id] = self._key_order.get(op.input or "", [])
         condition = parse_cached(op.expr)
         rest = self.ctx.remaining.get(op.id)
         if rest is not None and self._pushed.get(rest.scan_id) == rest.pushed:
@@ -241,6 +258,8 @@ class SparkCompiler:
 
     def visit_transform(self, op: Transform, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
+        written = [writable_path(t.ref, "transform ref") for t in op.transforms]
+        self._key_order[op.id] = _unwritten(self._key_order.get(op.input or "", []), written)
         for transform in op.transforms:
             path = writable_path(transform.ref, "transform ref")
             df = with_path(df, path, self.typed(transform.expr, df))
@@ -298,7 +317,7 @@ class SparkCompiler:
         # No tie-break by input order where no two records tie (the keys are unique).
         tie_break = op.id not in self.ctx.total
         self._orders[op.id] = (df, sort_columns(keys, seq=SEQ_COLUMN, tie_break=tie_break))
-        self._order_exprs[op.id] = [parse_cached(o.expr) for o in op.orderings]
+        self._key_order[op.id] = [parse_cached(o.expr) for o in op.orderings]
         ordered = order_rows(df, keys, seq=SEQ_COLUMN, types=types, tie_break=tie_break)
         if ordered.schema[SEQ_COLUMN].dataType == T.LongType():
             self._sorted.add(op.id)  # no lazy order for these keys: sorted and numbered again
@@ -306,37 +325,46 @@ class SparkCompiler:
 
     def visit_segment(self, op: Segment, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
-        keys = [self.column(text, df) for text in op.exprs]
         ref = writable_path(op.ref, "segment ref")
         exprs = tuple(parse_cached(text) for text in op.exprs)
+        known = self._keys.get(op.input or "", {})
+        keys = [F.col(known[e][0]) if e in known else self.column(e, df) for e in exprs]
         self._segments[op.id] = _SegmentInput(df, keys, ref, exprs, op.input or "")
         number = temp("segment_number")
-        df = segment_rows(
-            df, keys, seq=SEQ_COLUMN, name=number, grouped=self._in_key_order(op.input, exprs)
-        )
+        grouped = self._in_key_order(op.input, exprs)
+        df = segment_rows(df, keys, seq=SEQ_COLUMN, name=number, grouped=grouped)
+        leading = self._key_order.get(op.input or "", []) if grouped else list(exprs)
+        self._key_order[op.id] = _unwritten(leading, [ref])
         return with_path(df, ref, Typed(F.col(number), T.LongType())).drop(number)
 
     def _in_key_order(self, input_id: str | None, exprs: Sequence[Expr]) -> bool:
-        """Whether ``input_id`` is an ``order`` whose leading keys are ``exprs`` (in any order):
-        its equal keys are adjacent, in order of first appearance."""
-        leading = self._order_exprs.get(input_id or "", [])[: len(exprs)]
+        """Whether ``input_id``'s records are grouped by ``exprs`` (in any order): its equal keys
+        are adjacent, in order of first appearance."""
+        leading = self._key_order.get(input_id or "", [])[: len(exprs)]
         return len(leading) == len(exprs) and all(e in leading for e in exprs)
 
     def _runs(
         self, input_id: str | None, within: str | None, df: DataFrame
-    ) -> tuple[DataFrame, list[Column], str | None]:
+    ) -> tuple[DataFrame, list[Column], str | None, dict[Expr, tuple[str, T.DataType]]]:
         """``df`` and the columns whose equal values are the runs of ``within`` (none: one run):
-        a segment's keys when ``within`` is the group number of the segment that is the input,
-        else run numbers (returned third, to drop)."""
+        a segment's keys when ``within`` is the group number of the segment that is the input
+        (kept as columns, returned fourth), else run numbers (returned third, to drop)."""
         if within is None:
-            return df, [], None
+            return df, [], None, {}
         path = writable_path(within, "within")
         segment = self._segments.get(input_id or "")
         if segment is not None and segment.ref == path and not segment.writes_over_keys():
-            return df, [self.column(e, df) for e in segment.exprs], None
+            known = self._keys.get(input_id or "", {}).items()
+            keys = {e: key for e, key in known if key[0] in df.columns}
+            for expr in segment.exprs:
+                if expr not in keys:
+                    name, value = temp(f"key{next(self._key_names)}"), self.typed(expr, df)
+                    df = df.withColumn(name, value.column)
+                    keys[expr] = (name, value.dtype)
+            return df, [F.col(keys[e][0]) for e in segment.exprs], None, keys
         run = temp("run")
         df = with_run_numbers(df, self.field(within, df), seq=SEQ_COLUMN, name=run)
-        return df, [F.col(run)], run
+        return df, [F.col(run)], run, {}
 
     def visit_windowframe(self, op: WindowFrame, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
@@ -375,9 +403,18 @@ class SparkCompiler:
         windows = self._frames.get(segment.input_id) if segment is not None else None
         if segment is not None and windows is not None and windows.fuses_with(segment, op):
             # Collapsing each window of a windowframe again: aggregates over each record's frame.
-            df, partition, _ = self._runs(windows.input_id, windows.op.within, windows.input)
+            df, partition, _, keys = self._runs(windows.input_id, windows.op.within, windows.input)
             spec = (Window.partitionBy(*partition) if partition else Window).orderBy(SEQ_COLUMN)
             frame = FrameSpec(spec, windows.op.start, windows.op.end)
+            if windows.op.end == 0 and not op.target:
+                # One record per record, in its order, carrying the record's own values.
+                carried_paths = [writable_path(name, "carryover") for name in op.carryovers]
+                written = [writable_path(a.ref, "aggregation ref") for a in op.aggregations]
+                self._key_order[op.id] = _carried(
+                    self._key_order.get(windows.input_id or "", []), carried_paths, written
+                )
+                valid = _carried(list(keys), carried_paths, written)
+                self._keys[op.id] = {e: keys[e] for e in valid}
         elif segment is not None and segment.fuses_with(op):
             # The runs of a segment's number are its groups: group the segment's input instead.
             df, group_by = segment.input, segment.keys
@@ -411,6 +448,7 @@ class SparkCompiler:
             carried_keys=carried_keys,
             frame=frame,
             ordered=op.id not in self.ctx.unordered,
+            kept=[name for name, _ in self._keys.get(op.id, {}).values()],
         )
         # The collapsed record's schema, known without asking Spark (but for decimal averages).
         types = [
@@ -435,11 +473,14 @@ class SparkCompiler:
         ]
         columns += [(path, _scalar_column(scalar, schema)) for path, scalar in scalars]
         seq = Typed(F.col(SEQ_COLUMN), schema[SEQ_COLUMN].dataType)
+        columns += [((n,), Typed(F.col(n), t)) for n, t in self._keys.get(op.id, {}).values()]
         return build_columns(collapsed, [*columns, ((SEQ_COLUMN,), seq)])
 
     def visit_runningaggregate(self, op: RunningAggregate, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
-        df, partition, run = self._runs(op.input, op.within, df)
+        df, partition, run, keys = self._runs(op.input, op.within, df)
+        written = [writable_path(a.ref, "aggregation ref") for a in op.aggregations]
+        self._keys[op.id] = {e: keys[e] for e in _unwritten(list(keys), written)}
         for i, aggregation in enumerate(op.aggregations):
             prefix = temp(f"running{i}_")
             scalar, found = split_calls(aggregation.parsed, FunctionKind.RUNNING, prefix)
@@ -528,6 +569,51 @@ class _FrameInput:
             for path in paths
             for written in (target, position)
         )
+
+
+_KEY_KEEPERS = frozenset({"transform", "segment", "runningaggregate"})
+"""Operators that keep their input's top-level columns (see ``SparkCompiler._keys``)."""
+
+
+def _keeps_key(op: Any, expr: Expr) -> bool:
+    """Whether ``op``'s output keeps ``expr``'s value of its input in the same column."""
+    if op.op not in _KEY_KEEPERS:
+        return False
+    if isinstance(op, Transform):
+        written = [writable_path(t.ref, "transform ref") for t in op.transforms]
+    elif isinstance(op, Segment):
+        written = [writable_path(op.ref, "segment ref")]
+    else:
+        written = [writable_path(a.ref, "aggregation ref") for a in op.aggregations]
+    return bool(_unwritten([expr], written))
+
+
+def _unwritten(leading: Sequence[Expr], written: Sequence[Path]) -> list[Expr]:
+    """The leading keys before the first that reads a path in ``written``."""
+    kept: list[Expr] = []
+    for expr in leading:
+        if any(_overlap(_path_of(r), w) for r in field_refs(expr) for w in written):
+            break
+        kept.append(expr)
+    return kept
+
+
+def _carried(
+    leading: Sequence[Expr], carried: Sequence[Path], written: Sequence[Path]
+) -> list[Expr]:
+    """The leading keys before the first that reads a path outside ``carried`` (a record's values
+    carried over as they are) or in ``written``."""
+    kept: list[Expr] = []
+    for expr in _unwritten(leading, written):
+        refs = field_refs(expr)
+        if not refs or not all(any(_under(_path_of(r), c) for c in carried) for r in refs):
+            break
+        kept.append(expr)
+    return kept
+
+
+def _under(path: tuple[str, ...], prefix: tuple[str, ...]) -> bool:
+    return path[: len(prefix)] == prefix
 
 
 def _path_of(ref: FieldRef) -> tuple[str, ...]:

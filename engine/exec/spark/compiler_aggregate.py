@@ -128,6 +128,7 @@ def collapse_rows(
     carried_keys: dict[int, int] | None = None,
     frame: FrameSpec | None = None,
     ordered: bool = True,
+    kept: Sequence[str] = (),
 ) -> DataFrame:
     """One row per run with ``aggregate_names[i]`` (aggregate of ``calls[i]``),
     ``carryover_names[i]`` (value of ``carryovers[i]``) and the run's first sequence number in
@@ -137,11 +138,12 @@ def collapse_rows(
     segment's group number are): a plain, parallel ``groupBy``, ordered by first appearance;
     ``carried_keys`` maps a carryover that is key ``j`` to ``j`` (read from the group's key, so the
     aggregation stays a hash aggregate). ``frame`` replaces runs by each record's window frame.
-    With ``group_by`` and not ``ordered`` (nothing observes the groups' order), ``seq`` is 0."""
+    With ``group_by`` and not ``ordered`` (nothing observes the groups' order), ``seq`` is 0.
+    With ``frame``, the columns ``kept`` of ``df`` are kept as they are."""
     calls = prepare_arguments(typed_calls)
     if frame is not None:
         return _collapse_frames(
-            df, calls, carryovers, target, frame, seq, aggregate_names, carryover_names
+            df, calls, carryovers, target, frame, seq, aggregate_names, carryover_names, kept
         )
     aggregates = [
         AGGREGATE_FORMS[name](*args).alias(alias)
@@ -216,9 +218,11 @@ def _collapse_frames(
     seq: str,
     aggregate_names: Sequence[str],
     carryover_names: Sequence[str],
+    kept: Sequence[str] = (),
 ) -> DataFrame:
     """One row per record whose frame is not empty: the aggregates and carryovers of its frame
-    (carryovers from the frame's last record, or its last whose target is true)."""
+    (carryovers from the frame's last record, or its last whose target is true), and the
+    columns ``kept`` of its record."""
     over = frame.spec
     columns = []
     for (name, args), alias in zip(calls, aggregate_names, strict=True):
@@ -240,7 +244,7 @@ def _collapse_frames(
         keep = F.count(F.lit(1)).over(over) > 0
     if keep is not None:
         columns.append(keep.alias(temp("keep")))
-    out = df.select(*columns, F.col(seq))
+    out = df.select(*columns, F.col(seq), *[F.col(name) for name in kept])
     if keep is not None:
         out = out.where(F.col(temp("keep"))).drop(temp("keep"))
     return out
