@@ -41,7 +41,6 @@ from engine.exec.spark.compiler_join import join_rows, union_rows
 from engine.exec.spark.compiler_order import (
     limit_rows,
     order_rows,
-    sort_columns,
     temp,
     top_rows,
     with_run_numbers,
@@ -138,7 +137,7 @@ class SparkCompiler:
         # What a consumer may fuse with: a segment's input and keys, an order's input and keys,
         # a windowframe's input and frame.
         self._segments: dict[str, _SegmentInput] = {}
-        self._orders: dict[str, tuple[DataFrame, list[Column]]] = {}
+        self._orders: dict[str, tuple[DataFrame, list[tuple[Column, str, str]], bool]] = {}
         # The expressions an operator's records are grouped by, in sequence order (equal values
         # adjacent, in order of first appearance), most significant first.
         self._key_order: dict[str, list[Expr]] = {}
@@ -280,9 +279,9 @@ class SparkCompiler:
         ordered = self._orders.get(op.input or "")
         if ordered is not None and op.last is not None:
             # Top-N: sort and limit at once (Spark's TakeOrdered) instead of sorting twice.
-            source, keys = ordered
+            source, keys, tie_break = ordered
             self._sorted.add(op.id)
-            return top_rows(source, keys, op.first, op.last, seq=SEQ_COLUMN)
+            return top_rows(source, keys, op.first, op.last, seq=SEQ_COLUMN, tie_break=tie_break)
         if op.first or op.last is not None:
             self._sorted.add(op.id)  # sorted by the sequence, then cut
         return limit_rows(df, op.first, op.last, seq=SEQ_COLUMN)
@@ -316,7 +315,7 @@ class SparkCompiler:
             return order_rows(df, keys, seq=SEQ_COLUMN, within=self.field(op.within, df))
         # No tie-break by input order where no two records tie (the keys are unique).
         tie_break = op.id not in self.ctx.total
-        self._orders[op.id] = (df, sort_columns(keys, seq=SEQ_COLUMN, tie_break=tie_break))
+        self._orders[op.id] = (df, keys, tie_break)
         self._key_order[op.id] = [parse_cached(o.expr) for o in op.orderings]
         ordered = order_rows(df, keys, seq=SEQ_COLUMN, types=types, tie_break=tie_break)
         if ordered.schema[SEQ_COLUMN].dataType == T.LongType():

@@ -178,13 +178,24 @@ def limit_rows(df: DataFrame, first: int, last: int | None, *, seq: str) -> Data
 
 
 def top_rows(
-    df: DataFrame, order: Sequence[Column], first: int, last: int, *, seq: str
+    df: DataFrame,
+    keys: Sequence[tuple[Column, str, str]],
+    first: int,
+    last: int,
+    *,
+    seq: str,
+    tie_break: bool = True,
 ) -> DataFrame:
-    """The records with index ``first <= i < last`` of ``df`` sorted by ``order`` (which ends with
-    the sequence column), numbered again: one top-N sort instead of a sort and a limit."""
+    """The records with index ``first <= i < last`` of ``df`` sorted by ``keys`` (as
+    :func:`sort_columns`), numbered again: one top-N sort instead of a sort and a limit."""
     if last <= first:
         return df.limit(0)
-    top = df.orderBy(*order).limit(last)
+    # The keys as columns of their own: the top-N compares plain values, not members of records.
+    names = [temp(f"top{i}") for i in range(len(keys))]
+    flat = df.select("*", *[value.alias(name) for (value, _, _), name in zip(keys, names)])
+    by = [(F.col(name), direction, nulls) for name, (_, direction, nulls) in zip(names, keys)]
+    order = sort_columns(by, seq=seq, tie_break=tie_break)
+    top = flat.orderBy(*order).limit(last).drop(*names)
     if first:
         top = top.offset(first)
     # The top rows come out of one partition, in order: the new ids follow that order.

@@ -428,12 +428,18 @@ def _native_scan(
         entries = []
         for file in files:
             values = implicit_values(file)
+            base = F.lit(order[file.real_path] << shift).cast(LongType())
             info = F.struct(
-                F.lit(order[file.real_path] << shift).alias(_BASE),
+                base.alias(_BASE),
                 *[F.lit(values.get(n)).cast(StringType()).alias(n) for n in implicit],
             )
-            entries += [F.lit(spark_file_uri(file.real_path)), info]
+            entries += [F.lit(spark_file_uri(file.real_path)), info if implicit else base]
         found = F.try_element_at(F.create_map(*entries), column(_FILE))
+        # One lookup per row (a CASE would look up twice); an unknown file fails the read.
+        if not implicit:
+            return scanned.select(
+                *[column(n) for n in names], _sequence(F.coalesce(found, _unknown_file("long")))
+            )
         info = F.when(found.isNull(), _unknown_file()).otherwise(found)
         return scanned.select(
             *[column(n) for n in names],
@@ -468,9 +474,10 @@ def _sequence(base: Column) -> Column:
     return (F.coalesce(base, F.lit(0)) + column(SEQ_COLUMN)).alias(SEQ_COLUMN)
 
 
-def _unknown_file() -> Column:
+def _unknown_file(dtype: str | None = None) -> Column:
     message = F.concat(F.lit("the scan did not list the file Spark read: "), column(_FILE))
-    return F.raise_error(message)
+    error = F.raise_error(message)
+    return error.cast(dtype) if dtype else error
 
 
 def spark_file_uri(path: Path | str) -> str:

@@ -17,7 +17,6 @@ from engine.exec.spark.compiler_join import join_rows, union_rows
 from engine.exec.spark.compiler_order import (
     limit_rows,
     order_rows,
-    sort_columns,
     top_rows,
     with_run_numbers,
 )
@@ -66,8 +65,9 @@ def test_limit_keeps_first_to_last(
 
 def test_top_rows_sorts_and_limits_at_once(spark: Any) -> None:
     df = frame(spark, "k long, id long", [(3, 0), (1, 1), (None, 2), (1, 3), (2, 4)])
-    keys = sort_columns([(F.col("k"), "asc", "last")], seq=SEQ)
-    assert rows(top_rows(df, keys, 1, 4, seq=SEQ), "id") == [(3,), (4,), (0,)]
+    keys = [(F.col("k"), "asc", "last")]
+    assert rows(top_rows(df, keys, 1, 4, seq=SEQ), "id") == [(3,), (4,), (0,)]  # ties: input order
+    assert top_rows(df, keys, 0, 2, seq=SEQ).columns == ["k", "id", SEQ]  # no key columns left
 
 
 def test_runs_treat_null_as_a_value_and_compare_maps_deeply(spark: Any) -> None:
