@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame
 from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
 from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
-from engine.exec.spark.compiler_order import total_orders, unordered_outputs
+from engine.exec.spark.compiler_order import TEMP_PREFIX, total_orders, unordered_outputs
 from engine.exec.spark.metrics import ROWS, OperatorMetrics, limit_inputs, without_skip_counts
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
 from engine.exec.spark.unions import collect_arrow
@@ -184,9 +184,11 @@ _LINE = re.compile(r"(:\d+){1,2}$")  # a file named with its line (and column)
 
 
 def collect_records(df: DataFrame) -> pa.Table:
-    """``df``'s records in sequence order as an Arrow table (the sequence column dropped)."""
+    """``df``'s records in sequence order as an Arrow table (the sequence column and any other
+    temporary column of the compiler dropped)."""
     if SEQ_COLUMN in df.columns:
-        df = df.orderBy(SEQ_COLUMN).drop(SEQ_COLUMN)
+        df = df.orderBy(SEQ_COLUMN)
+    df = df.drop(*[name for name in df.columns if name.startswith(TEMP_PREFIX)])
     return collect_arrow(nullable_everywhere(df))
 
 

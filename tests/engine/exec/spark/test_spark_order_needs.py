@@ -225,3 +225,22 @@ def test_orders_that_may_tie_keep_the_sequence(
     else:
         assert total == set()
         assert not {"1", "2", "3"} & unordered
+
+
+def test_a_collected_window_frame_collapse_shows_no_key_columns(spark: Any, data: Path) -> None:
+    # The window's partition key is kept as a column for the windows after it; a result that
+    # nobody reads is collected without it.
+    plan = plan_of(
+        SCAN,
+        {"@id": 2, "op": "segment", "input": 1, "ref": "g", "exprs": ["t.s"]},
+        {"@id": 3, "op": "windowframe", "input": 2, "within": "g", "start": -1, "end": 0,
+         "ref": {"segment": "w.k", "position": "w.p"}},
+        {"@id": 4, "op": "segment", "input": 3, "ref": "pair", "exprs": ["w.k"]},
+        {"@id": 5, "op": "collapsingaggregate", "input": 4, "within": "pair",
+         "carryovers": ["t"], "aggregations": [{"ref": "n", "expr": "count(1)"}]},
+        root=data,
+    )  # fmt: skip
+    run = run_of(spark, plan)
+    result = run.run()
+    assert run.compiler._keys["5"]  # the key column was kept ...
+    assert result.records() == [{"t": row, "n": 1} for row in ROWS.to_pylist()]  # ... not shown
