@@ -244,7 +244,6 @@ class SparkCompiler:
 
     def visit_filter(self, op: Filter, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
-        self._key_order[op.id] = self._key_order.get(op.input or "", [])
         condition = parse_cached(op.expr)
         rest = self.ctx.remaining.get(op.id)
         if rest is not None and self._pushed.get(rest.scan_id) == rest.pushed:
