@@ -22,12 +22,16 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as fs
 import pyarrow.parquet as pq
 
 from engine.errors import StorageError
 from engine.storage.formats.base import FormatReader, empty_table
 
 DEFAULT_BATCH_ROWS = 65_536
+_FORMAT = ds.ParquetFileFormat()
+_LOCAL = fs.LocalFileSystem()
 
 
 class ParquetReader(FormatReader):
@@ -47,18 +51,31 @@ class ParquetReader(FormatReader):
         *,
         columns: Sequence[str] | None = None,
         schema: pa.Schema | None = None,
-        filter: pc.Expression | None = None,
+        prune: pc.Expression | None = None,
     ) -> pa.Table:
-        """The file as a table; ``filter`` is pushed into the row-group scan."""
+        """The file as a table, without the row groups whose statistics show that no row of
+        theirs satisfies ``prune`` (the rows read are not filtered)."""
         if self.is_empty():
             return empty_table(schema, columns)
         with self._parquet() as parquet:
             names = self._present(parquet, columns)
             try:
-                table = pq.read_table(parquet.binary, columns=names, filters=filter)
+                groups = None if prune is None else self._row_groups(prune)
+                if groups is None or len(groups) == parquet.reader.num_row_groups:
+                    table = parquet.reader.read(columns=names)
+                else:
+                    table = parquet.reader.read_row_groups(groups, columns=names)
             except (pa.ArrowInvalid, OSError) as err:
                 raise StorageError(f"cannot read parquet: {err}", file=self.name) from err
         return self._typed(table, schema)
+
+    def _row_groups(self, prune: pc.Expression) -> list[int] | None:
+        """The row groups whose statistics do not exclude ``prune`` (None: all, unknown)."""
+        fragment = _FORMAT.make_fragment(str(self.file.real_path), filesystem=_LOCAL)
+        try:
+            return [group.id for group in fragment.subset(prune).row_groups]
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OSError):
+            return None  # the statistics cannot tell: read every row group
 
     def arrow_schema(self, columns: Sequence[str] | None = None) -> pa.Schema:
         """The schema :meth:`read_arrow` gives for ``columns`` (from the footer; nothing read)."""

@@ -37,15 +37,19 @@ def test_records_are_rows_with_row_numbers(parquet_file: Path) -> None:
     ]
 
 
-def test_arrow_with_projection_filter_and_schema(parquet_file: Path) -> None:
-    reader = ParquetReader(parquet_file)
+def test_arrow_with_projection_pruning_and_schema(tmp_path: Path) -> None:
+    path = tmp_path / "groups.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 3, 4], "s": list("abcd")}), path, row_group_size=2)
+    reader = ParquetReader(path)
     table = reader.read_arrow(
         columns=["id", "missing"],
-        filter=pc.field("id") >= 2,
-        schema=pa.schema([("id", pa.int64())]),
+        prune=pc.field("id") >= 4,
+        schema=pa.schema([("id", pa.int32())]),
     )
-    assert table.schema == pa.schema([("id", pa.int64())])
-    assert table.column("id").to_pylist() == [2, 3]
+    assert table.schema == pa.schema([("id", pa.int32())])
+    assert table.column("id").to_pylist() == [3, 4]  # the second row group, not filtered
+    assert reader.read_arrow(prune=pc.field("id") > 9).to_pylist() == []
+    assert reader.read_arrow(prune=pc.field("id") > 0).num_rows == 4
 
 
 def test_batches_and_footer_row_count(parquet_file: Path) -> None:
