@@ -348,8 +348,9 @@ def _dense_groups(
     calls: Sequence[tuple[str, pa.Array | None]], keys: Sequence[pa.Array]
 ) -> tuple[list[pa.Array], list[pa.Array]] | None:
     """:func:`aggregate_groups` for one integer key spanning few values (at most one per row) and
-    counts, sums, mins and maxes of integers without nulls: each key's offset from the smallest is
-    its group's slot, so NumPy adds into the slots with no hashing. None where that does not apply.
+    counts, sums, mins and maxes of integers without nulls: each key (less the smallest, unless
+    that is small) is its group's slot, so NumPy adds into the slots with no hashing. None where
+    that does not apply.
     The results are Acero's: sums cannot overflow here (checked), groups in first-appearance order.
     """
     if (
@@ -365,16 +366,21 @@ def _dense_groups(
     span = high - low + 1
     if span > max(n, 1024) or not all(_dense_fits(name, values, n) for name, values in calls):
         return None
-    slots = (key.to_numpy() - low).astype(np.intp, copy=False)
-    first = np.full(span, n, dtype=np.int64)
-    np.minimum.at(first, slots, np.arange(n, dtype=np.int64))
-    present = np.flatnonzero(first < n)
-    order = present[np.argsort(first[present])]
+    offset = 0 if 0 <= low <= span else low  # small keys are slots already (a few unused)
+    slots = key.to_numpy().astype(np.intp, copy=False)
+    if offset:
+        slots = slots - offset
+    span = high - offset + 1
+    rows = np.bincount(slots, minlength=span)
+    order = _first_appearance(slots, np.count_nonzero(rows))
     results = []
     for name, values in calls:
         if name in (COUNT_ALL, "count"):
-            counted = slots if values is None or not values.null_count else slots[values.is_valid()]
-            results.append(pa.array(np.bincount(counted, minlength=span)[order], pa.int64()))
+            if values is None or not values.null_count:
+                results.append(pa.array(rows[order], pa.int64()))
+                continue
+            counted = np.bincount(slots[values.is_valid()], minlength=span)
+            results.append(pa.array(counted[order], pa.int64()))
             continue
         assert values is not None
         numbers = values.to_numpy()
@@ -386,7 +392,21 @@ def _dense_groups(
             out, dtype = np.full(span, start, dtype=numbers.dtype), values.type
         _DENSE_REDUCERS[name].at(out, slots, numbers)
         results.append(pa.array(out[order], dtype))
-    return [pa.array(order + low, key.type)], results
+    return [pa.array(order + offset, key.type)], results
+
+
+def _first_appearance(slots: np.ndarray, groups: int) -> np.ndarray:
+    """The distinct ``slots`` (``groups`` of them) in order of first appearance. Most groups
+    appear early: a prefix of the rows usually holds every one, and sorting it is cheap."""
+    rows = len(slots)
+    prefix = min(rows, max(1024, 8 * groups))
+    found, first = np.unique(slots[:prefix], return_index=True)
+    if len(found) < groups:  # a group first appears later: the first row of every slot
+        first = np.full(int(slots.max()) + 1, rows, dtype=np.int64)
+        np.minimum.at(first, slots, np.arange(rows, dtype=np.int64))
+        found = np.flatnonzero(first < rows)
+        first = first[found]
+    return found[np.argsort(first)]
 
 
 def _dense_fits(name: str, values: pa.Array | None, n: int) -> bool:

@@ -275,3 +275,22 @@ def test_sums_that_could_overflow_are_left_to_arrow() -> None:
     # Arrow's int64 sum wraps around; the NumPy slots must not give another answer.
     assert grouped[0].to_pylist() == [1, 2]
     assert total.to_pylist() == [pa.array([big]).to_pylist()[0] * 2 - 2**64, 1]
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        [5] * 3000 + [7] + [5] * 10,  # a group first seen after the rows the prefix looks at
+        [-128, 127] * 700,  # int8 keys whose slots do not fit an int8
+        [10**12 + k % 5 for k in range(2000)],  # large keys, few values
+    ],
+)
+def test_first_appearance_of_integer_keys_anywhere(keys: list[int]) -> None:
+    dtype = pa.int8() if min(keys) < 0 else pa.int64()
+    grouped, (counts, sums) = aggregate_groups(
+        [(COUNT_ALL, None), ("sum", pa.array(range(len(keys))))], [pa.array(keys, dtype)]
+    )
+    order = list(dict.fromkeys(keys))
+    assert grouped[0].to_pylist() == order
+    assert counts.to_pylist() == [keys.count(k) for k in order]
+    assert sums.to_pylist() == [sum(i for i, k in enumerate(keys) if k == g) for g in order]
