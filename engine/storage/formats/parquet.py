@@ -109,6 +109,8 @@ class ParquetReader(FormatReader):
     def _parquet(self) -> _OpenParquet:
         return _OpenParquet(self)
 
+    _metadata: pq.FileMetaData | None = None  # the footer, once read (a scan asks more than once)
+
     @staticmethod
     def _present(parquet: _OpenParquet, columns: Sequence[str] | None) -> list[str] | None:
         if columns is None:
@@ -142,7 +144,8 @@ class _OpenParquet:
     def __init__(self, reader: ParquetReader) -> None:
         self.binary = reader.open_binary()
         try:
-            self.reader = pq.ParquetFile(self.binary)
+            self.reader = pq.ParquetFile(self.binary, metadata=reader._metadata)
+            reader._metadata = self.reader.metadata
         except (pa.ArrowInvalid, OSError) as err:
             self.binary.close()
             raise StorageError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -11,6 +12,7 @@ import pytest
 
 from engine.errors import StorageError
 from engine.storage.formats import ParquetReader
+from engine.storage.formats import parquet as parquet_format
 
 TABLE = pa.table(
     {
@@ -93,3 +95,22 @@ def test_mixed_types_across_files_are_left_to_the_scan(tmp_path: Path) -> None:
         for n in ("a.parquet", "b.parquet")
     ]
     assert types == [pa.int64(), pa.string()]
+
+
+def test_a_reader_reads_the_footer_once(
+    parquet_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    footers: list[Any] = []
+    real = parquet_format.pq.ParquetFile
+
+    def spy(source: Any, *, metadata: Any = None, **kwargs: Any) -> Any:
+        footers.append(metadata)
+        return real(source, metadata=metadata, **kwargs)
+
+    monkeypatch.setattr(parquet_format.pq, "ParquetFile", spy)
+    reader = ParquetReader(parquet_file)
+    assert reader.arrow_schema(["id"]).names == ["id"]
+    assert reader.read_arrow(columns=["id"]).column("id").to_pylist() == [1, 2, 3]
+    assert reader.row_count() == 3
+    assert footers[0] is None and len(footers) == 3
+    assert all(footer is not None and footer.num_rows == 3 for footer in footers[1:])
