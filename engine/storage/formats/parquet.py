@@ -16,6 +16,7 @@ parquet (or is truncated: the footer is at the end) is a ``StorageError`` naming
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -110,6 +111,8 @@ class ParquetReader(FormatReader):
         return _OpenParquet(self)
 
     _metadata: pq.FileMetaData | None = None  # the footer, once read (a scan asks more than once)
+    footers: Footers | None = None
+    """Footers other readers of this run read (the planner's row counts, then the scan)."""
 
     @staticmethod
     def _present(parquet: _OpenParquet, columns: Sequence[str] | None) -> list[str] | None:
@@ -144,8 +147,13 @@ class _OpenParquet:
     def __init__(self, reader: ParquetReader) -> None:
         self.binary = reader.open_binary()
         try:
-            self.reader = pq.ParquetFile(self.binary, metadata=reader._metadata)
+            known = reader._metadata
+            if known is None and reader.footers is not None:
+                known = reader.footers.get(reader.file.real_path)
+            self.reader = pq.ParquetFile(self.binary, metadata=known)
             reader._metadata = self.reader.metadata
+            if known is None and reader.footers is not None:
+                reader.footers.put(reader.file.real_path, reader._metadata)
         except (pa.ArrowInvalid, OSError) as err:
             self.binary.close()
             raise StorageError(
@@ -159,6 +167,32 @@ class _OpenParquet:
 
     def __exit__(self, *exc: object) -> None:
         self.binary.close()
+
+
+class Footers:
+    """The parquet footers read during one run, by file, size and modification time (a file
+    written since is read again). A storage engine holds one; engines are built per run.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, int, int], pq.FileMetaData] = {}
+
+    def get(self, path: Path) -> pq.FileMetaData | None:
+        key = self._key(path)
+        return None if key is None else self._known.get(key)
+
+    def put(self, path: Path, metadata: pq.FileMetaData) -> None:
+        key = self._key(path)
+        if key is not None:
+            self._known[key] = metadata
+
+    @staticmethod
+    def _key(path: Path) -> tuple[str, int, int] | None:
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return None
+        return str(path), stat.st_size, stat.st_mtime_ns
 
 
 def parquet_row_count(path: Path) -> int:

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.errors import StorageError
+from engine.storage.engines import create_engine
 from engine.storage.formats import ParquetReader
 from engine.storage.formats import parquet as parquet_format
 
@@ -114,3 +115,29 @@ def test_a_reader_reads_the_footer_once(
     assert reader.row_count() == 3
     assert footers[0] is None and len(footers) == 3
     assert all(footer is not None and footer.num_rows == 3 for footer in footers[1:])
+
+
+def test_a_run_reads_each_footer_once_and_a_rewritten_file_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "t").mkdir()
+    path = tmp_path / "t" / "a.parquet"
+    pq.write_table(pa.table({"id": [1, 2]}), path)
+    footers: list[Any] = []
+    real = parquet_format.pq.ParquetFile
+
+    def spy(source: Any, *, metadata: Any = None, **kwargs: Any) -> Any:
+        footers.append(metadata)
+        return real(source, metadata=metadata, **kwargs)
+
+    monkeypatch.setattr(parquet_format.pq, "ParquetFile", spy)
+    engine = create_engine("fs", {"type": "fs", "root": str(tmp_path)})
+    assert engine.statistics({"path": "/t"}).row_count == 2  # the planner reads the footer
+    read = engine.reader_factory({"path": "/t"})
+    [file] = engine.list_files({"path": "/t"})
+    assert read(file).read_arrow().num_rows == 2  # the scan reuses it
+    assert [footer is None for footer in footers] == [True, False]
+    pq.write_table(pa.table({"id": [1, 2, 3]}), path)  # written since: read again
+    [file] = engine.list_files({"path": "/t"})
+    assert read(file).read_arrow().num_rows == 3
+    assert [footer is None for footer in footers] == [True, False, True]
