@@ -181,6 +181,14 @@ class Footers:
         key = self._key(path)
         return None if key is None else self._known.get(key)
 
+    def read(self, path: Path) -> pq.FileMetaData:
+        """The footer of the file at ``path``: known, or read now (and then known)."""
+        metadata = self.get(path)
+        if metadata is None:
+            metadata = pq.read_metadata(path)
+            self.put(path, metadata)
+        return metadata
+
     def put(self, path: Path, metadata: pq.FileMetaData) -> None:
         key = self._key(path)
         if key is not None:

@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from engine import run_plan
 from engine.errors import StorageError
 from engine.storage.engines import create_engine
 from engine.storage.formats import ParquetReader
@@ -141,3 +142,39 @@ def test_a_run_reads_each_footer_once_and_a_rewritten_file_again(
     [file] = engine.list_files({"path": "/t"})
     assert read(file).read_arrow().num_rows == 3
     assert [footer is None for footer in footers] == [True, False, True]
+
+
+def test_a_run_reads_each_footer_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "t").mkdir()
+    for name in ("a", "b"):
+        pq.write_table(pa.table({"x": [1, 5]}), tmp_path / "t" / f"{name}.parquet")
+    reads: list[str] = []
+    real_read, real_file = parquet_format.pq.read_metadata, parquet_format.pq.ParquetFile
+
+    def read_metadata(path: Any, **kwargs: Any) -> Any:
+        reads.append(Path(path).name)
+        return real_read(path, **kwargs)
+
+    def parquet_file(source: Any, *, metadata: Any = None, **kwargs: Any) -> Any:
+        if metadata is None:
+            reads.append(Path(source.name).name)
+        return real_file(source, metadata=metadata, **kwargs)
+
+    monkeypatch.setattr(parquet_format.pq, "read_metadata", read_metadata)
+    monkeypatch.setattr(parquet_format.pq, "ParquetFile", parquet_file)
+    plan = {
+        "storage": {"fs": {"type": "fs", "root": str(tmp_path)}, "q": {"type": "queue"}},
+        "query": [
+            {
+                "@id": 1,
+                "op": "scan",
+                "storageengine": "fs",
+                "ref": "f",
+                "selection": {"path": "/t"},
+            },
+            {"@id": 2, "op": "filter", "input": 1, "expr": "f.x > 2"},
+            {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {}},
+        ],
+    }
+    assert run_plan(plan).records() == [{"f": {"x": 5}}, {"f": {"x": 5}}]
+    assert sorted(reads) == ["a.parquet", "b.parquet"]  # by the planner; the scan reuses them
