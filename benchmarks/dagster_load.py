@@ -17,7 +17,7 @@ Target (issue 6): ``load_definitions`` <= 3 s for 1,000 plans. Run from the repo
 
     .venv/bin/python benchmarks/dagster_load.py                  # 1,000 plans, ~1 min
     .venv/bin/python benchmarks/dagster_load.py --profile 25     # cProfile of one load, top 25
-    .venv/bin/python benchmarks/dagster_load.py --server         # what a code server does, ~5 min
+    .venv/bin/python benchmarks/dagster_load.py --server --repeat 1   # + the code server, ~2 min
 
 ``--server`` times the rest of what ``dagster dev``'s code server does after the repository is
 built, for ``load_definitions`` and ``hand_graphs``: ``load_all_definitions()`` (the gRPC server
