@@ -271,7 +271,13 @@ class SparkCompiler:
         (df,) = inputs
         expr = parse_cached(op.expr)
         element = temp("flatten_value")
-        df = flatten_rows(df, self.column(expr, df), seq=SEQ_COLUMN, name=element)
+        df = flatten_rows(
+            df,
+            self.column(expr, df),
+            seq=SEQ_COLUMN,
+            name=element,
+            ordered=op.id not in self.ctx.unordered,
+        )
         if op.drop:
             for ref in field_refs(expr):
                 df = drop_path(df, tuple(ref.path))
@@ -447,7 +453,8 @@ class SparkCompiler:
     # -- several inputs --------------------------------------------------------------------
 
     def visit_union(self, op: Union, inputs: list[DataFrame]) -> DataFrame:
-        return union_rows(inputs, distinct=op.distinct, seq=SEQ_COLUMN)
+        ordered = op.id not in self.ctx.unordered
+        return union_rows(inputs, distinct=op.distinct, seq=SEQ_COLUMN, ordered=ordered)
 
     def visit_join(self, op: Join, inputs: list[DataFrame]) -> DataFrame:
         left, right = inputs
@@ -466,7 +473,8 @@ class SparkCompiler:
             left = F.broadcast(left)
         elif build == "right":
             right = F.broadcast(right)
-        return join_rows(left, right, conditions, how=op.type, seq=SEQ_COLUMN)
+        ordered = op.id not in self.ctx.unordered
+        return join_rows(left, right, conditions, how=op.type, seq=SEQ_COLUMN, ordered=ordered)
 
 
 _KEEPS_PARTITION_ORDER = frozenset({"filter", "project", "transform", "flatten"})

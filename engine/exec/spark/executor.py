@@ -28,7 +28,12 @@ from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
 from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
 from engine.exec.spark.compiler_order import unordered_outputs
-from engine.exec.spark.metrics import ROWS, OperatorMetrics, limit_inputs, without_skip_counts
+from engine.exec.spark.metrics import (
+    OperatorMetrics,
+    limit_inputs,
+    store_counted,
+    without_skip_counts,
+)
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
 from engine.exec.spark.unions import collect_arrow
 from engine.plan import LogicalPlan
@@ -123,6 +128,7 @@ class SparkPlanRun:
         readers = Counter(ref for op in order for ref in op.input_ids())
         roots = [op for op in order if readers[op.id] == 0]
         before_limit = limit_inputs(order)
+        counted_by = store_counted(order)
         outputs: dict[str, pa.Table] = {}
         for op in order:
             inputs = [self.frames[ref] for ref in op.input_ids()]
@@ -131,15 +137,19 @@ class SparkPlanRun:
             if isinstance(op, Store):
                 continue
             self.frames[op.id] = self.metrics.track(
-                op, frame, before_limit=before_limit, unchanged=op.id in self.compiler.unchanged
+                op,
+                frame,
+                before_limit=before_limit,
+                unchanged=op.id in self.compiler.unchanged,
+                counted_by=counted_by,
             )
         for op in roots:
             if not isinstance(op, Store):
                 with _failures_named(op, self.fragments.get(op.id), self._reader_of):
                     outputs[op.id] = collect_records(self.frames[op.id])
-        metrics = self.metrics.collect()
         for store_id, written in self.ctx.store_results.items():
-            metrics.setdefault(store_id, {})[ROWS] = written.row_count
+            self.metrics.stored(store_id, written.row_count)
+        metrics = self.metrics.collect()
         return collect_result(
             self.plan,
             self.ctx.engines,
