@@ -146,6 +146,8 @@ class SparkCompiler:
         # The pushed filter each scan applied, and the filters that had nothing left to test.
         self._pushed: dict[str, str | None] = {}
         self.unchanged: set[str] = set()
+        # scan id -> what counts its rows as they are read (the run's observation of the scan)
+        self.scan_observers: dict[str, Callable[[DataFrame], DataFrame]] = {}
 
     def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:
         """``op``'s DataFrame from its inputs' DataFrames."""
@@ -199,6 +201,7 @@ class SparkCompiler:
             # take their counting rows for records.
             count_skipped=op.pushed_limit is None,
             ordered=op.id not in self.ctx.unordered or op.pushed_limit is not None,
+            observe=self.scan_observers.get(op.id) if op.pushed_limit is None else None,
         )
         if op.pushed_limit is not None:
             df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)

@@ -15,6 +15,7 @@ end of the run (only a session this run started is stopped).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -31,6 +32,7 @@ from engine.exec.spark.compiler_order import unordered_outputs
 from engine.exec.spark.metrics import (
     OperatorMetrics,
     limit_inputs,
+    scan_observed,
     store_counted,
     without_skip_counts,
 )
@@ -132,6 +134,10 @@ class SparkPlanRun:
         outputs: dict[str, pa.Table] = {}
         for op in order:
             inputs = [self.frames[ref] for ref in op.input_ids()]
+            if op.op == "scan" and scan_observed(
+                op.id, before_limit=before_limit, counted_by=counted_by
+            ):
+                self.compiler.scan_observers[op.id] = functools.partial(self.metrics.observe, op.id)
             with _failures_named(op, self.fragments.get(op.id), self._reader_of):
                 frame = self.compiler.compile(op, inputs)
             if isinstance(op, Store):

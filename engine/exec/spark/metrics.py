@@ -78,6 +78,16 @@ def store_counted(operators: Any) -> dict[str, str]:
     return found
 
 
+def scan_observed(
+    scan_id: str, *, before_limit: Collection[str] = (), counted_by: Mapping[str, str] | None = None
+) -> bool:
+    """Whether :meth:`OperatorMetrics.track` observes scan ``scan_id`` (a scan is never one-to-one):
+    the executor then lets the scan observe its rows as they are read, before they become
+    records, where the observation keeps Spark from nothing (``struct(...).member`` above it
+    still simplifies to the column)."""
+    return scan_id in before_limit or scan_id not in (counted_by or {})
+
+
 def _inputs(op: Any) -> list[str]:
     if hasattr(op, "input_ids"):
         return list(op.input_ids())
@@ -108,7 +118,10 @@ class OperatorMetrics:
         from the store that writes its records (``counted_by``: :func:`store_counted`; the
         store's count is given with :meth:`stored`) or known (one record). ``before_limit``: ids
         read by a ``limit`` (:func:`limit_inputs`), always observed since Spark counts only what
-        the limit read."""
+        the limit read. An operator already observed (a scan, at its read:
+        :func:`scan_observed`) is returned as it is."""
+        if op.id in self._observations:
+            return df
         if op.id in before_limit:
             return self.observe(op.id, df)
         if (op.op in ONE_TO_ONE or unchanged) and getattr(op, "input", None):

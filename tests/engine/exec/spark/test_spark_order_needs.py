@@ -237,3 +237,32 @@ def test_operators_whose_records_all_reach_a_store_count_what_it_wrote(
         root=data,
     )
     assert store_counted(shared.topological_order()) == {}
+
+
+def test_a_scan_counts_its_rows_as_read_before_they_become_records(spark: Any, data: Path) -> None:
+    plan = plan_of(
+        SCAN,
+        {"@id": 2, "op": "filter", "input": 1, "expr": "t.x > 2"},
+        {
+            "@id": 3,
+            "op": "project",
+            "input": 2,
+            "projections": [{"ref": "output.x", "expr": "t.x"}],
+        },
+        {
+            "@id": 4,
+            "op": "collapsingaggregate",
+            "input": 3,
+            "aggregations": [{"ref": "s", "expr": "sum(x)"}],
+        },
+        {"@id": 5, "op": "store", "input": 4, "storageengine": "q", "target": {}},
+        root=data,
+    )
+    run = run_of(spark, plan)
+    result = run.run()
+    assert result.records() == [{"s": 15}]
+    assert rows_of(result) == {"1": 3, "2": 3, "3": 3, "4": 1, "5": 1}
+    optimized = str(run.frames["3"]._jdf.queryExecution().optimizedPlan())
+    # The observation sits under the record struct, which Spark then never builds.
+    assert "CollectMetrics" in optimized
+    assert "struct(" not in optimized
