@@ -233,7 +233,7 @@ class SparkCompiler:
         (df,) = inputs
         condition = parse_cached(op.expr)
         rest = self.ctx.remaining.get(op.id)
-        if rest is not None and self._pushed.get(rest.scan_id) == rest.pushed:
+        if rest is not None and all(self._pushed.get(i) == text for i, text in rest.scans):
             # The scan applied part of the condition: each test runs once.
             if rest.condition is None:
                 self.unchanged.add(op.id)

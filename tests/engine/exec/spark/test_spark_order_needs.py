@@ -266,3 +266,39 @@ def test_a_scan_counts_its_rows_as_read_before_they_become_records(spark: Any, d
     # The observation sits under the record struct, which Spark then never builds.
     assert "CollectMetrics" in optimized
     assert "struct(" not in optimized
+
+
+def test_a_left_side_test_runs_in_the_left_reader_below_a_left_join(spark: Any, data: Path) -> None:
+    from engine.run import run_plan
+
+    ops = [
+        {**SCAN, "ref": "o"},
+        {**SCAN, "@id": 2, "ref": "c"},
+        {
+            "@id": 3,
+            "op": "join",
+            "left": 1,
+            "right": 2,
+            "type": "left",
+            "conditions": [{"relationship": "==", "left": "o.x", "right": "c.x"}],
+        },
+        {
+            "@id": 4,
+            "op": "filter",
+            "input": 3,
+            "expr": "o.d >= to_date('2020-01-01') && (isnull(c.s) || c.s != 'b')",
+        },
+        {"@id": 5, "op": "store", "input": 4, "storageengine": "q", "target": {}},
+    ]
+    plan = plan_of(*ops, root=data)
+    run = run_of(spark, plan)
+    assert run.planned.operator("1").pushed_filter == "o.d >= to_date('2020-01-01')"
+    rest = run.ctx.remaining["4"]
+    assert rest.scans == (("1", "o.d >= to_date('2020-01-01')"),)
+    assert rest.condition is not None and "o.d" not in str(rest.condition)
+    ours = run.run()
+    local = run_plan(plan, executor="local")
+    assert ours.records() == local.records()
+    assert [r["o"]["x"] for r in ours.records()] == [7, None]  # 5 is dropped: its c.s is b
+    assert rows_of(ours) == rows_of(local)
+    assert rows_of(ours)["3"] == 3  # the join saw only the three records the reader kept
