@@ -2,8 +2,9 @@
 
 One DataFrame per operator, built in topological order by :class:`SparkCompiler` (an operator read
 by several others is simply one DataFrame used several times). Each operator's DataFrame counts its
-rows with ``DataFrame.observe`` (:mod:`engine.exec.spark.metrics`), but for one-to-one operators
-(their input's count) not read by a ``limit`` (which Spark pushes below an observation). The stores are the actions:
+rows with ``DataFrame.observe`` (:mod:`engine.exec.spark.metrics`), but for the operators whose
+count is derived (one-to-one operators, those whose records all reach a store); a scan observes
+its rows as read. The stores are the actions:
 each writes its input when it is compiled; an operator that no one reads and that is not a store is
 collected into ``RunResult.outputs``. Failures become :class:`~engine.errors.ExecutionError` naming
 the operator: the one being compiled, or the store (or output) whose Spark job failed, but a file
