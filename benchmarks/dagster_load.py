@@ -17,6 +17,13 @@ Target (issue 6): ``load_definitions`` <= 3 s for 1,000 plans. Run from the repo
 
     .venv/bin/python benchmarks/dagster_load.py                  # 1,000 plans, ~1 min
     .venv/bin/python benchmarks/dagster_load.py --profile 25     # cProfile of one load, top 25
+    .venv/bin/python benchmarks/dagster_load.py --server --repeat 1   # + the code server, ~2 min
+
+``--server`` times the rest of what ``dagster dev``'s code server does after the repository is
+built, for ``load_definitions`` and ``hand_graphs``: ``load_all_definitions()`` (the gRPC server
+forces every lazily built job, schedule and sensor before serving) and the repository snapshot the
+webserver asks for (``RepositorySnap.from_def(..., defer_snapshots=True)``, which still builds
+each job's snapshot to get its id).
 """
 
 from __future__ import annotations
@@ -222,6 +229,45 @@ def hand_assets(count: int) -> Definitions:
     return defs
 
 
+def server_stages(defs: Definitions) -> dict[str, float]:
+    """CPU seconds of what a code server does after ``get_repository_def()``."""
+    from dagster._core.remote_representation.external_data import RepositorySnap
+
+    repo = defs.get_repository_def()
+    cpu = time.process_time()
+    repo.load_all_definitions()
+    loaded = time.process_time()
+    RepositorySnap.from_def(repo, defer_snapshots=True)
+    return {"load_all_definitions": loaded - cpu, "snapshot": time.process_time() - loaded}
+
+
+def server(plans_dir: Path, count: int, repeat: int) -> int:
+    """``--server``: definitions, then the code server's stages, alternating contenders."""
+    contenders: dict[str, Callable[[], Definitions]] = {
+        "load_definitions": lambda: ours(plans_dir),
+        "hand_graphs": lambda: hand_graphs(count),
+    }
+    rows: dict[str, list[dict[str, float]]] = {name: [] for name in contenders}
+    for _ in range(repeat):
+        for name, build in contenders.items():
+            gc.collect()
+            cpu = time.process_time()
+            defs = build()
+            row = {"definitions": time.process_time() - cpu, **server_stages(defs)}
+            row["total"] = sum(row.values())
+            row["jobs"] = len(defs.get_repository_def().get_all_jobs())
+            rows[name].append(row)
+            del defs
+    print(f"{count} plans, code server stages, CPU s, median of {repeat}")
+    columns = ["definitions", "load_all_definitions", "snapshot", "total", "jobs"]
+    print(f"  {'':<17}" + "".join(f" {c:>21}" for c in columns))
+    for name, values in rows.items():
+        medians = [statistics.median(v[c] for v in values) for c in columns]
+        cells = [f"{m:.2f}" if c != "jobs" else f"{m:.0f}" for c, m in zip(columns, medians)]
+        print(f"  {name:<17}" + "".join(f" {cell:>21}" for cell in cells))
+    return 0
+
+
 def timed(fn: Callable[[], Any]) -> tuple[float, float]:
     """Wall-clock and CPU seconds of ``fn()`` (CPU time is steadier on a shared machine)."""
     gc.collect()
@@ -235,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plans", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", type=int, metavar="N", help="print the top N of one load")
+    parser.add_argument("--server", action="store_true", help="time the code server's stages too")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="drill-load-") as tmp:
@@ -245,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
             profiler.runcall(ours, plans_dir)
             pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
             return 0
+        if args.server:
+            return server(plans_dir, args.plans, args.repeat)
         contenders: dict[str, Callable[[], Any]] = {
             "load_definitions": lambda: ours(plans_dir),
             "hand_graphs": lambda: hand_graphs(args.plans),

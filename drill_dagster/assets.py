@@ -14,7 +14,7 @@ Operators that feed no store (their output is lost, the plan validator warns) ar
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -238,7 +238,7 @@ def _op_def(
     if isinstance(operator, Scan):
         ins[AFTER] = _AFTER_INPUT
     return OpDefinition(
-        compute_fn=_compute(plan, operator, store, asset_key, scan_keys, names),
+        compute_fn=_OpStep(plan, operator, store, asset_key, scan_keys, names),
         name=plan.op_name(operator),
         # pydantic's own JSON: a seventh of the cost of to_dict() and json.dumps per op.
         description=f"```json\n{operator.model_dump_json(by_alias=True, exclude_unset=True)}\n```",
@@ -257,18 +257,46 @@ def _input(name: str) -> InputDefinition:
     return _INPUTS[name]
 
 
-def _compute(
-    plan: DrillPlan,
-    operator: Operator,
-    store: DrillStore | None,
-    asset_key: AssetKey | None,
-    scan_keys: Mapping[str, AssetKey],
-    names: list[str],
-) -> Callable[..., Iterator[Output[Any]]]:
-    def compute(context: AssetExecutionContext, inputs: Mapping[str, Any]) -> Iterator[Output[Any]]:
+class _OpStep:
+    """An op's compute function: one small object per op instead of a closure (a function, its
+    cells and two dicts each), which a thousand plans' ten thousand ops make worth it."""
+
+    __slots__ = ("asset_key", "names", "operator", "plan", "scan_keys", "store")
+    # Dagster reads the signature (and compares the context annotation object itself).
+    __signature__ = inspect.Signature(
+        [
+            inspect.Parameter(
+                "context",
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                annotation=AssetExecutionContext,
+            ),
+            inspect.Parameter("inputs", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        ]
+    )
+
+    def __init__(
+        self,
+        plan: DrillPlan,
+        operator: Operator,
+        store: DrillStore | None,
+        asset_key: AssetKey | None,
+        scan_keys: Mapping[str, AssetKey],
+        names: list[str],
+    ) -> None:
+        self.plan = plan
+        self.operator = operator
+        self.store = store
+        self.asset_key = asset_key
+        self.scan_keys = scan_keys
+        self.names = names
+
+    def __call__(
+        self, context: AssetExecutionContext, inputs: Mapping[str, Any]
+    ) -> Iterator[Output[Any]]:
+        plan, store = self.plan, self.store
         drill = context.resources.drill
         slices = plan_slices(plan, context)
-        values = [inputs[name] for name in names]
+        values = [inputs[name] for name in self.names]
         if drill.executor == "local":
             if store is None:
                 yield Output(SliceValues(tuple(slices), (None,) * len(slices)))
@@ -276,31 +304,15 @@ def _compute(
             writes = run_stores_whole(
                 plan, [store.id], slices, executor="local", classpath=drill.classpath
             )[store.id]
-            yield store_output(context, store, asset_key, writes, scan_keys)  # type: ignore[arg-type]
+            yield store_output(context, store, self.asset_key, writes, self.scan_keys)  # type: ignore[arg-type]
             return
         from drill_dagster import spark_ops  # the Spark compiler, loaded by the first step
 
         if store is None:
-            yield Output(spark_ops.compile_step(plan, operator, slices, values, drill))
+            yield Output(spark_ops.compile_step(plan, self.operator, slices, values, drill))
             return
         writes = spark_ops.store_step(plan, store, slices, values, drill)
-        yield store_output(context, store, asset_key, writes, scan_keys)  # type: ignore[arg-type]
-
-    # Dagster compares the annotation object itself (with postponed annotations it is a string);
-    # a ready signature also spares inspect.signature its work for each of thousands of ops.
-    compute.__annotations__ = {"context": AssetExecutionContext}
-    compute.__signature__ = _COMPUTE_SIGNATURE  # type: ignore[attr-defined]
-    return compute
-
-
-_COMPUTE_SIGNATURE = inspect.Signature(
-    [
-        inspect.Parameter(
-            "context", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=AssetExecutionContext
-        ),
-        inspect.Parameter("inputs", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-    ]
-)
+        yield store_output(context, store, self.asset_key, writes, self.scan_keys)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

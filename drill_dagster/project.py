@@ -232,7 +232,7 @@ class PlanConfig(PlanDefaults):
             merged = {**(getattr(defaults, name) or {}), **(getattr(self, name) or {})}
             if merged:
                 update[name] = merged
-        return self.model_copy(update=update)
+        return self.model_copy(update=update) if update else self  # frozen: sharing is safe
 
 
 class ProjectConfig(_Model):

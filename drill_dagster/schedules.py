@@ -1,4 +1,4 @@
-"""A job per plan (all its stores), and the schedules plans declare.
+"""The schedules plans declare, each running a job of its plan's stores (``<plan>_job``).
 
 ``schedule: {cron: "0 3 * * *"}`` runs the plan's job on that cron (for a partitioned plan: the
 latest partition at each tick); ``schedule: {from_partitions: true}`` runs each new time-window
@@ -30,7 +30,7 @@ from drill_dagster.plans import DrillPlan
 
 
 def plan_job(plan: DrillPlan, keys: Sequence[AssetKey]) -> UnresolvedAssetJobDefinition:
-    """The job that materializes every store of ``plan``: ``<plan>_job``."""
+    """The job that materializes every store of ``plan``: ``<plan>_job`` (made for a schedule)."""
     return define_asset_job(
         name=f"{plan.name}_job",
         selection=AssetSelection.assets(*keys),

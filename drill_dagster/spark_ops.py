@@ -26,7 +26,7 @@ from drill_dagster.metadata import WrittenStore
 from drill_dagster.partitions import RunSlice
 from drill_dagster.plans import DrillPlan, DrillStore
 from engine.errors import DrillError, ExecutionError
-from engine.exec.spark.metrics import limit_inputs
+from engine.exec.spark.metrics import limit_inputs, store_counted
 from engine.plan import Operator, Store
 from engine.run import apply_params, build_engines, check_paths
 
@@ -70,6 +70,7 @@ def compile_step(
             frame,
             before_limit=limit_inputs(run.plan.query),
             unchanged=op.id in run.compiler.unchanged,
+            counted_by=store_counted(run.plan.topological_order()),
         )
         frames.append(tracked)
     return SliceValues(tuple(slices), tuple(frames))
@@ -91,8 +92,8 @@ def store_step(
         with _named(plan, slice_, op):
             run.compiler.compile(op, [upstream.values[index]])
         result = run.ctx.store_results[store.id]
+        run.metrics.stored(store.id, result.row_count)
         metrics = run.metrics.collect()
-        metrics.setdefault(store.id, {})["rows"] = result.row_count
         writes.written.append((slice_, WrittenStore.of(result)))
         writes.add_metrics(metrics)
     return writes

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from engine.errors import ExpressionSyntaxError
 from engine.expr.functions import (
@@ -56,6 +57,15 @@ def parse_expression(text: str) -> Expr:
       a < b < c
             ^
     """
+    if not isinstance(text, str):
+        return _Parser(text).parse()
+    return _parse_text(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Expr:
+    # Trees are immutable and a plan's run parses the same few texts many times (validation,
+    # planning rules, operators); errors are raised again, not cached.
     return _Parser(text).parse()
 
 

@@ -49,6 +49,8 @@ def find_cycles(inputs: Mapping[str, Sequence[str]]) -> list[list[str]]:
     A cycle ``[a, b, c]`` means ``a`` reads ``b``, ``b`` reads ``c`` and ``c`` reads ``a``.
     """
     position = {node: index for index, node in enumerate(inputs)}
+    if all(position.get(dep, -1) < position[node] for node, deps in inputs.items() for dep in deps):
+        return []  # every id reads only ids before it (the usual document order): no cycle
     cycles = []
     for component in _strongly_connected(inputs):
         members = set(component)

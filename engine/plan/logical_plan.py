@@ -42,9 +42,10 @@ class LogicalPlan(BaseModel):
     _locations: dict[str, Location] = PrivateAttr(default_factory=dict)
 
     def model_post_init(self, context: Any, /) -> None:
+        by_id, locations = self._by_id, self._locations  # private attributes are slow to reach
         for i, op in enumerate(self.query):
-            self._by_id.setdefault(op.id, op)
-            self._locations.setdefault(op.id, Location(f"$.query[{i}]"))
+            by_id.setdefault(op.id, op)
+            locations.setdefault(op.id, Location(f"$.query[{i}]"))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, LogicalPlan):

@@ -61,6 +61,22 @@ def parse_plan(source: PlanSource, *, source_name: str | None = None) -> Logical
 
 def _too_deep(document: Any) -> tuple[str | int, ...] | None:
     """The path (first components) of a value nested past :data:`MAX_NESTING`, or None."""
+    # Level by level, containers only: no paths are built unless the document is too deep.
+    level = [document] if isinstance(document, (dict, list)) else []
+    depth = 0
+    while level:
+        if depth >= MAX_NESTING:
+            return _deep_path(document)
+        below: list[Any] = []
+        for value in level:
+            children = value.values() if isinstance(value, dict) else value
+            below.extend(child for child in children if isinstance(child, (dict, list)))
+        level = below
+        depth += 1
+    return None
+
+
+def _deep_path(document: Any) -> tuple[str | int, ...] | None:
     stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(document, 0, ())]
     while stack:
         value, depth, path = stack.pop()

@@ -104,9 +104,13 @@ def _references(
     issues: list[PlanIssue],
 ) -> None:
     for keys, ref in input_keys(op):
+        target = known.get(ref)
+        if target is not None and (
+            target.model is None or target.model.kind is not OperatorKind.SINK
+        ):
+            continue  # the common case: no path to work out
         key = str(keys[0])
         path = entry.location.of(key, *keys[1:])
-        target = known.get(ref)
         if target is None:
             ids = sorted(i for i in known if i != entry.op_id)
             listed = f"known ids: {', '.join(ids)}" if ids else "no operator ids"

@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from engine.errors import DrillError
 from engine.metadata import VersionMetadata, recorded_metadata
 from engine.plan import LogicalPlan, Scan
 from engine.storage.engines import Capabilities
+from engine.storage.formats.parquet import Footers
 
 SCALAR = "scalar"
 NESTED = "nested"
@@ -113,10 +113,12 @@ def _scan_statistics(engine: Any, selection: Mapping[str, Any]) -> ScanStatistic
     columns: dict[str, pa.DataType] | None = None
     if fmt == "parquet":
         rows, columns = 0, {}
+        # The engine's footers, when it keeps them: the scan reuses what is read here.
+        footers = getattr(engine, "footers", None) or Footers()
         for file in files:
             if not file.size:
                 continue
-            meta = pq.read_metadata(file.real_path)
+            meta = footers.read(file.real_path)
             rows += meta.num_rows
             for column in meta.schema.to_arrow_schema():
                 seen = columns.setdefault(column.name, column.type)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -86,6 +86,16 @@ def implicit_values(file: InputFile) -> dict[str, str | None]:
     return values
 
 
+class RowFilter(Protocol):
+    """A filter a parquet read applies: row groups whose statistics exclude ``expression`` are not
+    read, and of the rows read those where ``mask`` is true are kept."""
+
+    @property
+    def expression(self) -> pc.Expression: ...
+
+    def mask(self, columns: pa.Table) -> pa.Array | pa.ChunkedArray: ...
+
+
 @dataclass(frozen=True)
 class PartitionLayout:
     """The partition columns of a scan's files: ``dirN`` up to ``depth`` and the Hive ``keys``."""
@@ -129,9 +139,9 @@ class FileScan:
     ``projection`` is the scan's projection list (None: the whole record); ``file_columns`` are the
     implicit file columns the plan references (they are not part of the wildcard).
 
-    ``row_filter`` is asked, for each parquet file, for a filter to apply inside the read: it gets
+    ``row_filter`` is asked, for each parquet file, for a filter to apply in the read: it gets
     the file's columns that reach the output unchanged (same name, same type) and returns a
-    pyarrow Expression over them, or None to read every row. :meth:`filtered_batches` says which
+    :class:`RowFilter` over them, or None to read every row. :meth:`filtered_batches` says which
     batches it filtered.
     """
 
@@ -143,7 +153,7 @@ class FileScan:
         projection: Sequence[str] | None = None,
         file_columns: Sequence[str] = (),
         batch_rows: int = DEFAULT_BATCH_ROWS,
-        row_filter: Callable[[pa.Schema], pc.Expression | None] | None = None,
+        row_filter: Callable[[pa.Schema], RowFilter | None] | None = None,
     ) -> None:
         self.engine = engine
         self.row_filter = row_filter
@@ -204,8 +214,8 @@ class FileScan:
 
     def _pushed_filter(
         self, reader: Any, columns: list[str] | None, tracker: ScanSchemaTracker, file: InputFile
-    ) -> pc.Expression | None:
-        """``row_filter``'s Expression for one parquet file, over the columns whose values reach
+    ) -> RowFilter | None:
+        """``row_filter``'s filter for one parquet file, over the columns whose values reach
         the output as read (a column the tracker converts is left out: the filter would test
         other values than the records hold)."""
         if self.row_filter is None or reader.format != "parquet" or "schema" in self.selection:
@@ -232,7 +242,10 @@ class FileScan:
         # Only parquet reads fewer columns faster; text formats parse whole records anyway.
         columns = self._reader_columns() if reader.format == "parquet" else None
         pushed = self._pushed_filter(reader, columns, tracker, file)
-        table = reader.read_arrow(columns=columns, filter=pushed) if pushed is not None else None
+        table = None
+        if pushed is not None:
+            table = reader.read_arrow(columns=columns, prune=pushed.expression)
+            table = table.filter(pushed.mask(table))
         if table is None:
             table = reader.read_arrow(columns=columns)
         else:

@@ -38,7 +38,7 @@ from engine.errors import StorageError
 from engine.storage.formats import FORMAT_TYPES, reader_class
 from engine.storage.formats.base import FormatReader
 from engine.storage.formats.options import ReaderOptions, is_option_key
-from engine.storage.formats.parquet import ParquetReader
+from engine.storage.formats.parquet import Footers, ParquetReader
 from engine.storage.paths import (
     InputFile,
     has_glob,
@@ -216,6 +216,7 @@ class FileEngine(StorageEngine):
         # A directory's format, found from its first file, once per engine: engines are built
         # per run, and checking, sizing and reading a scan each ask.
         self._first_extensions: dict[str, str | None] = {}
+        self.footers = Footers()  # read by the planner's row counts, again by the scan
 
     def capabilities(self, selection: Mapping[str, Any] | None = None) -> Capabilities:
         base = self.capabilities_base
@@ -254,8 +255,21 @@ class FileEngine(StorageEngine):
         files = self.list_files(selection)
         rows = None
         if self.format_of(selection) == "parquet":
-            rows = sum(ParquetReader(f).row_count() for f in files)
+            rows = sum(self._parquet_reader(f).row_count() for f in files)
         return Statistics(len(files), sum(f.size for f in files), rows)
+
+    def reader_factory(self, selection: Mapping[str, Any]) -> Callable[[InputFile], FormatReader]:
+        make = super().reader_factory(selection)
+        if self.format_of(selection) != "parquet":
+            return make
+        return lambda file: self._with_footers(make(file))
+
+    def _parquet_reader(self, file: InputFile) -> ParquetReader:
+        return self._with_footers(ParquetReader(file))
+
+    def _with_footers(self, reader: Any) -> Any:
+        reader.footers = self.footers
+        return reader
 
     def check_selection(self, selection: Mapping[str, Any]) -> None:
         parsed = self._selection(selection)

@@ -96,6 +96,17 @@ def test_partitions_backfill_policy_and_can_subset(defs: Definitions) -> None:
     }
 
 
+def test_only_a_scheduled_plan_gets_a_job(tmp_path: Path, kit: Kit) -> None:
+    yaml = kit.PROJECT_YAML.replace('    schedule: {cron: "0 4 * * *"}\n', "")
+    defs = load_definitions(kit.write(tmp_path, project_yaml=yaml), executor="local")
+    assert {job.name for job in defs.jobs} == {"clean_job"}
+    assert {s.name for s in defs.get_repository_def().schedule_defs} == {"clean_schedule"}
+    graph = defs.resolve_asset_graph()  # split's stores stay materializable, from their group
+    assert graph.get(ENRICHED).is_materializable and graph.get(ENRICHED).group_name == "split"
+    implicit = defs.resolve_implicit_global_asset_job_def()
+    assert {ENRICHED, TOTALS} <= implicit.asset_layer.selected_asset_keys
+
+
 def test_jobs_schedules_and_checks(defs: Definitions) -> None:
     assert {job.name for job in defs.jobs} == {"clean_job", "split_job"}
     schedules = {s.name: s for s in defs.get_repository_def().schedule_defs}

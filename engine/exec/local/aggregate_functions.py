@@ -288,7 +288,7 @@ def aggregate_runs(calls: Sequence[tuple[str, pa.Array]], starts: np.ndarray) ->
 
 
 def aggregate_groups(
-    calls: Sequence[tuple[str, pa.Array]], keys: Sequence[pa.Array]
+    calls: Sequence[tuple[str, pa.Array | None]], keys: Sequence[pa.Array]
 ) -> tuple[list[pa.Array], list[pa.Array]]:
     """:func:`aggregate_runs` over groups of equal ``keys`` (Arrow's equality; null is a value)
     instead of runs: each group's keys and one value per call, groups in order of first appearance.
@@ -297,14 +297,19 @@ def aggregate_groups(
     >>> keys, sums = aggregate_groups([("sum", pa.array([1, 2, None]))], [pa.array(["b", "a", "b"])])
     >>> [k.to_pylist() for k in keys], [s.to_pylist() for s in sums]
     ([['b', 'a']], [[1, 2]])
+
+    ``(COUNT_ALL, None)`` counts each group's rows with no values to pass.
     """
+    dense = _dense_groups(calls, keys)
+    if dense is not None:
+        return dense
     columns: dict[str, pa.Array] = {f"k{i}": key for i, key in enumerate(keys)}
     length = len(keys[0]) if keys else 0
     columns["first"] = pa.array(np.arange(length, dtype=np.int64))
     aggregations: list[tuple[Any, str]] = [("first", "min")]
     names = []
     for i, (name, values) in enumerate(calls):
-        if name == "count" and values.null_count == 0:  # count(1): no column to hash
+        if name == COUNT_ALL or (name == "count" and values.null_count == 0):  # no column to hash
             if "count_all" not in names:
                 aggregations.append(([], "count_all"))
             names.append("count_all")
@@ -322,6 +327,101 @@ def aggregate_groups(
     grouped = grouped.take(pc.sort_indices(grouped["first_min"]))
     results = [grouped[name].combine_chunks() for name in names]
     return [grouped[f"k{i}"].combine_chunks() for i in range(len(keys))], results
+
+
+COUNT_ALL = "count_all"
+"""The call :func:`aggregate_groups` takes for ``count`` of a value never null (``count(1)``)."""
+
+_INTEGER_NUMPY = (
+    pa.int8(),
+    pa.int16(),
+    pa.int32(),
+    pa.int64(),
+    pa.uint8(),
+    pa.uint16(),
+    pa.uint32(),
+)
+_DENSE_REDUCERS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
+
+
+def _dense_groups(
+    calls: Sequence[tuple[str, pa.Array | None]], keys: Sequence[pa.Array]
+) -> tuple[list[pa.Array], list[pa.Array]] | None:
+    """:func:`aggregate_groups` for one integer key spanning few values (at most one per row) and
+    counts, sums, mins and maxes of integers without nulls: each key (less the smallest, unless
+    that is small) is its group's slot, so NumPy adds into the slots with no hashing. None where
+    that does not apply.
+    The results are Acero's: sums cannot overflow here (checked), groups in first-appearance order.
+    """
+    if (
+        len(keys) != 1
+        or not len(keys[0])
+        or keys[0].null_count
+        or keys[0].type not in _INTEGER_NUMPY
+    ):
+        return None
+    key, n = keys[0], len(keys[0])
+    bounds = pc.min_max(key)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    span = high - low + 1
+    if span > max(n, 1024) or not all(_dense_fits(name, values, n) for name, values in calls):
+        return None
+    offset = 0 if 0 <= low <= span else low  # small keys are slots already (a few unused)
+    slots = key.to_numpy().astype(np.intp, copy=False)
+    if offset:
+        slots = slots - offset
+    span = high - offset + 1
+    rows = np.bincount(slots, minlength=span)
+    order = _first_appearance(slots, np.count_nonzero(rows))
+    results = []
+    for name, values in calls:
+        if name in (COUNT_ALL, "count"):
+            if values is None or not values.null_count:
+                results.append(pa.array(rows[order], pa.int64()))
+                continue
+            counted = np.bincount(slots[values.is_valid()], minlength=span)
+            results.append(pa.array(counted[order], pa.int64()))
+            continue
+        assert values is not None
+        numbers = values.to_numpy()
+        if name == "sum":
+            out = np.zeros(span, dtype=np.int64)
+            numbers, dtype = numbers.astype(np.int64, copy=False), pa.int64()
+        else:
+            start = np.iinfo(numbers.dtype).max if name == "min" else np.iinfo(numbers.dtype).min
+            out, dtype = np.full(span, start, dtype=numbers.dtype), values.type
+        _DENSE_REDUCERS[name].at(out, slots, numbers)
+        results.append(pa.array(out[order], dtype))
+    return [pa.array(order + offset, key.type)], results
+
+
+def _first_appearance(slots: np.ndarray, groups: int) -> np.ndarray:
+    """The distinct ``slots`` (``groups`` of them) in order of first appearance. Most groups
+    appear early: a prefix of the rows usually holds every one, and sorting it is cheap."""
+    rows = len(slots)
+    prefix = min(rows, max(1024, 8 * groups))
+    found, first = np.unique(slots[:prefix], return_index=True)
+    if len(found) < groups:  # a group first appears later: the first row of every slot
+        first = np.full(int(slots.max()) + 1, rows, dtype=np.int64)
+        np.minimum.at(first, slots, np.arange(rows, dtype=np.int64))
+        found = np.flatnonzero(first < rows)
+        first = first[found]
+    return found[np.argsort(first)]
+
+
+def _dense_fits(name: str, values: pa.Array | None, n: int) -> bool:
+    """Whether :func:`_dense_groups` computes ``name`` over ``values`` exactly as Acero would."""
+    if name == COUNT_ALL or (name == "count" and isinstance(values, pa.Array)):
+        return True
+    if name not in _DENSE_REDUCERS or not isinstance(values, pa.Array) or values.null_count:
+        return False
+    if values.type not in _INTEGER_NUMPY or not pa.types.is_signed_integer(values.type):
+        return False
+    if name != "sum" or not len(values):
+        return True
+    bounds = pc.min_max(values)
+    largest = max(abs(bounds["min"].as_py()), abs(bounds["max"].as_py()))
+    return largest * n < 2**63  # no partial sum can overflow: Acero's sums, not wrapped ones
 
 
 def _reduce_runs(name: str, values: pa.Array, starts: np.ndarray) -> pa.Array | None:
@@ -380,8 +480,10 @@ def _is_number(dtype: pa.DataType) -> bool:
     return pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
 
 
-def _aggregate_error(calls: Sequence[tuple[str, pa.Array]], err: Exception) -> AggregateError:
-    names = ", ".join(f"{name}() of {values.type}" for name, values in calls)
+def _aggregate_error(
+    calls: Sequence[tuple[str, pa.Array | None]], err: Exception
+) -> AggregateError:
+    names = ", ".join(f"{name}() of {values.type}" for name, values in calls if values is not None)
     return AggregateError(f"cannot aggregate {names}: {err}")
 
 

@@ -1,12 +1,13 @@
-"""A scan's pushed filter as a pyarrow compute Expression, when the translation is exact.
+"""A scan's pushed filter as a pyarrow Expression and a mask, when the translation is exact.
 
-The parquet reader applies such an Expression inside the read (row groups its statistics exclude
-are skipped, the rest filtered by the same Arrow comparison kernels the evaluator calls), so the
-records need no filtering after the read. Only what keeps exactly the records
-:func:`~engine.exec.local.evaluate.evaluate_predicate` keeps is translated: comparisons of a
-top-level column of the record (bool, integer, float or string) with a non-null literal of the
-same family, joined by ``&&``, ``||`` and ``!`` (Kleene logic; a null outcome drops the record,
-as in the filter). Anything else gives None, and the scan filters after the read as before.
+The parquet reader skips the row groups whose statistics exclude the Expression, and the scan
+keeps the rows of the rest where the mask (the Expression's Arrow comparison kernels, called
+directly: no Acero plan per file) is true, so the records need no filtering after the read. Only
+what keeps exactly the records :func:`~engine.exec.local.evaluate.evaluate_predicate` keeps is
+translated: comparisons of a top-level column of the record (bool, integer, float or string)
+with a non-null literal of the same family, joined by ``&&``, ``||`` and ``!`` (Kleene logic; a
+null outcome drops the record, as in the filter). Anything else gives None, and the scan filters
+after the read as before.
 
 Floats are left out where NaN would tell: parquet statistics leave NaN out of min/max, and
 pyarrow then skips a row group whose only other value is 5 for ``x != 5`` although NaN != 5 is
@@ -19,9 +20,15 @@ true. So a float comparison is translated only when it is not ``!=`` and not und
 <pyarrow.compute.Expression ((x > 100) and (s == "a"))>
 >>> to_arrow_filter(parse_expression("f.x + 1 > 100"), schema, "f") is None
 True
+>>> found = arrow_filter(parse_expression("f.x > 1 || !(f.s == 'a')"), schema, "f")
+>>> found.mask(pa.table({"x": [0, 2, None], "s": ["a", "a", "b"]})).to_pylist()
+[False, True, True]
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,31 +53,66 @@ _MIRRORED = {
 }
 
 
+Columns = pa.Table | pa.RecordBatch
+_Mask = Callable[[Columns], pa.Array | pa.ChunkedArray]
+
+
+@dataclass(frozen=True)
+class ArrowFilter:
+    """A pushed filter over a file's columns: ``expression`` for the row-group statistics, and
+    :meth:`mask`, true for exactly the rows the filter keeps."""
+
+    expression: pc.Expression
+    _mask: _Mask
+
+    def mask(self, columns: Columns) -> pa.Array | pa.ChunkedArray:
+        """Whether each row of ``columns`` is kept (a null outcome is not)."""
+        return pc.fill_null(self._mask(columns), False)
+
+
+def arrow_filter(expr: Expr, schema: pa.Schema, ref: str | None) -> ArrowFilter | None:
+    """``expr`` (over records held under ``ref``, or at the root when None) as an
+    :class:`ArrowFilter` over the columns of ``schema``; None when the translation would not be
+    exact."""
+    part = _translate(expr, schema, ref, negated=False)
+    return None if part is None else ArrowFilter(*part)
+
+
 def to_arrow_filter(expr: Expr, schema: pa.Schema, ref: str | None) -> pc.Expression | None:
-    """``expr`` (over records held under ``ref``, or at the root when None) as an Expression over
-    the columns of ``schema``; None when the translation would not be exact."""
-    return _translate(expr, schema, ref, negated=False)
+    """:func:`arrow_filter`'s Expression."""
+    found = arrow_filter(expr, schema, ref)
+    return None if found is None else found.expression
 
 
-def _translate(expr: Expr, schema: pa.Schema, ref: str | None, *, negated: bool):
+def _translate(
+    expr: Expr, schema: pa.Schema, ref: str | None, *, negated: bool
+) -> tuple[pc.Expression, _Mask] | None:
     if not isinstance(expr, Call):
         return None
     spec = lookup_function(expr.name)
     name = spec.name if spec is not None else expr.name
     if name in ("and", "or") and len(expr.args) == 2:
         parts = [_translate(a, schema, ref, negated=negated) for a in expr.args]
-        if any(p is None for p in parts):
+        if parts[0] is None or parts[1] is None:
             return None
-        return (parts[0] & parts[1]) if name == "and" else (parts[0] | parts[1])
+        (left, left_mask), (right, right_mask) = parts
+        if name == "and":  # Expression's & and | are Arrow's Kleene kernels
+            return left & right, lambda t: pc.and_kleene(left_mask(t), right_mask(t))
+        return left | right, lambda t: pc.or_kleene(left_mask(t), right_mask(t))
     if name == "not" and len(expr.args) == 1:
         inner = _translate(expr.args[0], schema, ref, negated=not negated)
-        return None if inner is None else ~inner
+        if inner is None:
+            return None
+        expression, mask = inner
+        return ~expression, lambda t: pc.invert(mask(t))
     if name in _COMPARISONS and len(expr.args) == 2:
         return _comparison(_COMPARISONS[name], expr.args, schema, ref, negated)
     return None
 
 
-def _comparison(kernel: str, args: tuple[Expr, ...], schema: pa.Schema, ref, negated: bool):
+def _comparison(
+    kernel: str, args: tuple[Expr, ...], schema: pa.Schema, ref: str | None, negated: bool
+) -> tuple[pc.Expression, _Mask] | None:
     left, right = args
     if isinstance(right, FieldRef) and isinstance(left, Literal):
         left, right = right, left
@@ -83,7 +125,10 @@ def _comparison(kernel: str, args: tuple[Expr, ...], schema: pa.Schema, ref, neg
     if pa.types.is_floating(column.type) and (negated or kernel == "not_equal"):
         return None  # NaN is outside the statistics (see the module docstring)
     literal = pa.scalar(right.value, type=_literal_type(right))
-    return getattr(pc.field(column.name), _OPERATORS[kernel])(literal)
+    name = column.name
+    compare = getattr(pc, kernel)
+    expression = getattr(pc.field(name), _OPERATORS[kernel])(literal)
+    return expression, lambda t: compare(t.column(name), literal)
 
 
 _OPERATORS = {

@@ -34,14 +34,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.exec.local.aggregate import CollapsingAggregateOperator, _argument, _emit, _is_true
-from engine.exec.local.aggregate_functions import aggregate_groups
+from engine.exec.local.aggregate_functions import COUNT_ALL, aggregate_groups
 from engine.exec.local.buffering import BatchBuffer
 from engine.exec.local.evaluate import evaluate
 from engine.exec.local.registry import ExecContext
 from engine.exec.local.segment import group_numbers
 from engine.exec.local.trees import build_batch, get_path
 from engine.exec.protocol import BatchOperator
-from engine.expr import Expr, FieldRef, field_refs, parse_expression, parse_field_ref
+from engine.expr import Call, Expr, FieldRef, Literal, field_refs, parse_expression, parse_field_ref
 from engine.plan.operators import CollapsingAggregate, Segment
 
 FUSE_PARAM = "fuse_segments"
@@ -123,7 +123,7 @@ class SegmentAggregateOperator(CollapsingAggregateOperator):
         """One record per group of ``batch`` (a group without a true target gives none)."""
         n = batch.num_rows
         keys = [evaluate(expr, batch) for expr in self.exprs]
-        calls = [(c.name, _argument(c, batch)) for a in self.aggregations for c in a.calls]
+        calls = [_call_input(c, batch) for a in self.aggregations for c in a.calls]
         if keys and all(_hashed_exactly(key.type) for key in keys):
             if self.keys_suffice:  # equal keys are identical values: any row's are the last's
                 grouped, results = aggregate_groups(calls, keys)
@@ -141,6 +141,16 @@ class SegmentAggregateOperator(CollapsingAggregateOperator):
         kept = pc.indices_nonzero(chosen.is_valid())
         carried = batch.take(chosen.filter(chosen.is_valid()))
         return self._output(carried, [result.take(kept) for result in results])
+
+
+def _call_input(call: Call, batch: pa.RecordBatch) -> tuple[str, pa.Array | None]:
+    """``(name, argument values)`` for :func:`aggregate_groups`; ``count`` of a literal that is not
+    null (``count(1)``) counts rows, with no column of ones built for it."""
+    if call.name == "count" and len(call.args) == 1:
+        argument = call.args[0]
+        if isinstance(argument, Literal) and argument.value is not None:
+            return COUNT_ALL, None
+    return call.name, _argument(call, batch)
 
 
 def _field_path(expr: Expr) -> tuple[str, ...] | None:

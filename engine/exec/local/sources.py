@@ -2,7 +2,7 @@
 
 A scan holds every record under its ``ref`` (``{ref: record}``): the scan framework's batch columns
 become the members of one map column named ``ref``. Its ``pushedFilter`` runs inside the parquet
-read where :func:`~engine.exec.local.arrow_filter.to_arrow_filter` translates it exactly, on the
+read where :func:`~engine.exec.local.arrow_filter.arrow_filter` translates it exactly, on the
 wrapped records after the read otherwise. A constant emits ``content`` as records, typed
 the way a JSON scan would type them. A store drains its input into its storage engine and emits
 nothing; its :class:`~engine.storage.store.StoreResult` lands in ``ctx.store_results``.
@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from engine.errors import StorageError
-from engine.exec.local.arrow_filter import to_arrow_filter
+from engine.exec.local.arrow_filter import ArrowFilter, arrow_filter
 from engine.exec.local.evaluate import evaluate_predicate
 from engine.exec.local.registry import ExecContext, creator
 from engine.exec.protocol import BatchOperator, BatchSource
@@ -77,10 +76,10 @@ class ScanOperator(BatchSource):
             files=self.scan.files_read, skipped_records=self.scan.skipped
         )
 
-    def _row_filter(self, pushed: Expr) -> Callable[[pa.Schema], pc.Expression | None]:
-        """The pushed filter as an Expression over a file's columns, where it is exact."""
+    def _row_filter(self, pushed: Expr) -> Callable[[pa.Schema], ArrowFilter | None]:
+        """The pushed filter over a file's columns, where it is exact."""
         ref = self.op.ref
-        return lambda schema: to_arrow_filter(pushed, schema, ref)
+        return lambda schema: arrow_filter(pushed, schema, ref)
 
 
 @creator("scan")

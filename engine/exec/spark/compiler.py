@@ -153,6 +153,8 @@ class SparkCompiler:
         # The pushed filter each scan applied, and the filters that had nothing left to test.
         self._pushed: dict[str, str | None] = {}
         self.unchanged: set[str] = set()
+        # scan id -> what counts its rows as they are read (the run's observation of the scan)
+        self.scan_observers: dict[str, Callable[[DataFrame], DataFrame]] = {}
 
     def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:
         """``op``'s DataFrame from its inputs' DataFrames."""
@@ -215,6 +217,7 @@ class SparkCompiler:
             # take their counting rows for records.
             count_skipped=op.pushed_limit is None,
             ordered=op.id not in self.ctx.unordered or op.pushed_limit is not None,
+            observe=self.scan_observers.get(op.id) if op.pushed_limit is None else None,
         )
         if op.pushed_limit is not None:
             df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
@@ -246,7 +249,7 @@ class SparkCompiler:
         (df,) = inputs
         condition = parse_cached(op.expr)
         rest = self.ctx.remaining.get(op.id)
-        if rest is not None and self._pushed.get(rest.scan_id) == rest.pushed:
+        if rest is not None and all(self._pushed.get(i) == text for i, text in rest.scans):
             # The scan applied part of the condition: each test runs once.
             if rest.condition is None:
                 self.unchanged.add(op.id)
@@ -289,7 +292,13 @@ class SparkCompiler:
         (df,) = inputs
         expr = parse_cached(op.expr)
         element = temp("flatten_value")
-        df = flatten_rows(df, self.column(expr, df), seq=SEQ_COLUMN, name=element)
+        df = flatten_rows(
+            df,
+            self.column(expr, df),
+            seq=SEQ_COLUMN,
+            name=element,
+            ordered=op.id not in self.ctx.unordered,
+        )
         if op.drop:
             for ref in field_refs(expr):
                 df = drop_path(df, tuple(ref.path))
@@ -492,7 +501,8 @@ class SparkCompiler:
     # -- several inputs --------------------------------------------------------------------
 
     def visit_union(self, op: Union, inputs: list[DataFrame]) -> DataFrame:
-        return union_rows(inputs, distinct=op.distinct, seq=SEQ_COLUMN)
+        ordered = op.id not in self.ctx.unordered
+        return union_rows(inputs, distinct=op.distinct, seq=SEQ_COLUMN, ordered=ordered)
 
     def visit_join(self, op: Join, inputs: list[DataFrame]) -> DataFrame:
         left, right = inputs
@@ -511,7 +521,8 @@ class SparkCompiler:
             left = F.broadcast(left)
         elif build == "right":
             right = F.broadcast(right)
-        return join_rows(left, right, conditions, how=op.type, seq=SEQ_COLUMN)
+        ordered = op.id not in self.ctx.unordered
+        return join_rows(left, right, conditions, how=op.type, seq=SEQ_COLUMN, ordered=ordered)
 
 
 _KEEPS_PARTITION_ORDER = frozenset({"filter", "project", "transform", "flatten"})

@@ -5,6 +5,8 @@ record (R-FLATTEN-EMPTY); a null or missing array, a scalar or a map gives one r
 value. Arrays go through ``posexplode`` of ``coalesce(value, [null])``, so a null array keeps its
 record with a null element. A UNION (VARIANT) value is flattened per record: a variant array gives
 its elements, any other value one record (``try_variant_get(value, '$', 'array<variant>')``).
+When nothing observes the records' order (``ordered=False``), a plain ``explode`` gives the
+elements and the sequence stays as it is: no position, no sequence pair.
 
 >>> FLATTEN_POSITION
 '__drill_flatten_pos'
@@ -21,9 +23,11 @@ from engine.exec.spark.compiler_order import sequence_pair, temp
 FLATTEN_POSITION = temp("flatten_pos")
 
 
-def flatten_rows(df: DataFrame, value: Column, *, seq: str, name: str) -> DataFrame:
+def flatten_rows(
+    df: DataFrame, value: Column, *, seq: str, name: str, ordered: bool = True
+) -> DataFrame:
     """``df`` with column ``name`` holding each element of ``value`` (see the module docstring);
-    the records' order is (record, element): a sequence pair, no sort."""
+    the records' order is (record, element): a sequence pair, no sort (``ordered``)."""
     dtype = df.select(value.alias("v")).schema.fields[0].dataType
     if isinstance(dtype, T.VariantType):
         # A UNION value: a variant array gives its elements, anything else (null included) itself.
@@ -33,6 +37,8 @@ def flatten_rows(df: DataFrame, value: Column, *, seq: str, name: str) -> DataFr
         items = F.coalesce(value, F.array(F.lit(None).cast(dtype.elementType)))
     else:
         return df.withColumn(name, value)
+    if not ordered:
+        return df.select("*", F.explode(items).alias(name))
     exploded = df.select("*", F.posexplode(items).alias(FLATTEN_POSITION, name))
     seq_type = df.schema[seq].dataType
     order = sequence_pair(F.col(seq), seq_type, F.col(FLATTEN_POSITION), T.IntegerType())

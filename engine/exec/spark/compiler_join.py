@@ -10,6 +10,9 @@ unmatched left record in its place, then (outer) the unmatched right records in 
 union: the inputs one after the other, in ``inputs`` order; ``distinct`` keeps the first occurrence
 of each record (fields compared deeply; a field missing from one input is null there).
 
+When nothing observes the output's order (``ordered=False``), both give every record the
+sequence 0: no sequence pair to compute, and a union distinct is a plain ``distinct``.
+
 >>> RELATIONSHIPS["<="](1, 2)
 True
 """
@@ -61,6 +64,7 @@ def join_rows(
     *,
     how: str,
     seq: str,
+    ordered: bool = True,
 ) -> DataFrame:
     """``left`` joined with ``right`` (see the module docstring); ``how`` is a Drill join type."""
     left_names, right_names = record_names(left, seq), record_names(right, seq)
@@ -94,6 +98,8 @@ def join_rows(
             merged.append(
                 deep_merge(l_col, r_col, left_types[name], right_types[name], name=name).alias(name)
             )
+    if not ordered:
+        return joined.select(*merged, _unordered().alias(seq))
     output = joined.select(*merged, F.col(left_seq), F.col(right_seq))
     order = join_sequence(
         F.col(left_seq), left.schema[seq].dataType, F.col(right_seq), right.schema[seq].dataType
@@ -159,8 +165,16 @@ def deep_merge(
     )
 
 
-def union_rows(inputs: Sequence[DataFrame], *, distinct: bool, seq: str) -> DataFrame:
+def union_rows(
+    inputs: Sequence[DataFrame], *, distinct: bool, seq: str, ordered: bool = True
+) -> DataFrame:
     """The records of ``inputs`` one input after the other; ``distinct`` keeps first occurrences."""
+    if not ordered:
+        inputs = [df.withColumn(seq, _unordered()) for df in inputs]
+        combined = inputs[0]
+        for df in inputs[1:]:
+            combined = combined.unionByName(df, allowMissingColumns=True)
+        return combined.distinct() if distinct else combined
     index = temp("union_input")
     types = [df.schema[seq].dataType for df in inputs]
     if any(t != types[0] for t in types):
@@ -189,6 +203,11 @@ def union_rows(inputs: Sequence[DataFrame], *, distinct: bool, seq: str) -> Data
     if not names:
         return combined.orderBy(seq).limit(1)
     return combined.groupBy(*names).agg(F.min(seq).alias(seq))
+
+
+def _unordered() -> Column:
+    """The sequence value of records whose order nothing observes."""
+    return F.lit(0).cast(T.LongType())
 
 
 def _quoted(name: str) -> str:

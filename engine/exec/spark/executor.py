@@ -2,8 +2,9 @@
 
 One DataFrame per operator, built in topological order by :class:`SparkCompiler` (an operator read
 by several others is simply one DataFrame used several times). Each operator's DataFrame counts its
-rows with ``DataFrame.observe`` (:mod:`engine.exec.spark.metrics`), but for one-to-one operators
-(their input's count) not read by a ``limit`` (which Spark pushes below an observation). The stores are the actions:
+rows with ``DataFrame.observe`` (:mod:`engine.exec.spark.metrics`), but for the operators whose
+count is derived (one-to-one operators, those whose records all reach a store); a scan observes
+its rows as read. The stores are the actions:
 each writes its input when it is compiled; an operator that no one reads and that is not a store is
 collected into ``RunResult.outputs``. Failures become :class:`~engine.errors.ExecutionError` naming
 the operator: the one being compiled, or the store (or output) whose Spark job failed, but a file
@@ -15,6 +16,7 @@ end of the run (only a session this run started is stopped).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -28,7 +30,13 @@ from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
 from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
 from engine.exec.spark.compiler_order import TEMP_PREFIX, total_orders, unordered_outputs
-from engine.exec.spark.metrics import ROWS, OperatorMetrics, limit_inputs, without_skip_counts
+from engine.exec.spark.metrics import (
+    OperatorMetrics,
+    limit_inputs,
+    scan_observed,
+    store_counted,
+    without_skip_counts,
+)
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
 from engine.exec.spark.unions import collect_arrow
 from engine.plan import LogicalPlan
@@ -124,23 +132,32 @@ class SparkPlanRun:
         readers = Counter(ref for op in order for ref in op.input_ids())
         roots = [op for op in order if readers[op.id] == 0]
         before_limit = limit_inputs(order)
+        counted_by = store_counted(order)
         outputs: dict[str, pa.Table] = {}
         for op in order:
             inputs = [self.frames[ref] for ref in op.input_ids()]
+            if op.op == "scan" and scan_observed(
+                op.id, before_limit=before_limit, counted_by=counted_by
+            ):
+                self.compiler.scan_observers[op.id] = functools.partial(self.metrics.observe, op.id)
             with _failures_named(op, self.fragments.get(op.id), self._reader_of):
                 frame = self.compiler.compile(op, inputs)
             if isinstance(op, Store):
                 continue
             self.frames[op.id] = self.metrics.track(
-                op, frame, before_limit=before_limit, unchanged=op.id in self.compiler.unchanged
+                op,
+                frame,
+                before_limit=before_limit,
+                unchanged=op.id in self.compiler.unchanged,
+                counted_by=counted_by,
             )
         for op in roots:
             if not isinstance(op, Store):
                 with _failures_named(op, self.fragments.get(op.id), self._reader_of):
                     outputs[op.id] = collect_records(self.frames[op.id])
-        metrics = self.metrics.collect()
         for store_id, written in self.ctx.store_results.items():
-            metrics.setdefault(store_id, {})[ROWS] = written.row_count
+            self.metrics.stored(store_id, written.row_count)
+        metrics = self.metrics.collect()
         return collect_result(
             self.plan,
             self.ctx.engines,

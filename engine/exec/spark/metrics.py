@@ -11,7 +11,9 @@ observation sums them into ``skipped_records`` and the rows are dropped right af
 
 An operator that emits exactly one record per input record (:data:`ONE_TO_ONE`, and a filter left
 with nothing to test because its scan applied its whole condition) is not observed: its count is
-its input's; a ``collapsingaggregate`` without ``within`` nor ``target`` emits one record. Each
+its input's; a ``collapsingaggregate`` without ``within`` nor ``target`` emits one record; an
+operator whose records all reach a store through one-to-one operators (its only reader, and
+theirs, :func:`store_counted`) counts what the store wrote (the store counts anyway). Each
 observation is a ``CollectMetrics`` node that splits Spark's whole-stage code generation and
 costs the driver a dozen py4j calls and one more analysis. :meth:`OperatorMetrics.track` applies
 this rule for both the engine's executor and the Dagster ops.
@@ -23,7 +25,7 @@ this rule for both the engine's executor and the Dagster ops.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation
@@ -47,6 +49,51 @@ def limit_inputs(operators: Any) -> set[str]:
     return {op.input for op in operators if op.op == "limit" and op.input}
 
 
+def store_counted(operators: Any) -> dict[str, str]:
+    """``{operator id: store id}`` for each operator (not read by a ``limit``) whose only reader
+    is a store, or a one-to-one operator (:data:`ONE_TO_ONE`) whose only reader is, and so on:
+    it emits exactly the records that store writes. ``operators`` in topological order.
+
+    >>> from types import SimpleNamespace as Op
+    >>> store_counted([Op(id="1", op="scan", input=None), Op(id="2", op="flatten", input="1"),
+    ...     Op(id="3", op="project", input="2"), Op(id="4", op="store", input="3")])
+    {'3': '4', '2': '4'}
+    """
+    ops = list(operators)
+    readers: dict[str, list[Any]] = {}
+    for op in ops:
+        for ref in _inputs(op):
+            readers.setdefault(ref, []).append(op)
+    found: dict[str, str] = {}
+    for op in reversed(ops):
+        if op.op == "store":
+            continue
+        (reader, *others) = readers.get(op.id) or [None]
+        if reader is None or others:
+            continue
+        if reader.op == "store":
+            found[op.id] = reader.id
+        elif reader.op in ONE_TO_ONE and reader.id in found:
+            found[op.id] = found[reader.id]
+    return found
+
+
+def scan_observed(
+    scan_id: str, *, before_limit: Collection[str] = (), counted_by: Mapping[str, str] | None = None
+) -> bool:
+    """Whether :meth:`OperatorMetrics.track` observes scan ``scan_id`` (a scan is never one-to-one):
+    the executor then lets the scan observe its rows as they are read, before they become
+    records, where the observation keeps Spark from nothing (``struct(...).member`` above it
+    still simplifies to the column)."""
+    return scan_id in before_limit or scan_id not in (counted_by or {})
+
+
+def _inputs(op: Any) -> list[str]:
+    if hasattr(op, "input_ids"):
+        return list(op.input_ids())
+    return [op.input] if getattr(op, "input", None) else []
+
+
 class OperatorMetrics:
     """Observations of the operators of one run, by operator id."""
 
@@ -54,6 +101,7 @@ class OperatorMetrics:
         self._observations: dict[str, Observation] = {}
         self._same: dict[str, str] = {}
         self._fixed: dict[str, int] = {}
+        self._known: dict[str, int] = {}
         self._run = uuid.uuid4().hex[:12]
 
     def track(
@@ -63,15 +111,24 @@ class OperatorMetrics:
         *,
         before_limit: Collection[str] = (),
         unchanged: bool = False,
+        counted_by: Mapping[str, str] | None = None,
     ) -> DataFrame:
         """``df``, operator ``op``'s DataFrame, with its row count: observed, or derived from its
-        input's (one-to-one operators; ``unchanged``: the operator returned its input as it is)
-        or known (one record). ``before_limit``: ids read by a ``limit``
-        (:func:`limit_inputs`), always observed since Spark counts only what the limit read."""
+        input's (one-to-one operators; ``unchanged``: the operator returned its input as it is),
+        from the store that writes its records (``counted_by``: :func:`store_counted`; the
+        store's count is given with :meth:`stored`) or known (one record). ``before_limit``: ids
+        read by a ``limit`` (:func:`limit_inputs`), always observed since Spark counts only what
+        the limit read. An operator already observed (a scan, at its read:
+        :func:`scan_observed`) is returned as it is."""
+        if op.id in self._observations:
+            return df
         if op.id in before_limit:
             return self.observe(op.id, df)
         if (op.op in ONE_TO_ONE or unchanged) and getattr(op, "input", None):
             self.same_as(op.id, op.input)
+            return df
+        if counted_by and op.id in counted_by and SKIPPED_COLUMN not in df.columns:
+            self.same_as(op.id, counted_by[op.id])
             return df
         if op.op == "collapsingaggregate" and op.within is None and op.target is None:
             self._fixed[op.id] = 1  # the aggregates of the whole input, even of no input
@@ -93,21 +150,32 @@ class OperatorMetrics:
         )
         return without_skip_counts(observed)
 
-    def same_as(self, operator_id: str, input_id: str) -> None:
-        """Operator ``operator_id`` counts what ``input_id`` counts (declared in plan order)."""
-        self._same[operator_id] = input_id
+    def same_as(self, operator_id: str, other_id: str) -> None:
+        """Operator ``operator_id`` counts what ``other_id`` counts (its input, or the store that
+        writes its records)."""
+        self._same[operator_id] = other_id
+
+    def stored(self, store_id: str, rows: int) -> None:
+        """The rows store ``store_id`` wrote (what the operators it counts for count)."""
+        self._known[store_id] = rows
 
     def collect(self) -> dict[str, dict[str, Any]]:
         """``{operator id: {"rows": n}}`` for every observed operator Spark executed
         (``skipped_records`` too for a scan that counts them)."""
-        found: dict[str, dict[str, Any]] = {k: {ROWS: n} for k, n in self._fixed.items()}
+        known = {**self._fixed, **self._known}
+        found: dict[str, dict[str, Any]] = {k: {ROWS: n} for k, n in known.items()}
         for operator_id, observation in self._observations.items():
             values = _ready(observation)
             if values and values.get(ROWS) is not None:
                 found[operator_id] = {k: int(values[k]) for k in (ROWS, SKIPPED) if k in values}
-        for operator_id, input_id in self._same.items():  # plan order: chains resolve in turn
-            if input_id in found:
-                found[operator_id] = {ROWS: found[input_id][ROWS]}
+        pending = dict(self._same)
+        while pending:  # chains run up (to an input) and down (to a store)
+            resolved = {k: v for k, v in pending.items() if v in found}
+            if not resolved:
+                break
+            for operator_id, other_id in resolved.items():
+                found[operator_id] = {ROWS: found[other_id][ROWS]}
+                del pending[operator_id]
         return found
 
 

@@ -37,7 +37,7 @@ import string
 import unicodedata
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -269,8 +269,11 @@ def scan_plan_dataframe(
     pushed_filter: Expr | None = None,
     count_skipped: bool = False,
     ordered: bool = True,
+    observe: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
-    """The DataFrame of a scan already planned with :func:`plan_scan`."""
+    """The DataFrame of a scan already planned with :func:`plan_scan`. ``observe`` counts the
+    rows as read (its pushed filter applied), before they are wrapped into records, unless the
+    filter reads outside the record or bad records are counted."""
     resolved = plan.resolved
     # Only the Drill data source skips records (the planner sends `onError: skip` there).
     counting = (
@@ -303,6 +306,8 @@ def scan_plan_dataframe(
         )
     if row_filter is not None:
         frame = frame.where(_keeping_counts(compile_predicate(row_filter, frame.schema), counting))
+    if observe is not None and late_filter is None and not counting:
+        frame = observe(frame)
     # The cast gives both readers' records the declared (nullable) types, literals included;
     # UNION columns come as JSON text and become variants.
     record = F.struct(*[column(c) for c in columns]).cast(storage_schema(resolved.spark_schema))
@@ -415,9 +420,10 @@ def _native_scan(
     order = {f.real_path: i for i, f in enumerate(resolved.files)}
     read = _spark_read(spark, resolved, files)
     if row_filter is not None:  # before the row ids, so that Spark pushes it into the reader
-        for test in _reader_tests(row_filter):
-            read = read.where(test)
-        read = read.where(compile_predicate(row_filter, read.schema))
+        condition = compile_predicate(row_filter, read.schema)
+        for test in reversed(_reader_tests(row_filter)):  # one Filter: one analysis
+            condition = test & condition
+        read = read.where(condition)
     if not ordered and not implicit:
         return read.withColumn(SEQ_COLUMN, F.lit(0).cast(LongType()))
     scanned = read.select("*", F.col("_metadata.file_path").alias(_FILE)).withColumn(

@@ -16,18 +16,23 @@ parquet (or is truncated: the footer is at the end) is a ``StorageError`` naming
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as fs
 import pyarrow.parquet as pq
 
 from engine.errors import StorageError
 from engine.storage.formats.base import FormatReader, empty_table
 
 DEFAULT_BATCH_ROWS = 65_536
+_FORMAT = ds.ParquetFileFormat()
+_LOCAL = fs.LocalFileSystem()
 
 
 class ParquetReader(FormatReader):
@@ -47,18 +52,31 @@ class ParquetReader(FormatReader):
         *,
         columns: Sequence[str] | None = None,
         schema: pa.Schema | None = None,
-        filter: pc.Expression | None = None,
+        prune: pc.Expression | None = None,
     ) -> pa.Table:
-        """The file as a table; ``filter`` is pushed into the row-group scan."""
+        """The file as a table, without the row groups whose statistics show that no row of
+        theirs satisfies ``prune`` (the rows read are not filtered)."""
         if self.is_empty():
             return empty_table(schema, columns)
         with self._parquet() as parquet:
             names = self._present(parquet, columns)
             try:
-                table = pq.read_table(parquet.binary, columns=names, filters=filter)
+                groups = None if prune is None else self._row_groups(prune)
+                if groups is None or len(groups) == parquet.reader.num_row_groups:
+                    table = parquet.reader.read(columns=names)
+                else:
+                    table = parquet.reader.read_row_groups(groups, columns=names)
             except (pa.ArrowInvalid, OSError) as err:
                 raise StorageError(f"cannot read parquet: {err}", file=self.name) from err
         return self._typed(table, schema)
+
+    def _row_groups(self, prune: pc.Expression) -> list[int] | None:
+        """The row groups whose statistics do not exclude ``prune`` (None: all, unknown)."""
+        fragment = _FORMAT.make_fragment(str(self.file.real_path), filesystem=_LOCAL)
+        try:
+            return [group.id for group in fragment.subset(prune).row_groups]
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OSError):
+            return None  # the statistics cannot tell: read every row group
 
     def arrow_schema(self, columns: Sequence[str] | None = None) -> pa.Schema:
         """The schema :meth:`read_arrow` gives for ``columns`` (from the footer; nothing read)."""
@@ -91,6 +109,10 @@ class ParquetReader(FormatReader):
 
     def _parquet(self) -> _OpenParquet:
         return _OpenParquet(self)
+
+    _metadata: pq.FileMetaData | None = None  # the footer, once read (a scan asks more than once)
+    footers: Footers | None = None
+    """Footers other readers of this run read (the planner's row counts, then the scan)."""
 
     @staticmethod
     def _present(parquet: _OpenParquet, columns: Sequence[str] | None) -> list[str] | None:
@@ -125,7 +147,13 @@ class _OpenParquet:
     def __init__(self, reader: ParquetReader) -> None:
         self.binary = reader.open_binary()
         try:
-            self.reader = pq.ParquetFile(self.binary)
+            known = reader._metadata
+            if known is None and reader.footers is not None:
+                known = reader.footers.get(reader.file.real_path)
+            self.reader = pq.ParquetFile(self.binary, metadata=known)
+            reader._metadata = self.reader.metadata
+            if known is None and reader.footers is not None:
+                reader.footers.put(reader.file.real_path, reader._metadata)
         except (pa.ArrowInvalid, OSError) as err:
             self.binary.close()
             raise StorageError(
@@ -139,6 +167,40 @@ class _OpenParquet:
 
     def __exit__(self, *exc: object) -> None:
         self.binary.close()
+
+
+class Footers:
+    """The parquet footers read during one run, by file, size and modification time (a file
+    written since is read again). A storage engine holds one; engines are built per run.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, int, int], pq.FileMetaData] = {}
+
+    def get(self, path: Path) -> pq.FileMetaData | None:
+        key = self._key(path)
+        return None if key is None else self._known.get(key)
+
+    def read(self, path: Path) -> pq.FileMetaData:
+        """The footer of the file at ``path``: known, or read now (and then known)."""
+        metadata = self.get(path)
+        if metadata is None:
+            metadata = pq.read_metadata(path)
+            self.put(path, metadata)
+        return metadata
+
+    def put(self, path: Path, metadata: pq.FileMetaData) -> None:
+        key = self._key(path)
+        if key is not None:
+            self._known[key] = metadata
+
+    @staticmethod
+    def _key(path: Path) -> tuple[str, int, int] | None:
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return None
+        return str(path), stat.st_size, stat.st_mtime_ns
 
 
 def parquet_row_count(path: Path) -> int:

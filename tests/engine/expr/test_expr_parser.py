@@ -227,3 +227,10 @@ def test_field_ref_validates_its_path() -> None:
 def test_absurd_nesting_is_a_syntax_error_not_a_crash() -> None:
     with pytest.raises(ExpressionSyntaxError, match="nested too deeply"):
         parse_expression("(" * 5000 + "a" + ")" * 5000)
+
+
+def test_a_text_is_parsed_once_and_its_errors_every_time() -> None:
+    assert parse_expression("a.b + 1 > 2") is parse_expression("a.b + 1 > 2")
+    for _ in range(2):
+        with pytest.raises(ExpressionSyntaxError, match="line 1, column 7"):
+            parse_expression("a < b < c")

@@ -281,6 +281,67 @@ def test_filters_are_not_pushed_without_statistics_or_capability_or_past_a_write
     assert push_filters(written, parquet_stats(n=pa.int64())) == written
 
 
+def joined(join_type: str, expr: str, right: dict | None = None) -> LogicalPlan:
+    """scan o (1) joined with scan c (2) (or ``right``), then a filter (4) on the joined records."""
+    scan = {"op": "scan", "storageengine": "fs", "selection": {"path": "t"}}
+    return parse_plan(
+        {
+            "storage": STORAGE,
+            "query": [
+                {"@id": 1, **scan, "ref": "o"},
+                {"@id": 2, **scan, "ref": "c"},
+                *([right] if right else []),
+                {
+                    "@id": 3,
+                    "op": "join",
+                    "left": 1,
+                    "right": right["@id"] if right else 2,
+                    "type": join_type,
+                    "conditions": [{"relationship": "==", "left": "o.k", "right": "c.k"}],
+                },
+                {"@id": 4, "op": "filter", "input": 3, "expr": expr},
+                {"@id": 5, "op": "store", "input": 4, "storageengine": "q", "target": {}},
+            ],
+        }
+    )
+
+
+def both_parquet() -> Statistics:
+    caps = Capabilities(can_read=True, can_push_filters=True, can_push_projection=True)
+    columns = {"k": pa.int64(), "d": pa.int64(), "n": pa.string()}
+    scan = ScanStatistics("parquet", 1, 100, 10, caps, columns)
+    return Statistics({"1": scan, "2": scan})
+
+
+def test_one_sided_tests_cross_a_join_into_the_side_it_keeps_whole() -> None:
+    expr = "o.d >= 5 && (isnull(c.n) || c.d < 3) && c.d > 1"
+    left = push_filters(joined("left", expr), both_parquet())
+    # A left join keeps every left record: the left test runs in the orders reader; the right
+    # side's null-extended records must still reach the filter.
+    assert left.operator("1").pushed_filter == "o.d >= 5"
+    assert left.operator("2").pushed_filter is None
+    inner = push_filters(joined("inner", expr), both_parquet())
+    assert inner.operator("1").pushed_filter == "o.d >= 5"
+    assert inner.operator("2").pushed_filter == "c.d > 1"
+    outer = joined("outer", expr)
+    assert push_filters(outer, both_parquet()) == outer
+
+
+def test_tests_do_not_cross_a_join_where_the_other_side_may_hold_the_name() -> None:
+    # The right side writes `o`: the joined `o.d` may be the right's (deep merge).
+    writes_o = {
+        "@id": 6,
+        "op": "transform",
+        "input": 2,
+        "transforms": [{"ref": "o.d", "expr": "c.d"}],
+    }
+    plan = joined("inner", "o.d >= 5", right=writes_o)
+    assert push_filters(plan, both_parquet()) == plan
+    # A test reading both sides stays above the join.
+    both = joined("inner", "o.d >= c.d")
+    assert push_filters(both, both_parquet()) == both
+
+
 # -- the whole optimizer ------------------------------------------------------------------------
 
 

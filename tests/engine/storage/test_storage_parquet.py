@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from engine import run_plan
 from engine.errors import StorageError
+from engine.storage.engines import create_engine
 from engine.storage.formats import ParquetReader
+from engine.storage.formats import parquet as parquet_format
 
 TABLE = pa.table(
     {
@@ -37,15 +41,19 @@ def test_records_are_rows_with_row_numbers(parquet_file: Path) -> None:
     ]
 
 
-def test_arrow_with_projection_filter_and_schema(parquet_file: Path) -> None:
-    reader = ParquetReader(parquet_file)
+def test_arrow_with_projection_pruning_and_schema(tmp_path: Path) -> None:
+    path = tmp_path / "groups.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 3, 4], "s": list("abcd")}), path, row_group_size=2)
+    reader = ParquetReader(path)
     table = reader.read_arrow(
         columns=["id", "missing"],
-        filter=pc.field("id") >= 2,
-        schema=pa.schema([("id", pa.int64())]),
+        prune=pc.field("id") >= 4,
+        schema=pa.schema([("id", pa.int32())]),
     )
-    assert table.schema == pa.schema([("id", pa.int64())])
-    assert table.column("id").to_pylist() == [2, 3]
+    assert table.schema == pa.schema([("id", pa.int32())])
+    assert table.column("id").to_pylist() == [3, 4]  # the second row group, not filtered
+    assert reader.read_arrow(prune=pc.field("id") > 9).to_pylist() == []
+    assert reader.read_arrow(prune=pc.field("id") > 0).num_rows == 4
 
 
 def test_batches_and_footer_row_count(parquet_file: Path) -> None:
@@ -89,3 +97,84 @@ def test_mixed_types_across_files_are_left_to_the_scan(tmp_path: Path) -> None:
         for n in ("a.parquet", "b.parquet")
     ]
     assert types == [pa.int64(), pa.string()]
+
+
+def test_a_reader_reads_the_footer_once(
+    parquet_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    footers: list[Any] = []
+    real = parquet_format.pq.ParquetFile
+
+    def spy(source: Any, *, metadata: Any = None, **kwargs: Any) -> Any:
+        footers.append(metadata)
+        return real(source, metadata=metadata, **kwargs)
+
+    monkeypatch.setattr(parquet_format.pq, "ParquetFile", spy)
+    reader = ParquetReader(parquet_file)
+    assert reader.arrow_schema(["id"]).names == ["id"]
+    assert reader.read_arrow(columns=["id"]).column("id").to_pylist() == [1, 2, 3]
+    assert reader.row_count() == 3
+    assert footers[0] is None and len(footers) == 3
+    assert all(footer is not None and footer.num_rows == 3 for footer in footers[1:])
+
+
+def test_a_run_reads_each_footer_once_and_a_rewritten_file_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "t").mkdir()
+    path = tmp_path / "t" / "a.parquet"
+    pq.write_table(pa.table({"id": [1, 2]}), path)
+    footers: list[Any] = []
+    real = parquet_format.pq.ParquetFile
+
+    def spy(source: Any, *, metadata: Any = None, **kwargs: Any) -> Any:
+        footers.append(metadata)
+        return real(source, metadata=metadata, **kwargs)
+
+    monkeypatch.setattr(parquet_format.pq, "ParquetFile", spy)
+    engine = create_engine("fs", {"type": "fs", "root": str(tmp_path)})
+    assert engine.statistics({"path": "/t"}).row_count == 2  # the planner reads the footer
+    read = engine.reader_factory({"path": "/t"})
+    [file] = engine.list_files({"path": "/t"})
+    assert read(file).read_arrow().num_rows == 2  # the scan reuses it
+    assert [footer is None for footer in footers] == [True, False]
+    pq.write_table(pa.table({"id": [1, 2, 3]}), path)  # written since: read again
+    [file] = engine.list_files({"path": "/t"})
+    assert read(file).read_arrow().num_rows == 3
+    assert [footer is None for footer in footers] == [True, False, True]
+
+
+def test_a_run_reads_each_footer_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "t").mkdir()
+    for name in ("a", "b"):
+        pq.write_table(pa.table({"x": [1, 5]}), tmp_path / "t" / f"{name}.parquet")
+    reads: list[str] = []
+    real_read, real_file = parquet_format.pq.read_metadata, parquet_format.pq.ParquetFile
+
+    def read_metadata(path: Any, **kwargs: Any) -> Any:
+        reads.append(Path(path).name)
+        return real_read(path, **kwargs)
+
+    def parquet_file(source: Any, *, metadata: Any = None, **kwargs: Any) -> Any:
+        if metadata is None:
+            reads.append(Path(source.name).name)
+        return real_file(source, metadata=metadata, **kwargs)
+
+    monkeypatch.setattr(parquet_format.pq, "read_metadata", read_metadata)
+    monkeypatch.setattr(parquet_format.pq, "ParquetFile", parquet_file)
+    plan = {
+        "storage": {"fs": {"type": "fs", "root": str(tmp_path)}, "q": {"type": "queue"}},
+        "query": [
+            {
+                "@id": 1,
+                "op": "scan",
+                "storageengine": "fs",
+                "ref": "f",
+                "selection": {"path": "/t"},
+            },
+            {"@id": 2, "op": "filter", "input": 1, "expr": "f.x > 2"},
+            {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {}},
+        ],
+    }
+    assert run_plan(plan).records() == [{"f": {"x": 5}}, {"f": {"x": 5}}]
+    assert sorted(reads) == ["a.parquet", "b.parquet"]  # by the planner; the scan reuses them

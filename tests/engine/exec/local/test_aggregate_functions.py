@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.exec.local.aggregate_functions import (
+    COUNT_ALL,
     AggregateError,
     RunSplitter,
     aggregate_empty,
@@ -219,3 +220,77 @@ def test_counts_without_nulls_count_the_group_rows() -> None:
     )
     assert [g.to_pylist() for g in grouped] == [["b", "a"]]
     assert [r.to_pylist() for r in results] == [[3, 2], [1, 1], [3, 2], [3, 2]]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    keys=st.lists(st.integers(-3, 3), min_size=1, max_size=30),
+    data=st.data(),
+    key_type=st.sampled_from([pa.int64(), pa.int8(), pa.uint16()]),
+)
+def test_integer_keys_group_as_python_does(keys: list[int], data: Any, key_type: Any) -> None:
+    # Keys spanning few values take the NumPy slots, not the hash aggregation: same results.
+    if pa.types.is_unsigned_integer(key_type):
+        keys = [k + 3 for k in keys]
+    n = len(keys)
+    values = data.draw(st.lists(st.integers(-(2**40), 2**40), min_size=n, max_size=n))
+    small = pa.array([v % 100 for v in values], pa.int32())
+    with_nulls = pa.array([None if v % 3 == 0 else v for v in values])
+    calls = [
+        (COUNT_ALL, None),
+        ("count", with_nulls),
+        ("sum", pa.array(values)),
+        ("sum", small),
+        ("min", small),
+        ("max", pa.array(values)),
+        ("sum", with_nulls),  # nulls: left to Arrow, with the rest
+    ]
+    for chosen in (calls[:-1], calls):
+        grouped, results = aggregate_groups(chosen, [pa.array(keys, key_type)])
+        order = list(dict.fromkeys(keys))
+        assert grouped[0].type == key_type and grouped[0].to_pylist() == order
+        for (name, array), result in zip(chosen, results, strict=True):
+            column = [None] * n if array is None else array.to_pylist()
+            expected = []
+            for key in order:
+                seen = [v for k, v in zip(keys, column, strict=True) if k == key]
+                present = [v for v in seen if v is not None]
+                expected.append(
+                    {
+                        COUNT_ALL: len(seen),
+                        "count": len(present),
+                        "sum": sum(present) if present else None,
+                        "min": min(present, default=None),
+                        "max": max(present, default=None),
+                    }[name]
+                )
+            assert result.to_pylist() == expected, name
+            want = {"sum": pa.int64(), "min": array.type if array else None}.get(name)
+            assert want is None or result.type == want
+
+
+def test_sums_that_could_overflow_are_left_to_arrow() -> None:
+    big = 2**62
+    grouped, (total,) = aggregate_groups([("sum", pa.array([big, 1, big]))], [pa.array([1, 2, 1])])
+    # Arrow's int64 sum wraps around; the NumPy slots must not give another answer.
+    assert grouped[0].to_pylist() == [1, 2]
+    assert total.to_pylist() == [pa.array([big]).to_pylist()[0] * 2 - 2**64, 1]
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        [5] * 3000 + [7] + [5] * 10,  # a group first seen after the rows the prefix looks at
+        [-128, 127] * 700,  # int8 keys whose slots do not fit an int8
+        [10**12 + k % 5 for k in range(2000)],  # large keys, few values
+    ],
+)
+def test_first_appearance_of_integer_keys_anywhere(keys: list[int]) -> None:
+    dtype = pa.int8() if min(keys) < 0 else pa.int64()
+    grouped, (counts, sums) = aggregate_groups(
+        [(COUNT_ALL, None), ("sum", pa.array(range(len(keys))))], [pa.array(keys, dtype)]
+    )
+    order = list(dict.fromkeys(keys))
+    assert grouped[0].to_pylist() == order
+    assert counts.to_pylist() == [keys.count(k) for k in order]
+    assert sums.to_pylist() == [sum(i for i, k in enumerate(keys) if k == g) for g in order]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import math
+import tempfile
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,10 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.exec.local.arrow_filter import to_arrow_filter
+from engine.exec.local.arrow_filter import arrow_filter, to_arrow_filter
 from engine.exec.local.evaluate import evaluate_predicate
 from engine.exec.local.sources import wrap_under
 from engine.expr import parse_expression
+from engine.storage.formats import ParquetReader
 
 TYPES = {
     "i": pa.int64(),
@@ -99,11 +102,17 @@ def test_a_translated_filter_keeps_what_the_evaluator_keeps(
     rows: list[dict], condition: str, group: int
 ) -> None:
     table = _table(rows)
-    expression = to_arrow_filter(parse_expression(condition), table.schema, "f")
-    if expression is None:
+    found = arrow_filter(parse_expression(condition), table.schema, "f")
+    if found is None:
         return  # not exact: the scan filters after the read (see the fallback tests)
-    read = pq.read_table(_parquet(table, group), filters=expression)  # row groups skipped too
-    assert _same(read.to_pylist(), _expected(condition, table))
+    expected = _expected(condition, table)
+    read = pq.read_table(_parquet(table, group), filters=found.expression)  # Acero's filter
+    assert _same(read.to_pylist(), expected)
+    with tempfile.TemporaryDirectory() as tmp:  # the scan's: row groups pruned, then the mask
+        path = Path(tmp) / "t.parquet"
+        path.write_bytes(_parquet(table, group).getvalue())
+        pruned = ParquetReader(path).read_arrow(prune=found.expression)
+        assert _same(pruned.filter(found.mask(pruned)).to_pylist(), expected)
 
 
 def test_the_translation_covers_every_column_type() -> None:

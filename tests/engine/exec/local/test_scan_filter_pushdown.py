@@ -1,4 +1,5 @@
-"""A scan's pushed filter runs inside the parquet read where that is exact, after it otherwise;
+"""A scan's pushed filter runs in the parquet read where that is exact (row groups pruned by
+their statistics, rows by the filter's mask), after it otherwise;
 a filter whose every conjunct the scan applies is not run a second time."""
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine import parse_plan, run_plan
+from engine.exec.local.arrow_filter import ArrowFilter, arrow_filter
 from engine.exec.local.executor import LocalExecutor
 from engine.exec.local.registry import ExecContext
 from engine.exec.local.sources import ScanOperator
+from engine.expr import parse_expression
 from engine.planner import Statistics, optimize
 from engine.run import build_engines
 from engine.scan.framework import FileScan
@@ -43,15 +46,15 @@ def _write(root: Path, tables: list[pa.Table]) -> None:
 
 @pytest.fixture
 def filters(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The ``filters`` every parquet read was given."""
+    """The ``prune`` Expression every parquet read was given (None: every row group read)."""
     asked: list[Any] = []
-    real = parquet_format.pq.read_table
+    real = parquet_format.ParquetReader.read_arrow
 
-    def spy(source: Any, **kwargs: Any) -> pa.Table:
-        asked.append(kwargs.get("filters"))
-        return real(source, **kwargs)
+    def spy(reader: Any, **kwargs: Any) -> pa.Table:
+        asked.append(kwargs.get("prune"))
+        return real(reader, **kwargs)
 
-    monkeypatch.setattr(parquet_format.pq, "read_table", spy)
+    monkeypatch.setattr(parquet_format.ParquetReader, "read_arrow", spy)
     return asked
 
 
@@ -90,9 +93,11 @@ def test_a_column_the_tracker_converts_is_filtered_after_the_read(tmp_path: Path
     _write(tmp_path, [pa.table({"x": [1.5, 2.5]}), pa.table({"x": [3, 1]})])
     seen: list[pa.Schema] = []
 
-    def row_filter(schema: pa.Schema) -> pc.Expression | None:
+    def row_filter(schema: pa.Schema) -> ArrowFilter | None:
         seen.append(schema)
-        return pc.field("x") > 2 if "x" in schema.names else None
+        return (
+            arrow_filter(parse_expression("x > 2"), schema, None) if "x" in schema.names else None
+        )
 
     scan = FileScan(_engine(tmp_path), {"path": "/t"}, row_filter=row_filter)
     batches = list(scan.filtered_batches())

@@ -244,3 +244,170 @@ def test_a_collected_window_frame_collapse_shows_no_key_columns(spark: Any, data
     result = run.run()
     assert run.compiler._keys["5"]  # the key column was kept ...
     assert result.records() == [{"t": row, "n": 1} for row in ROWS.to_pylist()]  # ... not shown
+
+
+def stored_records(result: Any) -> list[str]:
+    """The records the run's one file store wrote, as sorted JSON texts (order unobserved)."""
+    import json
+
+    (store,) = result.stores
+    rows = [r for f in store.files for r in pq.read_table(f).to_pylist()]
+    return sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
+
+
+def test_joins_unions_and_flattens_whose_order_nothing_observes_build_no_sequence(
+    spark: Any, data: Path, tmp_path: Path
+) -> None:
+    from pyspark.sql import types as T
+
+    from engine.exec.spark.sources import SEQ_COLUMN
+    from engine.run import run_plan
+
+    (tmp_path / "out").mkdir()
+    items = [{"k": 1, "a": [1, 2]}, {"k": 3, "a": []}, {"k": 5, "a": None}, {"k": 9, "a": [4]}]
+    ops = [
+        SCAN,
+        {**SCAN, "@id": 2, "ref": "u"},
+        {"@id": 3, "op": "constant", "content": items},
+        {"@id": 4, "op": "flatten", "input": 3, "ref": "v", "expr": "a"},
+        {
+            "@id": 5,
+            "op": "join",
+            "left": 1,
+            "right": 4,
+            "type": "left",
+            "conditions": [{"relationship": "==", "left": "t.x", "right": "k"}],
+        },
+        {"@id": 6, "op": "project", "input": 5, "projections": [
+            {"ref": "output.x", "expr": "t.x"}, {"ref": "output.v", "expr": "v"}]},
+        {"@id": 7, "op": "project", "input": 2, "projections": [
+            {"ref": "output.x", "expr": "u.x"}, {"ref": "output.v", "expr": "u.x"}]},
+        {"@id": 8, "op": "union", "inputs": [6, 7], "distinct": True},
+        {"@id": 9, "op": "store", "input": 8, "storageengine": "out",
+         "target": {"path": "o", "format": "parquet"}},
+    ]  # fmt: skip
+    plan = {
+        "storage": {
+            "fs": {"type": "fs", "root": str(data)},
+            "out": {"type": "fs", "root": str(tmp_path / "out")},
+        },
+        "query": ops,
+    }
+    run = SparkPlanRun(
+        parse_plan(plan),
+        spark,
+        engines=build_engines(parse_plan(plan), base_dir=None, classpath=[]),
+        params={},
+    )
+    assert {"4", "5", "8"} <= run.ctx.unordered
+    ours = run.run()
+    for op_id in ("4", "5", "8"):  # a constant 0, not a (record, element) or (left, right) pair
+        assert run.frames[op_id].schema[SEQ_COLUMN].dataType == T.LongType()
+    written = stored_records(ours)
+    local = run_plan(plan, executor="local")  # replaces the stored version
+    assert written == stored_records(local)
+    assert len(written) == 9  # 4 left rows (1 matching twice) + the 5 scanned, distinct
+    assert rows_of(ours) == rows_of(local)
+
+
+def rows_of(result: Any) -> dict[str, int]:
+    return {k: v["rows"] for k, v in result.metrics.items() if "rows" in v}
+
+
+def test_operators_whose_records_all_reach_a_store_count_what_it_wrote(
+    spark: Any, data: Path
+) -> None:
+    from engine.exec.spark.metrics import store_counted
+
+    plan = plan_of(
+        SCAN,
+        {"@id": 2, "op": "flatten", "input": 1, "ref": "v", "expr": "t.s"},
+        {"@id": 3, "op": "project", "input": 2, "projections": [{"ref": "output.v", "expr": "v"}]},
+        {"@id": 4, "op": "store", "input": 3, "storageengine": "q", "target": {}},
+        root=data,
+    )
+    assert store_counted(plan.topological_order()) == {"2": "4", "3": "4"}
+    run = run_of(spark, plan)
+    result = run.run()
+    assert list(run.metrics._observations) == ["1"]  # the store counts for the flatten
+    assert rows_of(result) == {"1": 5, "2": 5, "3": 5, "4": 5}
+    # A second reader, or a limit, takes the operator out of the store's count.
+    limited = plan_of(
+        SCAN,
+        {"@id": 2, "op": "limit", "input": 1, "first": 0, "last": 2},
+        {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {}},
+        root=data,
+    )
+    assert store_counted(limited.topological_order()) == {"2": "3"}
+    shared = plan_of(
+        SCAN,
+        {"@id": 2, "op": "store", "input": 1, "storageengine": "q", "target": {}},
+        {"@id": 3, "op": "store", "input": 1, "storageengine": "q", "target": {}},
+        root=data,
+    )
+    assert store_counted(shared.topological_order()) == {}
+
+
+def test_a_scan_counts_its_rows_as_read_before_they_become_records(spark: Any, data: Path) -> None:
+    plan = plan_of(
+        SCAN,
+        {"@id": 2, "op": "filter", "input": 1, "expr": "t.x > 2"},
+        {
+            "@id": 3,
+            "op": "project",
+            "input": 2,
+            "projections": [{"ref": "output.x", "expr": "t.x"}],
+        },
+        {
+            "@id": 4,
+            "op": "collapsingaggregate",
+            "input": 3,
+            "aggregations": [{"ref": "s", "expr": "sum(x)"}],
+        },
+        {"@id": 5, "op": "store", "input": 4, "storageengine": "q", "target": {}},
+        root=data,
+    )
+    run = run_of(spark, plan)
+    result = run.run()
+    assert result.records() == [{"s": 15}]
+    assert rows_of(result) == {"1": 3, "2": 3, "3": 3, "4": 1, "5": 1}
+    optimized = str(run.frames["3"]._jdf.queryExecution().optimizedPlan())
+    # The observation sits under the record struct, which Spark then never builds.
+    assert "CollectMetrics" in optimized
+    assert "struct(" not in optimized
+
+
+def test_a_left_side_test_runs_in_the_left_reader_below_a_left_join(spark: Any, data: Path) -> None:
+    from engine.run import run_plan
+
+    ops = [
+        {**SCAN, "ref": "o"},
+        {**SCAN, "@id": 2, "ref": "c"},
+        {
+            "@id": 3,
+            "op": "join",
+            "left": 1,
+            "right": 2,
+            "type": "left",
+            "conditions": [{"relationship": "==", "left": "o.x", "right": "c.x"}],
+        },
+        {
+            "@id": 4,
+            "op": "filter",
+            "input": 3,
+            "expr": "o.d >= to_date('2020-01-01') && (isnull(c.s) || c.s != 'b')",
+        },
+        {"@id": 5, "op": "store", "input": 4, "storageengine": "q", "target": {}},
+    ]
+    plan = plan_of(*ops, root=data)
+    run = run_of(spark, plan)
+    assert run.planned.operator("1").pushed_filter == "o.d >= to_date('2020-01-01')"
+    rest = run.ctx.remaining["4"]
+    assert rest.scans == (("1", "o.d >= to_date('2020-01-01')"),)
+    assert rest.condition is not None and "o.d" not in str(rest.condition)
+    ours = run.run()
+    local = run_plan(plan, executor="local")
+    assert ours.records() == local.records()
+    assert [r["o"]["x"] for r in ours.records()] == [7, None]  # 5 is dropped: its c.s is b
+    assert rows_of(ours) == rows_of(local)
+    assert rows_of(ours)["3"] == 3  # the join saw only the three records the reader kept
