@@ -160,7 +160,8 @@ def collapse_rows(
         if i not in (carried_keys or {})
     ]
     extras = [F.max(chosen).alias(has_target)] if target is not None else []
-    first = F.min(seq).alias(seq)
+    # The first sequence keeps the width of a long sequence (so that pairs with it stay longs).
+    first = F.min(seq).alias(seq, metadata=df.schema[seq].metadata)
     if group_by is not None:
         keys = [key.alias(temp(f"key{i}")) for i, key in enumerate(group_by)]
         if not keys:  # one group, and none for no input (a literal key would be an ordinal)

@@ -28,7 +28,17 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.errors import DrillError
-from engine.exec.spark.compiler_order import PAIR, pair_decimal, sequence_pair, temp
+from engine.exec.spark.compiler_order import (
+    LONG_BITS,
+    PAIR,
+    pair_bits,
+    pair_decimal,
+    pair_long,
+    sequence_bits,
+    sequence_pair,
+    temp,
+    with_bits,
+)
 
 RELATIONSHIPS: dict[str, Callable[[object, object], object]] = {
     "==": operator.eq,
@@ -101,10 +111,41 @@ def join_rows(
     if not ordered:
         return joined.select(*merged, _unordered().alias(seq))
     output = joined.select(*merged, F.col(left_seq), F.col(right_seq))
-    order = join_sequence(
-        F.col(left_seq), left.schema[seq].dataType, F.col(right_seq), right.schema[seq].dataType
-    )
+    left_type, right_type = left.schema[seq].dataType, right.schema[seq].dataType
+    if isinstance(left_type, T.LongType) and isinstance(right_type, T.LongType):
+        sides = (
+            (sequence_bits(left, seq), how not in ("inner", "left")),
+            (sequence_bits(right, seq), how != "inner"),
+        )
+        order, bits = join_sequence_long(F.col(left_seq), F.col(right_seq), *sides)
+        if bits is not None:
+            order = with_bits(order, seq, bits)
+    else:
+        order = join_sequence(F.col(left_seq), left_type, F.col(right_seq), right_type)
     return output.withColumn(seq, order).drop(left_seq, right_seq)
+
+
+def join_sequence_long(
+    left_seq: Column,
+    right_seq: Column,
+    left: tuple[int, bool] = (LONG_BITS, True),
+    right: tuple[int, bool] = (LONG_BITS, True),
+) -> tuple[Column, int | None]:
+    """The sequence value of a joined record of two long sequences (see :func:`join_sequence`)
+    and its width; ``left`` and ``right`` are each side's (width, may be null). Unmatched right
+    records take ``2**width`` on the left, past every left value; a right side that may be null
+    moves up by one so that 0 is "no match". A long when the widths fit (:func:`pair_bits`),
+    else a ``decimal(38, 0)`` (width None)."""
+    (left_bits, left_null), (right_bits, right_null) = left, right
+    width = pair_bits(left_bits + left_null, right_bits + right_null)
+    if width is None:  # the sum stays below 10**38
+        left_key = F.coalesce(left_seq.cast(PAIR), F.lit(Decimal(2**63)).cast(PAIR))
+        right_key = F.coalesce(right_seq.cast(PAIR) + F.lit(1), F.lit(0).cast(PAIR))
+        return pair_decimal(left_key, right_key), None
+    long = T.LongType()
+    left_key = F.coalesce(left_seq, F.lit(1 << left_bits).cast(long)) if left_null else left_seq
+    right_key = F.coalesce(right_seq + F.lit(1), F.lit(0).cast(long)) if right_null else right_seq
+    return pair_long(left_key, right_key, right_bits + right_null), width
 
 
 def join_sequence(
@@ -113,11 +154,7 @@ def join_sequence(
     """The sequence value of a joined record (R-JOIN-ORDER): left-major, a left record's
     unmatched row before its matches, unmatched right records (no left) last."""
     if isinstance(left_type, T.LongType) and isinstance(right_type, T.LongType):
-        # Unmatched right records take 2**63 on the left, past every long; the right side moves
-        # up by one so that 0 is "no match" (the sum stays below 10**38).
-        left_key = F.coalesce(left_seq.cast(PAIR), F.lit(Decimal(2**63)).cast(PAIR))
-        right_key = F.coalesce(right_seq.cast(PAIR) + F.lit(1), F.lit(0).cast(PAIR))
-        return pair_decimal(left_key, right_key)
+        return join_sequence_long(left_seq, right_seq)[0]
     return F.struct(
         left_seq.isNull().alias("a"),
         left_seq.alias("l"),
@@ -195,14 +232,22 @@ def union_rows(
     combined = tagged[0]
     for df in tagged[1:]:
         combined = combined.unionByName(df, allowMissingColumns=True)
-    order = sequence_pair(F.col(index), T.IntegerType(), F.col(seq), inputs[0].schema[seq].dataType)
+    seq_type = inputs[0].schema[seq].dataType
+    bits = (max(1, (len(inputs) - 1).bit_length()), max(sequence_bits(df, seq) for df in inputs))
+    order = sequence_pair(F.col(index), T.IntegerType(), F.col(seq), seq_type, bits)
+    width = pair_bits(*bits) if isinstance(seq_type, T.LongType) else None
+    if width is not None:
+        order = with_bits(order, seq, width)
     combined = combined.withColumn(seq, order).drop(index)
     if not distinct:
         return combined
     names = [_quoted(n) for n in record_names(combined, seq)]
     if not names:
         return combined.orderBy(seq).limit(1)
-    return combined.groupBy(*names).agg(F.min(seq).alias(seq))
+    first = F.min(seq)
+    return combined.groupBy(*names).agg(
+        with_bits(first, seq, width) if width is not None else first.alias(seq)
+    )
 
 
 def _unordered() -> Column:

@@ -7,8 +7,11 @@ from what defines the order (:func:`lazy_order`, :func:`sequence_pair`), and onl
 order sorts by it (a store whose plan orders its records, ``limit``, a queue sink). So a plan whose
 order no one observes runs without a sort, and Spark prunes the unused sequence values.
 
-Two longs pair into a ``decimal(38, 0)`` (``a * 2**63 + b``): still a fixed-width value, so
-aggregates over it (a group's first record) stay hash aggregates; anything else pairs into a struct.
+A long sequence may carry its *width* (column metadata :data:`SEQ_BITS`: every value is in
+``[0, 2**bits)``; parquet scans number their rows densely, see ``sources._native_scan``). Two longs
+whose widths add up to at most 63 pair into a long (``a << bits_b | b``), otherwise into a
+``decimal(38, 0)`` (``a * 2**63 + b``): both fixed-width values, so aggregates over them (a group's
+first record) stay hash aggregates; anything else pairs into a struct.
 :func:`renumber` (sort, then ``monotonically_increasing_id``, increasing in sort order because a
 sort's partitions are ranges in order) is left for where a dense order is needed.
 
@@ -47,13 +50,46 @@ PAIR = T.DecimalType(38, 0)
 """The type of two paired long sequence values (``a * 2**63 + b`` fits 38 digits)."""
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
+SEQ_BITS = "drill_seq_bits"
+"""Column metadata of a long sequence: its values are in ``[0, 2**bits)``."""
+LONG_BITS = 63
+"""The width of a long sequence whose width is not known (any non-negative long)."""
+
+
+def sequence_bits(df: DataFrame, seq: str) -> int:
+    """The width of ``df``'s long sequence column ``seq`` (:data:`LONG_BITS` when not known)."""
+    return int(df.schema[seq].metadata.get(SEQ_BITS, LONG_BITS))
+
+
+def with_bits(value: Column, name: str, bits: int) -> Column:
+    """``value`` named ``name``, marked as a long sequence of width ``bits``."""
+    return value.alias(name, metadata={SEQ_BITS: bits})
+
+
+def pair_bits(first_bits: int, second_bits: int) -> int | None:
+    """The width of two long sequence values paired into a long, None if it does not fit."""
+    total = first_bits + second_bits
+    return total if total <= LONG_BITS else None
+
+
+def pair_long(first: Column, second: Column, second_bits: int) -> Column:
+    """``first << second_bits | second`` (``second`` in ``[0, 2**second_bits)``)."""
+    return F.shiftleft(first.cast(T.LongType()), second_bits) + second.cast(T.LongType())
+
 
 def sequence_pair(
-    first: Column, first_type: T.DataType, second: Column, second_type: T.DataType
+    first: Column,
+    first_type: T.DataType,
+    second: Column,
+    second_type: T.DataType,
+    bits: tuple[int, int] | None = None,
 ) -> Column:
     """A sequence value ordering by ``first``, then ``second`` (each non-null, and for longs at
-    most ``2**63``): a ``decimal(38, 0)`` for two integers, a struct otherwise."""
+    most ``2**63``): for two integers a long when their widths ``bits`` fit
+    (:func:`pair_bits`), else a ``decimal(38, 0)``; a struct otherwise."""
     if isinstance(first_type, _INTEGRAL) and isinstance(second_type, _INTEGRAL):
+        if bits is not None and pair_bits(*bits) is not None:
+            return pair_long(first, second, bits[1])
         return pair_decimal(first, second)
     return F.struct(first.alias("a"), second.alias("b"))
 

@@ -39,6 +39,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
@@ -60,6 +61,7 @@ from pyspark.sql.types import (
 from engine.errors import DrillError, PlanningError, SchemaConflictError, StorageError
 from engine.exec.local.sources import records_to_batch
 from engine.exec.spark.columns import compile_expression, compile_predicate
+from engine.exec.spark.compiler_order import with_bits
 from engine.exec.spark.datasource import (
     DATA_SOURCE_NAME,
     ERROR_NOTE,
@@ -402,13 +404,17 @@ def _native_scan(
     spark: Any, resolved: ResolvedScan, *, row_filter: Expr | None = None, ordered: bool = True
 ) -> DataFrame:
     """One read of every file by Spark's reader, each row given its file's implicit values and a
-    sequence number ``file base + monotonically_increasing_id``.
+    sequence number ``file base + row id``.
 
-    Spark packs files into partitions by size, not in the scan's order; within a file, rows keep
-    their order and the file's splits get increasing partition ids. So a file's base (its index
-    shifted above the bits Spark's id uses) gives the scan order. The file comes from
+    Spark packs files into partitions by size, not in the scan's order. Parquet rows are numbered
+    densely: the row id is ``_metadata.row_index`` and a file's base the rows of the files before
+    it (from the footers), so the sequence is a long of known width (``compiler_order.SEQ_BITS``)
+    and pairs of such sequences stay longs. Other formats use ``monotonically_increasing_id``
+    (within a file, rows keep their order and the file's splits get increasing partition ids)
+    and a file's index shifted above the bits it uses. The file comes from
     ``_metadata.file_path``; its implicit values from a literal map (a projection Spark prunes
-    when nothing uses it), or beyond ``MAP_LOOKUP_FILES`` files from a broadcast join.
+    when nothing uses it), or beyond ``MAP_LOOKUP_FILES`` files from a broadcast join; a single
+    parquet file without implicit columns needs no lookup.
     """
     files = [f for f in resolved.files if f.size > 0 or resolved.format != "parquet"]
     _remember_native(resolved, files)
@@ -416,8 +422,17 @@ def _native_scan(
         schema = StructType([*resolved.spark_schema.fields, StructField(SEQ_COLUMN, LongType())])
         return spark.createDataFrame([], schema)
     implicit = [n for n in resolved.output_types if n in resolved.implicit]
-    shift = 63 - max(1, (len(resolved.files) - 1).bit_length())
-    order = {f.real_path: i for i, f in enumerate(resolved.files)}
+    dense = resolved.format == "parquet"
+    if dense:
+        rows = [_parquet_rows(f) for f in files]
+        bases = dict(zip((f.real_path for f in files), accumulate(rows, initial=0), strict=False))
+        bits: int | None = max(sum(rows) - 1, 0).bit_length()
+        row_id = F.col("_metadata.row_index")
+    else:
+        shift = 63 - max(1, (len(resolved.files) - 1).bit_length())
+        bases = {f.real_path: i << shift for i, f in enumerate(resolved.files)}
+        bits = None
+        row_id = F.monotonically_increasing_id()
     read = _spark_read(spark, resolved, files)
     if row_filter is not None:  # before the row ids, so that Spark pushes it into the reader
         condition = compile_predicate(row_filter, read.schema)
@@ -425,16 +440,18 @@ def _native_scan(
             condition = test & condition
         read = read.where(condition)
     if not ordered and not implicit:
-        return read.withColumn(SEQ_COLUMN, F.lit(0).cast(LongType()))
-    scanned = read.select("*", F.col("_metadata.file_path").alias(_FILE)).withColumn(
-        SEQ_COLUMN, F.monotonically_increasing_id()
-    )
+        return read.withColumn(SEQ_COLUMN, with_bits(F.lit(0).cast(LongType()), SEQ_COLUMN, 0))
     names = resolved.table_columns
+    if dense and len(files) == 1 and not implicit:
+        return read.select(*[column(n) for n in names], with_bits(row_id, SEQ_COLUMN, bits or 0))
+    scanned = read.select("*", F.col("_metadata.file_path").alias(_FILE)).withColumn(
+        SEQ_COLUMN, row_id
+    )
     if len(files) <= MAP_LOOKUP_FILES:
         entries = []
         for file in files:
             values = implicit_values(file)
-            base = F.lit(order[file.real_path] << shift).cast(LongType())
+            base = F.lit(bases[file.real_path]).cast(LongType())
             info = F.struct(
                 base.alias(_BASE),
                 *[F.lit(values.get(n)).cast(StringType()).alias(n) for n in implicit],
@@ -444,19 +461,22 @@ def _native_scan(
         # One lookup per row (a CASE would look up twice); an unknown file fails the read.
         if not implicit:
             return scanned.select(
-                *[column(n) for n in names], _sequence(F.coalesce(found, _unknown_file("long")))
+                *[column(n) for n in names],
+                _sequence(F.coalesce(found, _unknown_file("long")), bits),
             )
         info = F.when(found.isNull(), _unknown_file()).otherwise(found)
         return scanned.select(
             *[column(n) for n in names],
             *[info[n].alias(n) for n in implicit],
-            _sequence(info[_BASE]),
+            _sequence(info[_BASE], bits),
         )
-    rows = []
+    lookup_rows = []
     for file in files:
         values = implicit_values(file)
-        base = order[file.real_path] << shift
-        rows.append((spark_file_uri(file.real_path), base, *[values.get(n) for n in implicit]))
+        base = bases[file.real_path]
+        lookup_rows.append(
+            (spark_file_uri(file.real_path), base, *[values.get(n) for n in implicit])
+        )
     lookup_schema = StructType(
         [
             StructField(_FILE, StringType(), False),
@@ -464,20 +484,29 @@ def _native_scan(
             *[StructField(n, StringType(), True) for n in implicit],
         ]
     )
-    lookup = spark.createDataFrame(rows, lookup_schema)
+    lookup = spark.createDataFrame(lookup_rows, lookup_schema)
     joined = scanned.join(F.broadcast(lookup), on=_FILE, how="left")
     base = F.when(column(_BASE).isNull(), _unknown_file()).otherwise(column(_BASE))
     return joined.select(
         *[column(n) for n in names],
         *[column(n) for n in implicit],
-        _sequence(base),
+        _sequence(base, bits),
     )
 
 
-def _sequence(base: Column) -> Column:
+def _sequence(base: Column, bits: int | None) -> Column:
     # ``base`` is never null (an unknown file raises first); the coalesce tells Spark so, and
     # keeps the column non-nullable like the data source's.
-    return (F.coalesce(base, F.lit(0)) + column(SEQ_COLUMN)).alias(SEQ_COLUMN)
+    value = F.coalesce(base, F.lit(0)) + column(SEQ_COLUMN)
+    return value.alias(SEQ_COLUMN) if bits is None else with_bits(value, SEQ_COLUMN, bits)
+
+
+def _parquet_rows(file: InputFile) -> int:
+    """The rows of a parquet file, from its footer."""
+    try:
+        return pq.read_metadata(file.real_path).num_rows
+    except (OSError, pa.ArrowInvalid) as err:
+        raise StorageError(f"cannot read the parquet footer: {err}", file=str(file.path)) from err
 
 
 def _unknown_file(dtype: str | None = None) -> Column:

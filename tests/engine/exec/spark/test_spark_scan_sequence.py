@@ -1,0 +1,182 @@
+"""The scan sequence on Spark: parquet rows numbered densely (footer row counts and
+``_metadata.row_index``), with widths that keep pairs of sequences longs, and decimals only where
+the widths do not fit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from engine.exec.spark.compiler_join import join_sequence_long
+from engine.exec.spark.compiler_order import LONG_BITS, SEQ_BITS, pair_bits
+from engine.exec.spark.executor import SparkPlanRun
+from engine.exec.spark.sources import SEQ_COLUMN
+from engine.plan import parse_plan
+from engine.run import build_engines, run_plan
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    """``t``: 3 parquet files of 5, 0 and 7 rows (row groups of 2); ``u``: 1 file of 6 rows;
+    ``j``: the same 6 rows as JSON lines."""
+    (tmp_path / "t").mkdir()
+    (tmp_path / "u").mkdir()
+    (tmp_path / "j").mkdir()
+    for name, keys in [("a", [3, 1, 2, 1, 4]), ("b", []), ("c", [2, 2, 5, 1, 3, 9, 4])]:
+        table = pa.table(
+            {"k": pa.array(keys, pa.int64()), "f": pa.array([name] * len(keys), pa.string())}
+        )
+        pq.write_table(table, tmp_path / "t" / f"{name}.parquet", row_group_size=2)
+    right = pa.table({"k": pa.array([1, 2, 2, 4, 7, 3], pa.int64()), "r": list("uvwxyz")})
+    pq.write_table(right, tmp_path / "u" / "part-0.parquet", row_group_size=2)
+    lines = [json.dumps(r) for r in right.to_pylist()]
+    (tmp_path / "j" / "part-0.json").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def scan(op_id: int, ref: str, path: str, fmt: str = "parquet") -> dict[str, Any]:
+    selection = {"path": path, "format": fmt}
+    return {"@id": op_id, "op": "scan", "storageengine": "fs", "ref": ref, "selection": selection}
+
+
+def plan_of(root: Path, *ops: dict[str, Any]) -> dict[str, Any]:
+    storage = {"fs": {"type": "fs", "root": str(root)}, "q": {"type": "queue"}}
+    return {"storage": storage, "query": list(ops)}
+
+
+def queue(op_id: int, source: int) -> dict[str, Any]:
+    return {"@id": op_id, "op": "store", "input": source, "storageengine": "q", "target": {}}
+
+
+def run_of(spark: Any, plan: dict[str, Any]) -> SparkPlanRun:
+    parsed = parse_plan(plan)
+    engines = build_engines(parsed, base_dir=None, classpath=[])
+    return SparkPlanRun(parsed, spark, engines=engines, params={})
+
+
+def physical_plan(df: Any) -> str:
+    return str(df._jdf.queryExecution().executedPlan().toString())
+
+
+def join(op_id: int, how: str, left: int = 1, right: int = 2, key: str = "u.k") -> dict[str, Any]:
+    conditions = [{"relationship": "==", "left": "t.k", "right": key}]
+    return {"@id": op_id, "op": "join", "left": left, "right": right, "type": how,
+            "conditions": conditions}  # fmt: skip
+
+
+def test_a_parquet_scan_numbers_its_rows_densely_in_file_order(spark: Any, data: Path) -> None:
+    plan = plan_of(
+        data,
+        scan(1, "t", "t"),
+        {"@id": 2, "op": "filter", "input": 1, "expr": "t.k > 1"},
+        queue(3, 2),
+    )
+    run = run_of(spark, plan)
+    result = run.run()
+    field = run.frames["2"].schema[SEQ_COLUMN]
+    assert field.dataType == T.LongType()
+    assert field.metadata[SEQ_BITS] == 4  # 12 rows: 0..11
+    # The filter skips row groups; the numbers stay the rows' places in the whole scan.
+    seqs = [r[SEQ_COLUMN] for r in run.frames["2"].orderBy(SEQ_COLUMN).collect()]
+    assert seqs == [0, 2, 4, 5, 6, 7, 9, 10, 11]
+    assert [r["t"]["k"] for r in result.records()] == [3, 2, 4, 2, 2, 5, 3, 9, 4]
+
+
+@pytest.mark.parametrize("how", ["inner", "left", "outer"])
+def test_a_join_of_two_parquet_scans_pairs_sequences_into_a_long(
+    spark: Any, data: Path, how: str
+) -> None:
+    plan = plan_of(
+        data,
+        scan(1, "t", "t"),
+        scan(2, "u", "u"),
+        join(3, how),
+        {"@id": 4, "op": "limit", "input": 3, "first": 0, "last": 100},
+        queue(5, 4),
+    )
+    run = run_of(spark, plan)
+    result = run.run()
+    field = run.frames["3"].schema[SEQ_COLUMN]
+    assert field.dataType == T.LongType()
+    # Widths 4 and 3, plus one bit for each side that may be null.
+    assert field.metadata[SEQ_BITS] == {"inner": 7, "left": 8, "outer": 9}[how]
+    assert "decimal" not in physical_plan(run.frames["4"]).lower()
+    assert result.records() == run_plan(plan, executor="local").records()
+
+
+def test_a_group_of_joined_parquet_rows_takes_its_first_sequence_in_a_hash_aggregate(
+    spark: Any, data: Path
+) -> None:
+    plan = plan_of(
+        data,
+        scan(1, "t", "t"),
+        scan(2, "u", "u"),
+        join(3, "inner"),
+        {"@id": 4, "op": "segment", "input": 3, "ref": "grp", "exprs": ["u.r"]},
+        {"@id": 5, "op": "collapsingaggregate", "input": 4, "within": "grp",
+         "carryovers": ["u.r"], "aggregations": [{"ref": "n", "expr": "count(1)"}]},
+        join(6, "inner", left=1, right=5, key="n"),
+        queue(7, 6),
+    )  # fmt: skip
+    run = run_of(spark, plan)
+    result = run.run()
+    text = physical_plan(run.frames["5"])
+    assert "HashAggregate" in text
+    assert "SortAggregate" not in text
+    assert run.frames["5"].schema[SEQ_COLUMN].metadata[SEQ_BITS] == 7
+    assert run.frames["6"].schema[SEQ_COLUMN].dataType == T.LongType()
+    assert result.records() == run_plan(plan, executor="local").records()
+
+
+def test_a_union_of_parquet_scans_pairs_the_input_index_into_a_long(spark: Any, data: Path) -> None:
+    plan = plan_of(
+        data,
+        scan(1, "t", "t"),
+        scan(2, "t", "u"),
+        {"@id": 3, "op": "union", "inputs": [1, 2], "distinct": True},
+        queue(4, 3),
+    )
+    run = run_of(spark, plan)
+    result = run.run()
+    field = run.frames["3"].schema[SEQ_COLUMN]
+    assert (field.dataType, field.metadata[SEQ_BITS]) == (T.LongType(), 5)
+    assert "decimal" not in physical_plan(run.frames["3"]).lower()
+    assert result.records() == run_plan(plan, executor="local").records()
+
+
+def test_a_json_scan_has_no_known_width_so_its_join_pairs_into_a_decimal(
+    spark: Any, data: Path
+) -> None:
+    plan = plan_of(data, scan(1, "t", "t"), scan(2, "u", "j", "json"), join(3, "left"), queue(4, 3))
+    run = run_of(spark, plan)
+    result = run.run()
+    assert run.frames["3"].schema[SEQ_COLUMN].dataType == T.DecimalType(38, 0)
+    assert result.records() == run_plan(plan, executor="local").records()
+
+
+def test_widths_that_do_not_fit_a_long_pair_into_a_decimal(spark: Any) -> None:
+    assert pair_bits(40, 23) == 63
+    assert pair_bits(40, 24) is None
+    assert join_sequence_long(F.col("l"), F.col("r"), (40, False), (22, True))[1] == 63
+    value, bits = join_sequence_long(F.col("l"), F.col("r"), (40, False), (23, True))
+    assert bits is None
+    frame = spark.createDataFrame([(2**40 - 1, None), (0, 2**23 - 1)], "l long, r long")
+    assert frame.select(value.alias("s")).schema["s"].dataType == T.DecimalType(38, 0)
+    # Unknown widths (any long) keep the decimal pairing.
+    assert join_sequence_long(F.col("l"), F.col("r"))[1] is None
+    long_value, long_bits = join_sequence_long(
+        F.col("l"), F.col("r"), (LONG_BITS - 24, True), (22, True)
+    )
+    assert long_bits == LONG_BITS
+    rows = [(None, 5), (3, None), (3, 0), (2**38, 2**22 - 1)]
+    frame = spark.createDataFrame(rows, "l long, r long")
+    got = [r["s"] for r in frame.select(long_value.alias("s")).collect()]
+    # An unmatched right row goes past every left value; no match sorts before a match.
+    assert got == [(2**39 << 23) + 6, 3 << 23, (3 << 23) + 1, (2**38 << 23) + 2**22]
