@@ -412,9 +412,10 @@ def _native_scan(
     and pairs of such sequences stay longs. Other formats use ``monotonically_increasing_id``
     (within a file, rows keep their order and the file's splits get increasing partition ids)
     and a file's index shifted above the bits it uses. The file comes from
-    ``_metadata.file_path``; its implicit values from a literal map (a projection Spark prunes
-    when nothing uses it), or beyond ``MAP_LOOKUP_FILES`` files from a broadcast join; a single
-    parquet file without implicit columns needs no lookup.
+    ``_metadata.file_size`` when the files' sizes differ, else ``_metadata.file_path``; its
+    implicit values from a literal map (a projection Spark prunes when nothing uses it), or
+    beyond ``MAP_LOOKUP_FILES`` files from a broadcast join (by path); a single parquet file
+    without implicit columns needs no lookup.
     """
     files = [f for f in resolved.files if f.size > 0 or resolved.format != "parquet"]
     _remember_native(resolved, files)
@@ -444,10 +445,13 @@ def _native_scan(
     names = resolved.table_columns
     if dense and len(files) == 1 and not implicit:
         return read.select(*[column(n) for n in names], with_bits(row_id, SEQ_COLUMN, bits or 0))
-    scanned = read.select("*", F.col("_metadata.file_path").alias(_FILE)).withColumn(
-        SEQ_COLUMN, row_id
-    )
-    if len(files) <= MAP_LOOKUP_FILES:
+    mapped = len(files) <= MAP_LOOKUP_FILES
+    # Files of distinct sizes (Spark reads only these) are known by their size: a long compare
+    # per row instead of a path's (topn at scale 1: 1.10x hand-written instead of 1.23x).
+    by_size = mapped and len({f.size for f in files}) == len(files)
+    key = F.col("_metadata.file_size" if by_size else "_metadata.file_path")
+    scanned = read.select("*", key.alias(_FILE)).withColumn(SEQ_COLUMN, row_id)
+    if mapped:
         entries = []
         for file in files:
             values = implicit_values(file)
@@ -456,7 +460,12 @@ def _native_scan(
                 base.alias(_BASE),
                 *[F.lit(values.get(n)).cast(StringType()).alias(n) for n in implicit],
             )
-            entries += [F.lit(spark_file_uri(file.real_path)), info if implicit else base]
+            name = (
+                F.lit(file.size).cast(LongType())
+                if by_size
+                else F.lit(spark_file_uri(file.real_path))
+            )
+            entries += [name, info if implicit else base]
         found = F.try_element_at(F.create_map(*entries), column(_FILE))
         # One lookup per row (a CASE would look up twice); an unknown file fails the read.
         if not implicit:

@@ -180,3 +180,27 @@ def test_widths_that_do_not_fit_a_long_pair_into_a_decimal(spark: Any) -> None:
     got = [r["s"] for r in frame.select(long_value.alias("s")).collect()]
     # An unmatched right row goes past every left value; no match sorts before a match.
     assert got == [(2**39 << 23) + 6, 3 << 23, (3 << 23) + 1, (2**38 << 23) + 2**22]
+
+
+@pytest.mark.parametrize("same_sizes", [False, True])
+def test_a_scan_finds_a_rows_file_by_its_size_unless_two_files_share_one(
+    spark: Any, data: Path, same_sizes: bool
+) -> None:
+    if same_sizes:  # a copy of c: two files of one size, found by path
+        (data / "t" / "d.parquet").write_bytes((data / "t" / "c.parquet").read_bytes())
+    plan = plan_of(
+        data,
+        scan(1, "t", "t"),
+        {"@id": 2, "op": "project", "input": 1, "projections": [
+            {"ref": "output.k", "expr": "t.k"}, {"ref": "output.file", "expr": "filename"}]},
+        {"@id": 3, "op": "limit", "input": 2, "first": 0, "last": 100},
+        queue(4, 3),
+    )  # fmt: skip
+    run = run_of(spark, plan)
+    result = run.run()
+    text = physical_plan(run.frames["3"])
+    assert ("file_path" in text, "file_size" in text) == (same_sizes, not same_sizes)
+    assert run.frames["1"].schema[SEQ_COLUMN].metadata[SEQ_BITS] == (5 if same_sizes else 4)
+    records = result.records()
+    assert records == run_plan(plan, executor="local").records()
+    assert len(records) == (19 if same_sizes else 12)
