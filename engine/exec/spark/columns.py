@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.errors import DrillError
-from engine.exec.spark.paths import Typed, get_typed, null_typed
+from engine.exec.spark.paths import Typed, cast_column, get_typed, null_typed
 from engine.exec.spark.spark_functions import (
     AGGREGATE_NAMES,
     SPARK_FUNCTIONS,
@@ -176,8 +176,8 @@ def _literal(expr: Literal) -> Typed:
         return Typed(typed.column, typed.dtype, None)
     dtype = to_spark(expr.type)
     value = F.lit(expr.value)
-    if _lit_type(expr.value) != dtype:  # a cast by DataType is 6 more py4j calls
-        value = value.cast(dtype)
+    if _lit_type(expr.value) != dtype:
+        value = cast_column(value, dtype)
     return Typed(value, dtype, expr.value)
 
 

@@ -75,6 +75,7 @@ from engine.exec.spark.datasource import (
     resolve_scan,
     spark_schema_of,
 )
+from engine.exec.spark.paths import top_column
 from engine.exec.spark.unions import collect_arrow, revive, storage_schema
 from engine.expr import Call, Cast, Expr, FieldRef, IfElse, field_refs
 from engine.expr import Literal as LiteralNode
@@ -332,7 +333,7 @@ def _keeping_counts(predicate: Column, counting: bool) -> Column:
 
 def column(name: str) -> Column:
     """The top-level column ``name``, whatever characters it holds (dots included)."""
-    return F.col("`" + name.replace("`", "``") + "`")
+    return top_column(name)
 
 
 def _unwrapped(expr: Expr, ref: str | None) -> Expr | None:
