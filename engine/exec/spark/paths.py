@@ -107,20 +107,19 @@ def top_column(name: str) -> Column:
     """``F.col`` of the top-level column ``name`` (quoted), the same Column each time for the
     session in use: a Column is an immutable, unresolved name, and ``F.col`` costs three py4j
     calls (a run asks for the same few names dozens of times)."""
-    owner = (is_remote(), SparkContext._active_spark_context)
-    if _COLUMNS_OWNER[0] is not owner[1] or _COLUMNS_OWNER[1] != owner[0]:
+    global _columns_owner
+    owner = (is_remote(), SparkContext._active_spark_context)  # None under Spark Connect
+    if owner != _columns_owner or len(_COLUMNS) >= _COLUMNS_MAX:
         _COLUMNS.clear()
-        _COLUMNS_OWNER[:] = [owner[1], owner[0]]
+        _columns_owner = owner
     found = _COLUMNS.get(name)
     if found is None:
-        if len(_COLUMNS) >= _COLUMNS_MAX:
-            _COLUMNS.clear()
         found = _COLUMNS[name] = F.col(quote_name(name))
     return found
 
 
 _COLUMNS: dict[str, Column] = {}
-_COLUMNS_OWNER: list[Any] = [None, None]  # the SparkContext (None under Spark Connect), remote
+_columns_owner: tuple[bool, Any] = (False, None)
 _COLUMNS_MAX = 4096
 
 
