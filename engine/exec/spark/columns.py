@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.errors import DrillError
-from engine.exec.spark.paths import Typed, get_typed, null_typed
+from engine.exec.spark.paths import Typed, cast_column, get_typed, null_typed
 from engine.exec.spark.spark_functions import (
     AGGREGATE_NAMES,
     SPARK_FUNCTIONS,
@@ -175,7 +175,29 @@ def _literal(expr: Literal) -> Typed:
         typed = null_typed(None if expr.type.minor == MinorType.NULL else to_spark(expr.type))
         return Typed(typed.column, typed.dtype, None)
     dtype = to_spark(expr.type)
-    return Typed(F.lit(expr.value).cast(dtype), dtype, expr.value)
+    value = F.lit(expr.value)
+    if _lit_type(expr.value) != dtype:
+        value = cast_column(value, dtype)
+    return Typed(value, dtype, expr.value)
+
+
+def _lit_type(value: object) -> T.DataType | None:
+    """The type ``F.lit(value)`` gives by itself, for the plain Python values it types exactly.
+
+    >>> _lit_type(2**31), _lit_type(1), _lit_type("a")
+    (LongType(), IntegerType(), StringType())
+    """
+    if isinstance(value, bool):
+        return T.BooleanType()
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            return T.IntegerType()
+        return T.LongType() if -(2**63) <= value < 2**63 else None
+    if isinstance(value, float):
+        return T.DoubleType()
+    if isinstance(value, str):
+        return T.StringType()
+    return None
 
 
 def _guard(

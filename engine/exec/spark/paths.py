@@ -26,9 +26,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.utils import is_remote
 
 from engine.exec.local.trees import TreePathError
 
@@ -57,7 +59,31 @@ def null_typed(dtype: T.DataType | None = None) -> Typed:
     """A null of ``dtype`` (Spark's NullType when not given: a value not seen yet)."""
     if dtype is None or isinstance(dtype, T.NullType):
         return Typed(F.lit(None), T.NullType(), None)
-    return Typed(F.lit(None).cast(dtype), dtype, None)
+    return Typed(cast_column(F.lit(None), dtype), dtype, None)
+
+
+def cast_column(column: Column, dtype: T.DataType) -> Column:
+    """``column.cast(dtype)``; a simple type by its SQL name, which is one py4j call where a
+    ``DataType`` is seven (its JSON is parsed on the JVM)."""
+    if isinstance(dtype, _NAMED_TYPES):
+        return column.cast(dtype.simpleString())
+    return column.cast(dtype)
+
+
+# Types whose simpleString parses back to them whatever the session's settings (not TIMESTAMP:
+# its name follows spark.sql.timestampType).
+_NAMED_TYPES = (
+    T.BooleanType,
+    T.ByteType,
+    T.ShortType,
+    T.IntegerType,
+    T.LongType,
+    T.FloatType,
+    T.DoubleType,
+    T.DecimalType,
+    T.DateType,
+    T.BinaryType,
+)
 
 
 def quote_name(name: str) -> str:
@@ -73,8 +99,28 @@ def column_of(schema: T.StructType, name: str) -> Typed | None:
     """The top-level column ``name`` of ``schema`` (exact name), or None when there is none."""
     for field in schema.fields:
         if field.name == name:
-            return Typed(F.col(quote_name(name)), field.dataType)
+            return Typed(top_column(name), field.dataType)
     return None
+
+
+def top_column(name: str) -> Column:
+    """``F.col`` of the top-level column ``name`` (quoted), the same Column each time for the
+    session in use: a Column is an immutable, unresolved name, and ``F.col`` costs three py4j
+    calls (a run asks for the same few names dozens of times)."""
+    global _columns_owner
+    owner = (is_remote(), SparkContext._active_spark_context)  # None under Spark Connect
+    if owner != _columns_owner or len(_COLUMNS) >= _COLUMNS_MAX:
+        _COLUMNS.clear()
+        _columns_owner = owner
+    found = _COLUMNS.get(name)
+    if found is None:
+        found = _COLUMNS[name] = F.col(quote_name(name))
+    return found
+
+
+_COLUMNS: dict[str, Column] = {}
+_columns_owner: tuple[bool, Any] = (False, None)
+_COLUMNS_MAX = 4096
 
 
 def _schema_of(df_or_schema: DataFrame | T.StructType) -> T.StructType:

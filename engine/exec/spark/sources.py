@@ -77,6 +77,7 @@ from engine.exec.spark.datasource import (
     resolve_scan,
     spark_schema_of,
 )
+from engine.exec.spark.paths import top_column
 from engine.exec.spark.unions import collect_arrow, revive, storage_schema
 from engine.expr import Call, Cast, Expr, FieldRef, IfElse, field_refs
 from engine.expr import Literal as LiteralNode
@@ -334,7 +335,7 @@ def _keeping_counts(predicate: Column, counting: bool) -> Column:
 
 def column(name: str) -> Column:
     """The top-level column ``name``, whatever characters it holds (dots included)."""
-    return F.col("`" + name.replace("`", "``") + "`")
+    return top_column(name)
 
 
 def _unwrapped(expr: Expr, ref: str | None) -> Expr | None:
@@ -545,11 +546,12 @@ def _spark_read(spark: Any, resolved: ResolvedScan, files: Sequence[InputFile]) 
     paths = [str(f.real_path) for f in files]
     names = resolved.table_columns
     table = StructType([resolved.spark_schema[name] for name in names])
+    # Given a schema, the parquet and JSON readers give exactly its columns, in its order (files
+    # named one by one: no partition columns), so no select after them (one analysis less).
     if resolved.format == "parquet":
-        return spark.read.schema(table).parquet(*paths).select(*[column(n) for n in names])
+        return spark.read.schema(table).parquet(*paths)
     if resolved.format == "json":
-        frame = spark.read.schema(table).option("mode", "FAILFAST").json(paths)
-        return frame.select(*[column(n) for n in names])
+        return spark.read.schema(table).option("mode", "FAILFAST").json(paths)
     header = _header_of(next(iter(_nonempty(resolved.files)), files[0]), resolved)
     positional = StructType([StructField(f"_c{i}", StringType()) for i in range(len(header))])
     options = resolved.options

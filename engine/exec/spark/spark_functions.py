@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.errors import DrillError
-from engine.exec.spark.paths import Typed, null_typed, same_type
+from engine.exec.spark.paths import Typed, cast_column, null_typed, same_type
 from engine.types import MajorType, MinorType, from_spark, to_spark
 
 Builder = Callable[..., Typed]
@@ -120,8 +120,8 @@ def cast(value: Typed, dtype: T.DataType) -> Typed:
     if same_type(value.dtype, dtype):
         return value
     if isinstance(value.dtype, T.NullType):
-        return Typed(F.lit(None).cast(dtype), dtype, value.constant)
-    return Typed(value.column.cast(dtype), dtype)
+        return Typed(cast_column(F.lit(None), dtype), dtype, value.constant)
+    return Typed(cast_column(value.column, dtype), dtype)
 
 
 def number(value: Typed, *, keep_width: bool = False) -> Typed:

@@ -1,0 +1,137 @@
+"""The driver's fixed cost per Spark run, counted (never timed): py4j calls made by the run's own
+thread, and DataFrames built (each one an analysis on the JVM). The bounds are this branch's counts
+with a little room; before it, q6 made 403 calls, topn 484 and left_join_filter 503 (warm runs at
+scale 0.1, same plans; the counts do not depend on the data's size)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import py4j.java_gateway
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.classic import dataframe as classic
+
+from engine.exec.spark.columns import compile_typed
+from engine.exec.spark.paths import cast_column, top_column
+from engine.expr import parse_expression
+
+BENCHMARKS = Path(__file__).resolve().parents[4] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+from spark_queries.check import run_ours  # noqa: E402
+from spark_queries.data import generate  # noqa: E402
+
+
+class Counts:
+    calls = 0
+    frames = 0
+
+
+@contextmanager
+def counted() -> Iterator[Counts]:
+    """Counts the py4j calls of this thread (not py4j's own garbage collection thread) and the
+    DataFrames built inside the block."""
+    counts = Counts()
+    send = py4j.java_gateway.GatewayClient.send_command
+    init = classic.DataFrame.__init__
+    me = threading.current_thread()
+
+    def counting_send(self: Any, command: str, *args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread() is me:
+            counts.calls += 1
+        return send(self, command, *args, **kwargs)
+
+    def counting_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        counts.frames += 1
+        init(self, *args, **kwargs)
+
+    py4j.java_gateway.GatewayClient.send_command = counting_send  # type: ignore[method-assign]
+    classic.DataFrame.__init__ = counting_init  # type: ignore[method-assign]
+    try:
+        yield counts
+    finally:
+        py4j.java_gateway.GatewayClient.send_command = send  # type: ignore[method-assign]
+        classic.DataFrame.__init__ = init  # type: ignore[method-assign]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return generate(tmp_path_factory.mktemp("bench"), scale=0.005)
+
+
+# query -> (py4j calls, DataFrames) at most, per warm run
+BOUNDS = {
+    "q6_forecast_revenue": (320, 14),
+    "topn_order_limit": (440, 20),
+    "left_join_filter": (420, 26),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BOUNDS))
+def test_a_warm_run_asks_the_jvm_a_bounded_number_of_times(
+    name: str, data: Path, tmp_path: Path, spark: Any
+) -> None:
+    run_ours(spark, name, data, tmp_path / "warm-up")
+    with counted() as counts:
+        result = run_ours(spark, name, data, tmp_path / "counted")
+    assert result.stores[0].row_count > 0
+    calls, frames = BOUNDS[name]
+    assert counts.calls <= calls, counts.calls
+    assert counts.frames <= frames, counts.frames
+
+
+def test_a_column_name_is_asked_for_once(spark: Any) -> None:
+    first = top_column("a.b")
+    with counted() as counts:
+        again = top_column("a.b")
+    assert again is first
+    assert counts.calls == 0
+    df = spark.createDataFrame([(1, 2)], "`a.b` int, c int")
+    assert df.select(first.alias("x")).collect()[0]["x"] == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "dtype"),
+    [
+        ("1", T.LongType()),
+        ("cast(1 as int)", T.IntegerType()),
+        ("cast('2024-01-02' as date)", T.DateType()),
+        ("'x'", T.StringType()),
+        ("1.5", T.DoubleType()),
+        ("true", T.BooleanType()),
+        ("cast(1 as bigint)", T.LongType()),
+        ("5000000000", T.LongType()),
+    ],
+)
+def test_literals_have_their_declared_type(text: str, dtype: T.DataType, spark: Any) -> None:
+    typed = compile_typed(parse_expression(text), T.StructType([]))
+    assert typed.dtype == dtype
+    analysed = spark.range(1).select(typed.column.alias("v")).schema["v"].dataType
+    assert analysed == dtype
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [T.DecimalType(9, 2), T.DecimalType(38, 0), T.ShortType(), T.FloatType(), T.BinaryType()],
+)
+def test_a_cast_by_name_is_a_cast_to_the_type(dtype: T.DataType, spark: Any) -> None:
+    value = F.lit("1").cast("binary") if isinstance(dtype, T.BinaryType) else F.lit(1)
+    df = spark.range(1).select(cast_column(value, dtype).alias("v"))
+    assert df.schema["v"].dataType == dtype
+
+
+def test_a_literal_costs_few_calls(spark: Any) -> None:
+    F.lit(0)  # the first use of a function
+    with counted() as counts:
+        compile_typed(parse_expression("'text'"), T.StructType([]))  # F.lit types it: no cast
+    assert counts.calls <= 3, counts.calls
+    with counted() as counts:
+        compile_typed(parse_expression("7"), T.StructType([]))  # BIGINT: a cast by name
+    assert counts.calls <= 4, counts.calls
