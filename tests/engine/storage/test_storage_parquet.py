@@ -99,17 +99,21 @@ def test_mixed_types_across_files_are_left_to_the_scan(tmp_path: Path) -> None:
     assert types == [pa.int64(), pa.string()]
 
 
-def test_a_reader_reads_the_footer_once(
-    parquet_file: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    footers: list[Any] = []
+@pytest.fixture
+def footers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The ``metadata`` (a footer already read, or None) of every ``pq.ParquetFile`` opened."""
+    opened: list[Any] = []
     real = parquet_format.pq.ParquetFile
 
     def spy(source: Any, *, metadata: Any = None, **kwargs: Any) -> Any:
-        footers.append(metadata)
+        opened.append(metadata)
         return real(source, metadata=metadata, **kwargs)
 
     monkeypatch.setattr(parquet_format.pq, "ParquetFile", spy)
+    return opened
+
+
+def test_a_reader_reads_the_footer_once(parquet_file: Path, footers: list[Any]) -> None:
     reader = ParquetReader(parquet_file)
     assert reader.arrow_schema(["id"]).names == ["id"]
     assert reader.read_arrow(columns=["id"]).column("id").to_pylist() == [1, 2, 3]
@@ -119,19 +123,11 @@ def test_a_reader_reads_the_footer_once(
 
 
 def test_a_run_reads_each_footer_once_and_a_rewritten_file_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, footers: list[Any]
 ) -> None:
     (tmp_path / "t").mkdir()
     path = tmp_path / "t" / "a.parquet"
     pq.write_table(pa.table({"id": [1, 2]}), path)
-    footers: list[Any] = []
-    real = parquet_format.pq.ParquetFile
-
-    def spy(source: Any, *, metadata: Any = None, **kwargs: Any) -> Any:
-        footers.append(metadata)
-        return real(source, metadata=metadata, **kwargs)
-
-    monkeypatch.setattr(parquet_format.pq, "ParquetFile", spy)
     engine = create_engine("fs", {"type": "fs", "root": str(tmp_path)})
     assert engine.statistics({"path": "/t"}).row_count == 2  # the planner reads the footer
     read = engine.reader_factory({"path": "/t"})
