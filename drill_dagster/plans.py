@@ -407,11 +407,13 @@ def unused_partition_param(plan: DrillPlan) -> str | None:
 
 def _link(plans: list[DrillPlan]) -> list[DrillSource]:
     """Point each scan at the store it reads, or at a (shared) source."""
-    written: dict[Path, list[DrillStore]] = {}
+    # Keyed by the path's text: hashing Path objects (and each of their parents) was a
+    # tenth of parsing a thousand plans.
+    written: dict[str, list[DrillStore]] = {}
     for plan in plans:
         for store in plan.stores:
             if store.location is not None:
-                written.setdefault(store.location, []).append(store)
+                written.setdefault(str(store.location), []).append(store)
     sources: dict[tuple[str, ...], DrillSource] = {}
     for plan in plans:
         for scan in plan.scans:
@@ -436,11 +438,13 @@ def _link(plans: list[DrillPlan]) -> list[DrillSource]:
 
 
 def _writer_of(
-    location: Path, written: dict[Path, list[DrillStore]], reader: DrillPlan
+    location: Path, written: dict[str, list[DrillStore]], reader: DrillPlan
 ) -> DrillStore | None:
     """The store whose target is ``location`` or the nearest directory above it."""
-    for candidate in (location, *location.parents):
+    candidate, parent = str(location), ""
+    while candidate != parent:
         stores = [s for s in written.get(candidate, ()) if s.plan is not reader]
         if stores:
             return stores[0]  # a plan reading its own output is no dependency on itself
+        candidate, parent = os.path.dirname(candidate), candidate
     return None

@@ -244,3 +244,45 @@ def test_a_partition_parameter_the_plan_never_reads_is_warned_about(
         UserWarning, match=r"plans\.split\.partitions: split\.json uses no \$\{region\}"
     ):
         load_definitions(plans_dir, executor="local")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_loading_restores_the_collector_and_freezes_nothing(plans_dir: Path, enabled: bool) -> None:
+    """The collector is paused while definitions are built, then left as it was; the loaded
+    objects go to the oldest generation, not to the permanent (frozen) one."""
+    import gc
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        load_definitions(plans_dir, executor="local")
+        assert gc.isenabled() is enabled
+        assert gc.get_freeze_count() == 0
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_a_scan_below_a_store_target_depends_on_that_store(tmp_path: Path, kit: Kit) -> None:
+    """A scan of a directory or file under another plan's store target reads that store (the
+    nearest target above it); a sibling whose name only starts the same is a source."""
+
+    def plan(scan_path: str, store_path: str) -> dict[str, Any]:
+        return {
+            "storage": {"lake": {"type": "fs", "root": "../lake"}},
+            "query": [
+                {"@id": 1, "op": "scan", "storageengine": "lake", "ref": "r",
+                 "selection": {"path": scan_path, "format": "parquet"}},
+                {"@id": 2, "op": "store", "input": 1, "storageengine": "lake",
+                 "target": {"path": store_path, "format": "parquet"}},
+            ],
+        }  # fmt: skip
+
+    plans = {
+        "writer": plan("raw", "big"),
+        "reads_a_day": plan("big/day=2024-01-01/part-0.parquet", "below"),
+        "reads_a_sibling": plan("bigger", "beside"),
+    }
+    defs = load_definitions(kit.write(tmp_path, plans=plans, project_yaml=None), executor="local")
+    graph = defs.resolve_asset_graph()
+    assert graph.get(AssetKey("below")).parent_keys == {AssetKey("big")}
+    assert graph.get(AssetKey("beside")).parent_keys == {AssetKey(["lake", "bigger"])}
