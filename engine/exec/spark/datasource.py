@@ -8,6 +8,9 @@ executor uses (readers, result set loader, schema tracker) and yields Arrow batc
 **How the driver resolves the schema** (the choice is documented here because it is visible):
 
 * Parquet: every file's footer is read (cheap), so the schema is exact.
+* Other formats, when the selection's provided ``schema`` types every column the scan projects
+  (an explicit projection, as projection pushdown gives): no file is read on the driver, since
+  readers convert their values to the provided types (Spark's own reader given a schema).
 * Other formats, when the selection holds at most ``SchemaSampling.full_read_bytes`` (8 MiB by
   default): every file is read on the driver with the selection's schema mode, exactly as the local
   executor reads it, so both executors give the same schema.
@@ -38,6 +41,7 @@ when Spark's Python workers run in other processes or on other machines.
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
 import json
 import shutil
@@ -295,6 +299,8 @@ def _resolve(engine: FileEngine, request: ScanRequest) -> ResolvedScan:
                 schema = _parquet_schema(file)
                 foreign.update(str(f.type) for f in schema if not _spark_parquet_type(f.type))
                 tracker.apply_early_reader_schema(schema, file=str(file.path))
+    elif tracker.is_resolved:
+        pass  # the provided schema types every projected column: no record can change them
     elif sum(f.size for f in files) <= sampling.full_read_bytes:
         _consume(_SubsetScan(engine, request, files, tracker).batches())
     else:
@@ -413,6 +419,14 @@ def _record_prefix(
     engine: FileEngine, selection: Mapping[str, Any], file: InputFile, records: int
 ) -> bytes | None:
     """The lines of ``file`` before its record ``records + 1`` (None: it has no more records)."""
+    with open(file.real_path, "rb") as binary:
+        lines = list(itertools.islice(binary, records + 1))
+    if len(lines) <= records:
+        return None  # at most that many lines: read it whole
+    prefix = b"".join(lines[:records])
+    if _json_lines(prefix) == records:
+        return prefix  # one record per line, as most JSON files hold them
+    # Records spanning lines (or sharing one): find where record `records + 1` starts.
     reader = engine.open_reader(file, selection)
     stream = reader.records()
     try:
@@ -424,6 +438,24 @@ def _record_prefix(
     lines = nth[1] - 1
     with open(file.real_path, "rb") as binary:
         return b"".join(itertools.islice(binary, lines))
+
+
+def _json_lines(data: bytes) -> int | None:
+    """How many records ``data`` holds if each of its lines is one JSON object (Arrow's reader
+    reads only that, in C++), else None."""
+    try:
+        return pa_json.read_json(
+            io.BytesIO(data), read_options=_ONE_THREAD, parse_options=_STRUCTURE_ONLY
+        ).num_rows
+    except pa.ArrowInvalid:
+        return None
+
+
+# Checking the structure only: no columns built (a third of a full parse), no thread pool.
+_ONE_THREAD = pa_json.ReadOptions(use_threads=False)
+_STRUCTURE_ONLY = pa_json.ParseOptions(
+    explicit_schema=pa.schema([]), unexpected_field_behavior="ignore"
+)
 
 
 # ---------------------------------------------------------------- types

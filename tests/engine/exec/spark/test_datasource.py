@@ -72,6 +72,34 @@ def test_large_selection_commits_a_sample_of_each_file(tmp_path: Path) -> None:
     assert scan.table_columns == ["a", "b"]  # "late" is past the sample of f1
 
 
+@pytest.mark.parametrize(
+    ("text", "first_two"),
+    [
+        # one record per line: the first lines are the sample
+        (lines({"a": 1}, {"a": 2}, {"a": 3, "late": 1}), lines({"a": 1}, {"a": 2})),
+        # records spanning lines: the sample ends where record 3 starts, not inside record 2
+        (
+            '{\n "a": 1\n}\n{\n "a": 2\n}\n{\n "a": 3, "late": 1\n}\n',
+            '{\n "a": 1\n}\n{\n "a": 2\n}\n',
+        ),
+        # two records on a line: the line-count shortcut does not apply
+        ('{"a": 1} {"a": 2}\n{"a": 3, "late": 1}\n{"a": 4}\n', '{"a": 1} {"a": 2}\n'),
+    ],
+    ids=["json-lines", "pretty", "two-per-line"],
+)
+def test_a_sample_holds_the_first_records_whole(tmp_path: Path, text: str, first_two: str) -> None:
+    from engine.exec.spark.datasource import _record_prefix
+
+    (tmp_path / "s.json").write_text(text)
+    engine = fs(tmp_path)
+    selection = {"path": "s.json"}
+    (file,) = engine.list_files(selection)
+    assert _record_prefix(engine, selection, file, 2) == first_two.encode()
+    assert _record_prefix(engine, selection, file, text.count("\n")) is None  # read it whole
+    scan = resolve_scan(engine, selection, sampling=SMALL_SAMPLE)
+    assert scan.table_columns == ["a"]  # "late" is past the sample
+
+
 def test_parquet_schema_comes_from_every_footer(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
@@ -79,6 +107,24 @@ def test_parquet_schema_comes_from_every_footer(tmp_path: Path) -> None:
     pq.write_table(pa.table({"b": ["x"]}), tmp_path / "2.parquet")
     scan = resolve_scan(fs(tmp_path), {"path": "/"}, sampling=SMALL_SAMPLE)
     assert scan.complete and scan.table_columns == ["a", "b"]
+
+
+def test_a_provided_schema_typing_every_projected_column_reads_no_file(tmp_path: Path) -> None:
+    """Nothing to learn from the records: the driver does not read them (this file is not even
+    JSON; the tasks would say so, naming file and line)."""
+    (tmp_path / "e.json").write_text("not json\n")
+    schema = [
+        {"name": "id", "type": "BIGINT"},
+        {"name": "items", "type": "MAP", "mode": "REPEATED",
+         "fields": [{"name": "sku", "type": "VARCHAR"}]},
+    ]  # fmt: skip
+    selection = {"path": "e.json", "schema": schema}
+    scan = resolve_scan(fs(tmp_path), selection, projection=["items", "id"])
+    assert scan.spark_schema.simpleString() == "struct<items:array<struct<sku:string>>,id:bigint>"
+    with pytest.raises(StorageError, match=r"e\.json:1"):  # a column the schema leaves open
+        resolve_scan(fs(tmp_path), selection, projection=["id", "other"])
+    with pytest.raises(StorageError, match=r"e\.json:1"):  # the wildcard may find more columns
+        resolve_scan(fs(tmp_path), selection)
 
 
 def test_an_empty_directory_has_only_its_implicit_columns(tmp_path: Path) -> None:
