@@ -17,6 +17,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -102,6 +103,9 @@ class SparkRunContext:
     remaining: dict[str, Remaining] = field(default_factory=dict)
     unordered: set[str] = field(default_factory=set)  # operators whose order nothing observes
     total: set[str] = field(default_factory=set)  # orders under which no two records tie
+    limited: set[str] = field(default_factory=set)  # operators a `limit` reads
+    # scan id -> the rows it reads, from its parquet footers (a whole read: no filter, no limit)
+    read_rows: dict[str, int] = field(default_factory=dict)
 
     def engine(self, name: str) -> Any:
         try:
@@ -218,6 +222,12 @@ class SparkCompiler:
             count_skipped=op.pushed_limit is None,
             ordered=op.id not in self.ctx.unordered or op.pushed_limit is not None,
             observe=self.scan_observers.get(op.id) if op.pushed_limit is None else None,
+            # Spark pushes a limit into the read: its footers' rows are not what it reads.
+            counted=(
+                functools.partial(self.ctx.read_rows.__setitem__, op.id)
+                if op.pushed_limit is None and op.id not in self.ctx.limited
+                else None
+            ),
         )
         if op.pushed_limit is not None:
             df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)

@@ -3,10 +3,11 @@
 One DataFrame per operator, built in topological order by :class:`SparkCompiler` (an operator read
 by several others is simply one DataFrame used several times). Each operator's DataFrame counts its
 rows with ``DataFrame.observe`` (:mod:`engine.exec.spark.metrics`), but for the operators whose
-count is derived (one-to-one operators, those whose records all reach a store); a scan observes
-its rows as read. The stores are the actions:
-each writes its input when it is compiled; an operator that no one reads and that is not a store is
-collected into ``RunResult.outputs``. Failures become :class:`~engine.errors.ExecutionError` naming
+count is derived (one-to-one operators, those whose records all reach a store) or known (a
+parquet scan reading every row of its files, from their footers; a parquet store, from the
+footers of the files it wrote); any other scan observes its rows as read. The stores are the
+actions: each writes its input when it is compiled; an operator that no one reads and that is not
+a store is collected into ``RunResult.outputs``. Failures become :class:`~engine.errors.ExecutionError` naming
 the operator: the one being compiled, or the store (or output) whose Spark job failed, but a file
 that fails to be read (gone, unreadable, malformed) names the scan that reads it.
 
@@ -123,8 +124,10 @@ class SparkPlanRun:
         }
         self.ctx.unordered = unordered_outputs(self.planned.topological_order(), sinks)
         self.ctx.total = total_orders(self.planned.topological_order())
+        # The Dagster ops compile the plan as given, the executor as planned: either's limits.
+        self.ctx.limited = limit_inputs(plan.query) | limit_inputs(self.planned.query)
         self.compiler = SparkCompiler(spark, self.ctx)
-        self.metrics = OperatorMetrics()
+        self.metrics = OperatorMetrics(read=self.ctx.read_rows)
         self.frames: dict[str, DataFrame] = {}
 
     def run(self) -> RunResult:

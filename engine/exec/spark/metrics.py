@@ -1,9 +1,19 @@
-"""Per-operator row counts on Spark, from ``DataFrame.observe``: no extra pass over the data.
+"""Per-operator row counts on Spark: from what the parquet files say where that is exact, else
+from ``DataFrame.observe``; never an extra pass over the data.
 
-Each operator's DataFrame is wrapped in an observation counting the rows that flow through it
-while the plan's actions (the stores) run. Counts are read after the run without blocking: an
-operator Spark never executed (optimised away, e.g. below ``limit 0``) has no count. Spark pushes
-limits below the observation, so the operators feeding a ``limit`` count only the rows Spark read.
+An operator's DataFrame is wrapped in an observation counting the rows that flow through it
+while the plan's actions (the stores) run, unless its count is known otherwise (below). Counts
+are read after the run without blocking: an operator Spark never executed (optimised away, e.g.
+below ``limit 0``) has no count. Spark pushes limits below the observation, so the operators
+feeding a ``limit`` count only the rows Spark read.
+
+A scan observes its rows as read, after its pushed filter, before they become records. A parquet
+scan read by Spark's reader with no pushed filter (nor pushed limit), and not read by a
+``limit``, reads every row of its files: its count is the sum of their footers' row counts,
+which the scan reads anyway to number its rows (the compiler records it in
+``SparkRunContext.read_rows``), and it is not observed. A parquet store likewise counts the rows
+of the files Spark wrote from their footers (:func:`~engine.exec.spark.sources.store_dataframe`);
+json and csv stores observe what they write.
 
 A scan that skips bad records (``onError: skip``) carries, from the Drill data source, rows that
 count what each file skipped (:data:`~engine.exec.spark.datasource.SKIPPED_COLUMN`); the same
@@ -81,10 +91,11 @@ def store_counted(operators: Any) -> dict[str, str]:
 def scan_observed(
     scan_id: str, *, before_limit: Collection[str] = (), counted_by: Mapping[str, str] | None = None
 ) -> bool:
-    """Whether :meth:`OperatorMetrics.track` observes scan ``scan_id`` (a scan is never one-to-one):
-    the executor then lets the scan observe its rows as they are read, before they become
-    records, where the observation keeps Spark from nothing (``struct(...).member`` above it
-    still simplifies to the column)."""
+    """Whether :meth:`OperatorMetrics.track` would observe scan ``scan_id`` (a scan is never
+    one-to-one): the executor then lets the scan observe its rows as they are read, before they
+    become records, where the observation keeps Spark from nothing (``struct(...).member`` above
+    it still simplifies to the column). A scan whose rows its parquet footers count (see the
+    module docstring) takes that count instead of the observation."""
     return scan_id in before_limit or scan_id not in (counted_by or {})
 
 
@@ -97,7 +108,9 @@ def _inputs(op: Any) -> list[str]:
 class OperatorMetrics:
     """Observations of the operators of one run, by operator id."""
 
-    def __init__(self) -> None:
+    def __init__(self, read: Mapping[str, int] | None = None) -> None:
+        # scan id -> the rows it reads, known from its parquet footers (filled as scans compile)
+        self._read: Mapping[str, int] = {} if read is None else read
         self._observations: dict[str, Observation] = {}
         self._same: dict[str, str] = {}
         self._fixed: dict[str, int] = {}
@@ -116,14 +129,17 @@ class OperatorMetrics:
         """``df``, operator ``op``'s DataFrame, with its row count: observed, or derived from its
         input's (one-to-one operators; ``unchanged``: the operator returned its input as it is),
         from the store that writes its records (``counted_by``: :func:`store_counted`; the
-        store's count is given with :meth:`stored`) or known (one record). ``before_limit``: ids
-        read by a ``limit`` (:func:`limit_inputs`), always observed since Spark counts only what
-        the limit read. An operator already observed (a scan, at its read:
-        :func:`scan_observed`) is returned as it is."""
+        store's count is given with :meth:`stored`) or known (one record; a scan's rows from
+        its parquet footers, given as ``read`` when built). ``before_limit``: ids read by a
+        ``limit`` (:func:`limit_inputs`), always observed since Spark counts only what the limit
+        read. An operator already observed (a scan, at its read: :func:`scan_observed`) is
+        returned as it is."""
         if op.id in self._observations:
             return df
         if op.id in before_limit:
             return self.observe(op.id, df)
+        if op.op == "scan" and op.id in self._read:
+            return df  # every row of its files: their footers count them
         if (op.op in ONE_TO_ONE or unchanged) and getattr(op, "input", None):
             self.same_as(op.id, op.input)
             return df
@@ -162,7 +178,7 @@ class OperatorMetrics:
     def collect(self) -> dict[str, dict[str, Any]]:
         """``{operator id: {"rows": n}}`` for every observed operator Spark executed
         (``skipped_records`` too for a scan that counts them)."""
-        known = {**self._fixed, **self._known}
+        known = {**self._read, **self._fixed, **self._known}
         found: dict[str, dict[str, Any]] = {k: {ROWS: n} for k, n in known.items()}
         for operator_id, observation in self._observations.items():
             values = _ready(observation)

@@ -18,8 +18,9 @@ file position).
 
 **Store** (:func:`store_dataframe`): queue and console sinks collect the (small) result; ``fs``
 stores write with Spark into the staging directory of :mod:`engine.storage.commit` and commit with
-its atomic protocol, so a failed write leaves the previous version. The row count comes from
-``DataFrame.observe`` during the write, not from a second pass.
+its atomic protocol, so a failed write leaves the previous version. The row count of a parquet
+store is the sum of the row counts in the footers of the files Spark wrote; json and csv stores
+count with ``DataFrame.observe`` during the write; neither takes a second pass.
 
 **Errors** (:func:`translate_spark_error`): the DrillError behind a failed Spark job, rebuilt from
 Spark's error text (a data source task's note, or the file Spark's reader failed on, read again
@@ -273,10 +274,14 @@ def scan_plan_dataframe(
     count_skipped: bool = False,
     ordered: bool = True,
     observe: Callable[[DataFrame], DataFrame] | None = None,
+    counted: Callable[[int], None] | None = None,
 ) -> DataFrame:
     """The DataFrame of a scan already planned with :func:`plan_scan`. ``observe`` counts the
     rows as read (its pushed filter applied), before they are wrapped into records, unless the
-    filter reads outside the record or bad records are counted."""
+    filter reads outside the record or bad records are counted. ``counted`` takes the rows the
+    scan reads where its files' footers say it without an observation (Spark's parquet reader,
+    no ``pushed_filter``: every row of every file); ``observe`` is then not applied. Give it
+    only when no limit reads the scan (Spark pushes a limit into the read)."""
     resolved = plan.resolved
     # Only the Drill data source skips records (the planner sends `onError: skip` there).
     counting = (
@@ -289,11 +294,15 @@ def scan_plan_dataframe(
     columns = list(resolved.output_types)
     row_filter = None if pushed_filter is None else _unwrapped(pushed_filter, ref)
     late_filter = pushed_filter if row_filter is None else None  # reads outside the record
+    known: list[int] = []  # the rows the footers count, when the scan reads them all
+    whole = plan.reader == "spark-parquet" and pushed_filter is None and counted is not None
     if not resolved.files:
         schema = StructType([*resolved.spark_schema.fields, StructField(SEQ_COLUMN, LongType())])
         frame = spark.createDataFrame([], schema)
+        known += [0] if whole else []
     elif plan.is_native:
-        frame = _native_scan(spark, resolved, row_filter=row_filter, ordered=ordered)
+        rows = known.append if whole else None
+        frame = _native_scan(spark, resolved, row_filter=row_filter, ordered=ordered, rows=rows)
         row_filter = None
     else:
         register_data_source(spark)
@@ -309,7 +318,9 @@ def scan_plan_dataframe(
         )
     if row_filter is not None:
         frame = frame.where(_keeping_counts(compile_predicate(row_filter, frame.schema), counting))
-    if observe is not None and late_filter is None and not counting:
+    if known and counted is not None:
+        counted(known[0])
+    elif observe is not None and late_filter is None and not counting:
         frame = observe(frame)
     # The cast gives both readers' records the declared (nullable) types, literals included;
     # UNION columns come as JSON text and become variants.
@@ -402,10 +413,16 @@ def _reader_tests(expr: Expr) -> list[Column]:
 
 
 def _native_scan(
-    spark: Any, resolved: ResolvedScan, *, row_filter: Expr | None = None, ordered: bool = True
+    spark: Any,
+    resolved: ResolvedScan,
+    *,
+    row_filter: Expr | None = None,
+    ordered: bool = True,
+    rows: Callable[[int], None] | None = None,
 ) -> DataFrame:
     """One read of every file by Spark's reader, each row given its file's implicit values and a
-    sequence number ``file base + row id``.
+    sequence number ``file base + row id``; ``rows``, for parquet files, takes the rows they hold
+    (the sum of their footers' row counts, what the read gives without ``row_filter``).
 
     Spark packs files into partitions by size, not in the scan's order. Parquet rows are numbered
     densely: the row id is ``_metadata.row_index`` and a file's base the rows of the files before
@@ -420,15 +437,19 @@ def _native_scan(
     """
     files = [f for f in resolved.files if f.size > 0 or resolved.format != "parquet"]
     _remember_native(resolved, files)
+    dense = resolved.format == "parquet"
     if not files:
+        if dense and rows is not None:
+            rows(0)
         schema = StructType([*resolved.spark_schema.fields, StructField(SEQ_COLUMN, LongType())])
         return spark.createDataFrame([], schema)
     implicit = [n for n in resolved.output_types if n in resolved.implicit]
-    dense = resolved.format == "parquet"
     if dense:
-        rows = [_parquet_rows(f) for f in files]
-        bases = dict(zip((f.real_path for f in files), accumulate(rows, initial=0), strict=False))
-        bits: int | None = max(sum(rows) - 1, 0).bit_length()
+        counts = [_parquet_rows(f) for f in files]
+        bases = dict(zip((f.real_path for f in files), accumulate(counts, initial=0), strict=False))
+        bits: int | None = max(sum(counts) - 1, 0).bit_length()
+        if rows is not None:
+            rows(sum(counts))
         row_id = F.col("_metadata.row_index")
     else:
         shift = 63 - max(1, (len(resolved.files) - 1).bit_length())
@@ -721,8 +742,11 @@ def _store_fs(
     _check_columns(df, spec, dynamic)
     prefix = static_prefix(static) if static else ""
     partitioned = bool(columns)
-    observation = Observation(f"store {spec.path}")
-    observed = df.observe(observation, F.count(F.lit(1)).alias("rows"))
+    # Parquet files say how many rows they hold: their footers count the store, no observation.
+    observation = None if spec.format == "parquet" else Observation(f"store {spec.path}")
+    observed = (
+        df if observation is None else df.observe(observation, F.count(F.lit(1)).alias("rows"))
+    )
     directory = spec.mode == "append" or partitioned  # else the whole target is replaced
     with open_commit(
         spec, lock_timeout, needs_directory=directory, explain=_store_failure
@@ -732,11 +756,12 @@ def _store_fs(
         written = _data_files(spark_dir)
         if not written and not partitioned:
             written = [_write_empty(df, spec, spark_dir)]
+        footers = _footers(spark_dir, written)
         paths = sorted({os.path.dirname(rel) for rel in written if os.path.dirname(rel)})
         if directory:
             replaced = [] if spec.mode == "append" else [prefix] if prefix else paths
             kept = commit.carry_over(lambda rel: not under_any(rel, replaced))
-            check_compatible(spec, commit.staging, kept, _written_schema(spark_dir, written))
+            check_compatible(spec, commit.staging, kept, _written_schema(footers))
         for rel in written:
             destination = commit.staging / rel
             destination.parent.mkdir(parents=True, exist_ok=True)
@@ -744,7 +769,10 @@ def _store_fs(
         remove(spark_dir)
         commit.metadata_file = spec.metadata_file  # the metadata repository's record
         commit.commit()
-    rows = observation.get.get("rows", 0) if written else 0
+    if observation is None:
+        rows = sum(footer.num_rows for footer in footers)
+    else:
+        rows = observation.get.get("rows", 0) if written else 0
     return StoreResult(
         location=str(spec.location),
         format=spec.format,
@@ -814,10 +842,15 @@ def _data_files(directory: Path) -> list[str]:
     return found
 
 
-def _written_schema(spark_dir: Path, written: Sequence[str]) -> pa.Schema | None:
+def _footers(spark_dir: Path, written: Sequence[str]) -> list[pq.FileMetaData]:
+    """The footers of the parquet files Spark wrote (each read once: the store's row count and
+    the schema compared with the files kept)."""
+    return [pq.read_metadata(spark_dir / rel) for rel in written if rel.endswith(".parquet")]
+
+
+def _written_schema(footers: Sequence[pq.FileMetaData]) -> pa.Schema | None:
     """The schema of the first parquet file Spark wrote, to compare with the files kept."""
-    parquet = [rel for rel in written if rel.endswith(".parquet")]
-    return pq.read_schema(spark_dir / parquet[0]) if parquet else None
+    return footers[0].schema.to_arrow_schema() if footers else None
 
 
 def _store_failure(err: Exception) -> DrillError | str:

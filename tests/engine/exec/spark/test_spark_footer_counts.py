@@ -1,0 +1,217 @@
+"""Row counts from parquet footers on Spark: a parquet store counts the rows of the files Spark
+wrote, a parquet scan that reads every row of its files counts them from its footers; neither is
+observed (no ``CollectMetrics`` node). What the footers cannot count exactly is still observed:
+json and csv stores, a scan with a pushed filter, a scan a ``limit`` reads, a JSON scan."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql.classic import dataframe as classic
+
+from engine.exec.spark.executor import SparkPlanRun
+from engine.exec.spark.sources import (
+    constant_dataframe,
+    plan_scan,
+    scan_plan_dataframe,
+    store_dataframe,
+)
+from engine.plan import parse_plan
+from engine.run import build_engines
+from engine.storage.engines import create_engine
+
+ROWS = [{"id": i, "day": f"d{i % 3}", "v": i * 1.5} for i in range(10)]
+
+
+@pytest.fixture
+def observations(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """Every ``DataFrame.observe`` made inside the test."""
+    made: list[Any] = []
+    observe = classic.DataFrame.observe
+
+    def counting(self: Any, observation: Any, *exprs: Any) -> Any:
+        made.append(observation)
+        return observe(self, observation, *exprs)
+
+    monkeypatch.setattr(classic.DataFrame, "observe", counting)
+    yield made
+
+
+def fs(root: Path) -> Any:
+    return create_engine("out", {"type": "fs", "root": str(root)})
+
+
+def footer_rows(files: Any) -> int:
+    return sum(pq.read_metadata(f).num_rows for f in files)
+
+
+@pytest.mark.parametrize(
+    ("target", "keep", "expected"),
+    [
+        ({"path": "t"}, 10, 10),
+        ({"path": "p", "partitionBy": ["day"]}, 10, 10),  # one file (at least) per partition
+        ({"path": "e"}, 0, 0),  # Spark writes no file: the store writes an empty one
+        ({"path": "ep", "partitionBy": ["day"]}, 0, 0),  # no partition, no file
+    ],
+)
+def test_a_parquet_store_counts_the_rows_of_its_files_footers(
+    spark: Any, tmp_path: Path, observations: list[Any], target: dict, keep: int, expected: int
+) -> None:
+    rows = constant_dataframe(spark, ROWS).limit(keep)
+    observations.clear()  # the constant's own DataFrames are not the store's
+    result = store_dataframe(rows, fs(tmp_path), {**target, "format": "parquet"})
+    assert observations == []
+    assert result.row_count == expected == footer_rows(result.files)
+    if target.get("partitionBy") and expected:
+        assert len(result.partitions) == 3 and len(result.files) >= 3
+    if result.files:  # an empty partitioned store writes no file Spark could read
+        assert spark.read.parquet(str(tmp_path / target["path"])).count() == expected
+
+
+def test_a_parquet_store_appending_counts_only_what_it_wrote(
+    spark: Any, tmp_path: Path, observations: list[Any]
+) -> None:
+    rows = constant_dataframe(spark, ROWS)
+    target = {"path": "a", "format": "parquet", "mode": "append"}
+    store_dataframe(rows, fs(tmp_path), target)
+    second = store_dataframe(rows.limit(4), fs(tmp_path), target)
+    assert second.row_count == 4
+    assert observations == []
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_json_and_csv_stores_still_observe_what_they_write(
+    spark: Any, tmp_path: Path, observations: list[Any], fmt: str
+) -> None:
+    rows = constant_dataframe(spark, ROWS)
+    observations.clear()
+    result = store_dataframe(rows, fs(tmp_path), {"path": "t", "format": fmt})
+    assert result.row_count == 10
+    assert len(observations) == 1
+
+
+# ---------------------------------------------------------------- scans
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    table = pa.table({"x": pa.array([1, 5, 3, 7, None], pa.int64()), "s": list("abcde")})
+    (tmp_path / "t").mkdir()
+    pq.write_table(table, tmp_path / "t" / "part-0.parquet")
+    pq.write_table(table.slice(0, 3), tmp_path / "t" / "part-1.parquet")
+    pq.write_table(table.slice(0, 0), tmp_path / "t" / "part-2.parquet")  # no rows
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "a.json").write_text('{"x": 1}\n{"x": 2}\n{"x": 3}\n')
+    return tmp_path
+
+
+SCAN = {
+    "@id": 1,
+    "op": "scan",
+    "storageengine": "fs",
+    "ref": "t",
+    "selection": {"path": "t", "format": "parquet"},
+}
+COUNT = {
+    "@id": 3,
+    "op": "collapsingaggregate",
+    "input": 2,
+    "aggregations": [{"ref": "n", "expr": "count(1)"}],
+}
+STORE = {"@id": 4, "op": "store", "input": 3, "storageengine": "q", "target": {}}
+
+
+def run_of(spark: Any, root: Path, *ops: dict[str, Any]) -> tuple[SparkPlanRun, Any]:
+    storage = {"q": {"type": "queue"}, "fs": {"type": "fs", "root": str(root)}}
+    plan = parse_plan({"storage": storage, "query": list(ops)})
+    engines = build_engines(plan, base_dir=None, classpath=[])
+    run = SparkPlanRun(plan, spark, engines=engines, params={})
+    return run, run.run()
+
+
+def observed_in(run: SparkPlanRun, op_id: str) -> bool:
+    """Whether operator ``op_id``'s DataFrame carries an observation (a CollectMetrics node)."""
+    return "CollectMetrics" in str(run.frames[op_id]._jdf.queryExecution().optimizedPlan())
+
+
+def test_a_parquet_scan_that_reads_every_row_counts_them_from_its_footers(
+    spark: Any, data: Path
+) -> None:
+    project = {
+        "@id": 2,
+        "op": "project",
+        "input": 1,
+        "projections": [{"ref": "output.x", "expr": "t.x"}],
+    }
+    run, result = run_of(spark, data, SCAN, project, COUNT, STORE)
+    assert result.records() == [{"n": 8}]
+    assert result.metrics["1"]["rows"] == result.metrics["2"]["rows"] == 8
+    assert run.ctx.read_rows == {"1": 8}
+    assert "1" not in run.metrics._observations
+    assert not observed_in(run, "1") and not observed_in(run, "2")
+
+
+def test_a_parquet_scan_with_a_pushed_filter_still_observes(spark: Any, data: Path) -> None:
+    filtered = {"@id": 2, "op": "filter", "input": 1, "expr": "t.x > 2"}
+    run, result = run_of(spark, data, SCAN, filtered, COUNT, STORE)
+    assert run.planned.operator("1").pushed_filter is not None
+    assert result.records() == [{"n": 5}]
+    assert result.metrics["1"]["rows"] == result.metrics["2"]["rows"] == 5
+    assert run.ctx.read_rows == {}
+    assert "1" in run.metrics._observations and observed_in(run, "1")
+
+
+def test_a_parquet_scan_a_limit_reads_still_observes(spark: Any, data: Path) -> None:
+    limit = {"@id": 2, "op": "limit", "input": 1, "first": 0, "last": 2}
+    run, result = run_of(spark, data, SCAN, limit, COUNT, STORE)
+    assert result.records() == [{"n": 2}]
+    assert result.metrics["2"]["rows"] == 2
+    assert run.ctx.read_rows == {}
+    assert "1" in run.ctx.limited and "1" in run.metrics._observations
+    assert result.metrics["1"]["rows"] <= 8  # what Spark read for the limit
+
+
+def test_a_json_scan_still_observes(spark: Any, data: Path) -> None:
+    scan = {**SCAN, "selection": {"path": "j", "format": "json"}}
+    project = {
+        "@id": 2,
+        "op": "project",
+        "input": 1,
+        "projections": [{"ref": "output.x", "expr": "t.x"}],
+    }
+    run, result = run_of(spark, data, scan, project, COUNT, STORE)
+    assert result.metrics["1"]["rows"] == 3
+    assert run.ctx.read_rows == {}
+    assert "1" in run.metrics._observations and observed_in(run, "1")
+
+
+def test_scan_plan_dataframe_gives_the_footers_rows_only_for_a_whole_parquet_read(
+    spark: Any, data: Path
+) -> None:
+    from engine.expr import parse_expression
+
+    engine = create_engine("fs", {"type": "fs", "root": str(data)})
+    plan = plan_scan(engine, {"path": "t", "format": "parquet"})
+    assert plan.reader == "spark-parquet"
+    told: list[int] = []
+    observed: list[Any] = []
+
+    def observe(df: Any) -> Any:
+        observed.append(df)
+        return df
+
+    frame = scan_plan_dataframe(spark, plan, "t", observe=observe, counted=told.append)
+    assert told == [8] and observed == [] and frame.count() == 8
+    pushed = parse_expression("t.x > 2")
+    scan_plan_dataframe(
+        spark, plan, "t", pushed_filter=pushed, observe=observe, counted=told.append
+    )
+    assert told == [8] and len(observed) == 1
+    empty = plan_scan(engine, {"path": "t/part-2.parquet", "format": "parquet"})
+    assert scan_plan_dataframe(spark, empty, "t", counted=told.append).count() == 0
+    assert told == [8, 0]
