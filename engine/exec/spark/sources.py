@@ -78,7 +78,7 @@ from engine.exec.spark.datasource import (
     resolve_scan,
     spark_schema_of,
 )
-from engine.exec.spark.paths import top_column
+from engine.exec.spark.paths import cast_column, top_column
 from engine.exec.spark.unions import collect_arrow, revive, storage_schema
 from engine.expr import Call, Cast, Expr, FieldRef, IfElse, field_refs
 from engine.expr import Literal as LiteralNode
@@ -294,14 +294,15 @@ def scan_plan_dataframe(
     columns = list(resolved.output_types)
     row_filter = None if pushed_filter is None else _unwrapped(pushed_filter, ref)
     late_filter = pushed_filter if row_filter is None else None  # reads outside the record
-    known: list[int] = []  # the rows the footers count, when the scan reads them all
+    # Every row of every file: the footers count them (the native scan reads them anyway).
     whole = plan.reader == "spark-parquet" and pushed_filter is None and counted is not None
     if not resolved.files:
         schema = StructType([*resolved.spark_schema.fields, StructField(SEQ_COLUMN, LongType())])
         frame = spark.createDataFrame([], schema)
-        known += [0] if whole else []
+        if whole:
+            counted(0)
     elif plan.is_native:
-        rows = known.append if whole else None
+        rows = counted if whole else None
         frame = _native_scan(spark, resolved, row_filter=row_filter, ordered=ordered, rows=rows)
         row_filter = None
     else:
@@ -318,9 +319,7 @@ def scan_plan_dataframe(
         )
     if row_filter is not None:
         frame = frame.where(_keeping_counts(compile_predicate(row_filter, frame.schema), counting))
-    if known and counted is not None:
-        counted(known[0])
-    elif observe is not None and late_filter is None and not counting:
+    if observe is not None and not whole and late_filter is None and not counting:
         frame = observe(frame)
     # The cast gives both readers' records the declared (nullable) types, literals included;
     # UNION columns come as JSON text and become variants.
@@ -463,7 +462,9 @@ def _native_scan(
             condition = test & condition
         read = read.where(condition)
     if not ordered and not implicit:
-        return read.withColumn(SEQ_COLUMN, with_bits(F.lit(0).cast(LongType()), SEQ_COLUMN, 0))
+        return read.withColumn(
+            SEQ_COLUMN, with_bits(cast_column(F.lit(0), LongType()), SEQ_COLUMN, 0)
+        )
     names = resolved.table_columns
     if dense and len(files) == 1 and not implicit:
         return read.select(*[column(n) for n in names], with_bits(row_id, SEQ_COLUMN, bits or 0))
@@ -479,13 +480,13 @@ def _native_scan(
         entries = []
         for file in files:
             values = implicit_values(file)
-            base = F.lit(bases[file.real_path]).cast(LongType())
+            base = cast_column(F.lit(bases[file.real_path]), LongType())
             info = F.struct(
                 base.alias(_BASE),
                 *[F.lit(values.get(n)).cast(StringType()).alias(n) for n in implicit],
             )
             name = (
-                F.lit(file.size).cast(LongType())
+                cast_column(F.lit(file.size), LongType())
                 if by_size
                 else F.lit(spark_file_uri(file.real_path))
             )
