@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import functools
+import operator
 import os
 import re
 import string
@@ -52,8 +53,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    IntegerType,
     LongType,
     MapType,
+    ShortType,
     StringType,
     StructField,
     StructType,
@@ -386,29 +393,65 @@ _SPARK_COMPARISONS = {
 _MIRRORED = {"__lt__": "__gt__", "__le__": "__ge__", "__gt__": "__lt__", "__ge__": "__le__"}
 
 
-def _reader_tests(expr: Expr) -> list[Column]:
-    """Plain Spark comparisons implied by ``expr``'s ``column <op> literal`` conjuncts, for the
-    reader's own filter pushdown (parquet row groups). Each keeps a superset of what the exact
-    test keeps (Spark's NaN is greater than every number, Drill's compares false), and the exact
-    test runs after them."""
+def _reader_tests(expr: Expr, schema: StructType) -> tuple[list[Column], list[Expr]]:
+    """Plain Spark comparisons for ``expr``'s ``column <op> literal`` conjuncts, for the reader's
+    own filter pushdown (parquet row groups), and the conjuncts still to test the Drill way.
+
+    A plain test keeps a superset of what Drill's test keeps, and is exactly Drill's where both
+    compare alike (a null drops the row in both): integer, string, boolean and date columns
+    against a literal of their kind. Floats are not (Spark's NaN is greater than every number,
+    Drill's compares false), nor are mixed kinds (Spark's implicit casts are not Drill's): their
+    conjuncts stay."""
+    types = {f.name: f.dataType for f in schema.fields}
+    tests: list[Column] = []
+    rest: list[Expr] = []
+    for conjunct in _conjuncts(expr):
+        test, exact = _reader_test(conjunct, types)
+        if test is not None:
+            tests.append(test)
+        if not exact:
+            rest.append(conjunct)
+    return tests, rest
+
+
+def _conjuncts(expr: Expr) -> list[Expr]:
     if isinstance(expr, Call) and expr.name == "and":
-        return [t for arg in expr.args for t in _reader_tests(arg)]
+        return [c for arg in expr.args for c in _conjuncts(arg)]
+    return [expr]
+
+
+def _reader_test(expr: Expr, types: Mapping[str, DataType]) -> tuple[Column | None, bool]:
+    """The plain test of one conjunct (None if it is not ``column <op> literal``), and whether it
+    is exactly Drill's."""
     if not isinstance(expr, Call) or expr.name not in _SPARK_COMPARISONS:
-        return []
+        return None, False
     left, right = expr.args
     method = _SPARK_COMPARISONS[expr.name]
     if isinstance(right, FieldRef) and isinstance(left, LiteralNode):
         left, right, method = right, left, _MIRRORED.get(method, method)
     if not isinstance(left, FieldRef) or len(left.path) != 1:
-        return []
+        return None, False
+    name = str(left.path[0])
+    dtype = types.get(name)
     if constant_date(right) is not None:  # Spark folds to_date('...') to a date the reader uses
         value = compile_expression(right, StructType([]))
-        return [getattr(column(str(left.path[0])), method)(value)]
+        return getattr(column(name), method)(value), isinstance(dtype, DateType)
     if not isinstance(right, LiteralNode):
-        return []
-    if right.value is None or (isinstance(right.value, float) and right.value != right.value):
-        return []
-    return [getattr(column(str(left.path[0])), method)(F.lit(right.value))]
+        return None, False
+    literal = right.value
+    if literal is None or (isinstance(literal, float) and literal != literal):
+        return None, False
+    test = getattr(column(name), method)(F.lit(literal))
+    return test, _same_kind(dtype, literal)
+
+
+def _same_kind(dtype: DataType | None, literal: Any) -> bool:
+    """Whether Spark compares a column of ``dtype`` with ``literal`` exactly as Drill does."""
+    if isinstance(literal, bool):
+        return isinstance(dtype, BooleanType)
+    if isinstance(literal, int):
+        return isinstance(dtype, ByteType | ShortType | IntegerType | LongType)
+    return isinstance(literal, str) and isinstance(dtype, StringType)
 
 
 def _native_scan(
@@ -457,10 +500,10 @@ def _native_scan(
         row_id = F.monotonically_increasing_id()
     read = _spark_read(spark, resolved, files)
     if row_filter is not None:  # before the row ids, so that Spark pushes it into the reader
-        condition = compile_predicate(row_filter, read.schema)
-        for test in reversed(_reader_tests(row_filter)):  # one Filter: one analysis
-            condition = test & condition
-        read = read.where(condition)
+        tests, rest = _reader_tests(row_filter, read.schema)
+        # One Filter (one analysis): the reader's tests first, then what they leave to test.
+        exact = [compile_predicate(conjunct, read.schema) for conjunct in rest]
+        read = read.where(functools.reduce(operator.and_, [*tests, *exact]))
     if not ordered and not implicit:
         return read.withColumn(
             SEQ_COLUMN, with_bits(cast_column(F.lit(0), LongType()), SEQ_COLUMN, 0)

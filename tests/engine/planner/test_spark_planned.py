@@ -102,3 +102,83 @@ def test_small_join_side_is_broadcast(spark, data: Path) -> None:
     expected = [{"id": 1, "kind": "a"}, {"id": 2}, {"id": 3, "kind": "b"}, {"id": 4}]
     records = run_plan(plan, executor="spark", spark=spark).records()
     assert [{k: v for k, v in r.items() if v is not None} for r in records] == expected
+
+
+def test_exact_reader_tests_are_not_tested_again_and_floats_keep_drills_test(
+    spark, tmp_path: Path
+) -> None:
+    """Integer, string and date tests the reader applies are Drill's own: no second, exact copy
+    in the filter. A float test keeps it (Spark's NaN is above every number, Drill's compares
+    false), and a string column against a number is left to Drill's test too."""
+    import datetime
+
+    (tmp_path / "t").mkdir()
+    table = pa.table(
+        {
+            "n": [1, 5, None, 9],
+            "s": ["a", "b", "b", None],
+            "d": [datetime.date(2024, 1, d) for d in (1, 2, 3, 4)],
+            "x": [1.0, float("nan"), 3.0, None],
+        }
+    )
+    pq.write_table(table, tmp_path / "t" / "part-0.parquet")
+
+    def run(expr: str) -> tuple[str, list[dict]]:
+        plan = plan_of(
+            tmp_path,
+            [
+                {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "t",
+                 "selection": {"path": "t", "format": "parquet"}},
+                {"@id": 2, "op": "filter", "input": 1, "expr": expr},
+                {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {}},
+            ],
+        )  # fmt: skip
+        engines = build_engines(plan, base_dir=None, classpath=[])
+        (frame,) = SparkPlanRun(plan, spark, engines=engines, params={}).compile_frames().values()
+        filters = [
+            line.strip()
+            for line in frame._jdf.queryExecution().optimizedPlan().toString().splitlines()
+            if "Filter" in line
+        ]
+        kept = [r["t"]["n"] for r in run_plan(plan, executor="spark", spark=spark).records()]
+        assert kept == [r["t"]["n"] for r in run_plan(plan, executor="local").records()]
+        return " ".join(filters), kept
+
+    filters, kept = run("t.n > 2 && t.s == 'b' && t.d >= to_date('2024-01-02')")
+    assert "coalesce" not in filters and kept == [5]
+    filters, kept = run("t.x > 2.0")
+    assert "isnan" in filters and kept == [None]  # NaN compares false, as in Drill
+    filters, kept = run("t.s == 'b' && t.x < 2.0")
+    assert "isnan" in filters and kept == []
+
+
+@pytest.mark.parametrize(
+    ("expr", "tests", "left_to_drill"),
+    [
+        ("n > 2 && s == 'b' && d >= to_date('2024-01-02') && b == true", 4, []),
+        ("x > 2.0", 1, ["x > 2.0"]),  # NaN
+        ("s == 5", 1, ["s == 5"]),  # a string against a number: Spark would cast
+        ("n > 2.5", 1, ["n > 2.5"]),  # an integer against a float
+        ("s == 'b' && n + 1 > 2", 1, ["n + 1 > 2"]),  # not column <op> literal
+    ],
+)
+def test_reader_tests_and_what_is_left_to_drills_test(
+    spark, expr: str, tests: int, left_to_drill: list[str]
+) -> None:
+    from pyspark.sql import types as T
+
+    from engine.exec.spark.sources import _reader_tests
+    from engine.expr import parse_expression
+
+    schema = T.StructType(
+        [
+            T.StructField("n", T.LongType()),
+            T.StructField("s", T.StringType()),
+            T.StructField("d", T.DateType()),
+            T.StructField("b", T.BooleanType()),
+            T.StructField("x", T.DoubleType()),
+        ]
+    )
+    found, rest = _reader_tests(parse_expression(expr), schema)
+    assert len(found) == tests
+    assert [str(e) for e in rest] == left_to_drill
