@@ -10,7 +10,7 @@ executor uses (readers, result set loader, schema tracker) and yields Arrow batc
 * Parquet: every file's footer is read (cheap), so the schema is exact.
 * Other formats, when the selection's provided ``schema`` types every column the scan projects
   (an explicit projection, as projection pushdown gives): no file is read on the driver, since
-  readers convert their values to the provided types (Spark's own reader given a schema).
+  the readers convert their values to the provided types (no record can change the schema).
 * Other formats, when the selection holds at most ``SchemaSampling.full_read_bytes`` (8 MiB by
   default): every file is read on the driver with the selection's schema mode, exactly as the local
   executor reads it, so both executors give the same schema.
