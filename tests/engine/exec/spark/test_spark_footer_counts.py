@@ -117,6 +117,12 @@ SCAN = {
     "ref": "t",
     "selection": {"path": "t", "format": "parquet"},
 }
+PROJECT = {
+    "@id": 2,
+    "op": "project",
+    "input": 1,
+    "projections": [{"ref": "output.x", "expr": "t.x"}],
+}
 COUNT = {
     "@id": 3,
     "op": "collapsingaggregate",
@@ -142,13 +148,7 @@ def observed_in(run: SparkPlanRun, op_id: str) -> bool:
 def test_a_parquet_scan_that_reads_every_row_counts_them_from_its_footers(
     spark: Any, data: Path
 ) -> None:
-    project = {
-        "@id": 2,
-        "op": "project",
-        "input": 1,
-        "projections": [{"ref": "output.x", "expr": "t.x"}],
-    }
-    run, result = run_of(spark, data, SCAN, project, COUNT, STORE)
+    run, result = run_of(spark, data, SCAN, PROJECT, COUNT, STORE)
     assert result.records() == [{"n": 8}]
     assert result.metrics["1"]["rows"] == result.metrics["2"]["rows"] == 8
     assert run.ctx.read_rows == {"1": 8}
@@ -178,13 +178,7 @@ def test_a_parquet_scan_a_limit_reads_still_observes(spark: Any, data: Path) -> 
 
 def test_a_json_scan_still_observes(spark: Any, data: Path) -> None:
     scan = {**SCAN, "selection": {"path": "j", "format": "json"}}
-    project = {
-        "@id": 2,
-        "op": "project",
-        "input": 1,
-        "projections": [{"ref": "output.x", "expr": "t.x"}],
-    }
-    run, result = run_of(spark, data, scan, project, COUNT, STORE)
+    run, result = run_of(spark, data, scan, PROJECT, COUNT, STORE)
     assert result.metrics["1"]["rows"] == 3
     assert run.ctx.read_rows == {}
     assert "1" in run.metrics._observations and observed_in(run, "1")
