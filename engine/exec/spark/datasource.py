@@ -440,6 +440,13 @@ def _record_prefix(
         return b"".join(itertools.islice(binary, lines))
 
 
+# Checking the structure only: no columns built (a third of a full parse), no thread pool.
+_ONE_THREAD = pa_json.ReadOptions(use_threads=False)
+_STRUCTURE_ONLY = pa_json.ParseOptions(
+    explicit_schema=pa.schema([]), unexpected_field_behavior="ignore"
+)
+
+
 def _json_lines(data: bytes) -> int | None:
     """How many records ``data`` holds if each of its lines is one JSON object (Arrow's reader
     reads only that, in C++), else None."""
@@ -449,13 +456,6 @@ def _json_lines(data: bytes) -> int | None:
         ).num_rows
     except pa.ArrowInvalid:
         return None
-
-
-# Checking the structure only: no columns built (a third of a full parse), no thread pool.
-_ONE_THREAD = pa_json.ReadOptions(use_threads=False)
-_STRUCTURE_ONLY = pa_json.ParseOptions(
-    explicit_schema=pa.schema([]), unexpected_field_behavior="ignore"
-)
 
 
 # ---------------------------------------------------------------- types
