@@ -106,6 +106,8 @@ class SparkRunContext:
     limited: set[str] = field(default_factory=set)  # operators a `limit` reads
     # scan id -> the rows it reads, from its parquet footers (a whole read: no filter, no limit)
     read_rows: dict[str, int] = field(default_factory=dict)
+    # segments and windowframes whose own DataFrame no reader uses (:func:`fused_operators`)
+    fused: set[str] = field(default_factory=set)
 
     def engine(self, name: str) -> Any:
         try:
@@ -347,11 +349,13 @@ class SparkCompiler:
         known = self._keys.get(op.input or "", {})
         keys = [F.col(known[e][0]) if e in known else self.column(e, df) for e in exprs]
         self._segments[op.id] = _SegmentInput(df, keys, ref, exprs, op.input or "")
-        number = temp("segment_number")
         grouped = self._in_key_order(op.input, exprs)
-        df = segment_rows(df, keys, seq=SEQ_COLUMN, name=number, grouped=grouped)
         leading = self._key_order.get(op.input or "", []) if grouped else list(exprs)
         self._key_order[op.id] = _unwritten(leading, [ref])
+        if op.id in self.ctx.fused:
+            return df  # its readers group `df` by `keys` themselves: no numbers to build
+        number = temp("segment_number")
+        df = segment_rows(df, keys, seq=SEQ_COLUMN, name=number, grouped=grouped)
         return with_path(df, ref, Typed(F.col(number), T.LongType())).drop(number)
 
     def _in_key_order(self, input_id: str | None, exprs: Sequence[Expr]) -> bool:
@@ -387,6 +391,8 @@ class SparkCompiler:
         (df,) = inputs
         # For a segment + collapsingaggregate that collapses these windows again.
         self._frames[op.id] = _FrameInput(op, df, op.input)
+        if op.id in self.ctx.fused:
+            return df  # its reader aggregates over each record's frame of `df`: no members
         within = self.field(op.within, df) if op.within else None
         segment, position = temp("wf_segment"), temp("wf_position")
         df = windowframe_rows(
@@ -533,6 +539,47 @@ class SparkCompiler:
             right = F.broadcast(right)
         ordered = op.id not in self.ctx.unordered
         return join_rows(left, right, conditions, how=op.type, seq=SEQ_COLUMN, ordered=ordered)
+
+
+def fused_operators(operators: Sequence[Any]) -> set[str]:
+    """The ids of the segments and windowframes whose own DataFrame no reader uses, so the
+    compiler does not build it (each DataFrame step costs Spark an analysis on the driver).
+
+    A segment is fused when every reader is a ``collapsingaggregate`` over its groups that reads
+    neither its group number nor what the number is written over: the aggregate groups the
+    segment's input by its keys. A windowframe is fused when its one reader is such a segment
+    grouping its windows by target, and every aggregate over them aggregates each record's frame
+    (:class:`_FrameInput`). ``operators`` in topological order.
+    """
+    ops = list(operators)
+    by_id = {op.id: op for op in ops}
+    readers: dict[str, list[Any]] = {}
+    for op in ops:
+        for ref in op.input_ids():
+            readers.setdefault(ref, []).append(op)
+    fused: set[str] = set()
+    for op in ops:
+        if not isinstance(op, Segment) or not readers.get(op.id):
+            continue
+        segment = _SegmentInput(
+            None,  # type: ignore[arg-type]  # only the refs matter here
+            [],
+            writable_path(op.ref, "segment ref"),
+            tuple(parse_cached(text) for text in op.exprs),
+            op.input or "",
+        )
+        aggregates = readers[op.id]
+        if not all(
+            isinstance(r, CollapsingAggregate) and segment.fuses_with(r) for r in aggregates
+        ):
+            continue
+        fused.add(op.id)
+        source = by_id.get(op.input or "")
+        if isinstance(source, WindowFrame) and len(readers[source.id]) == 1:
+            frames = _FrameInput(source, None, source.input)  # type: ignore[arg-type]
+            if all(frames.fuses_with(segment, r) for r in aggregates):
+                fused.add(source.id)
+    return fused
 
 
 _KEEPS_PARTITION_ORDER = frozenset({"filter", "project", "transform", "flatten"})

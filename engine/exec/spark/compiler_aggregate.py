@@ -169,14 +169,15 @@ def collapse_rows(
         grouped = df.groupBy(*keys).agg(
             *aggregates, *carried, *extras, *([first] if ordered else [])
         )
-        if not ordered:
-            grouped = grouped.withColumn(seq, F.lit(0).cast("long"))
-        for i, key in (carried_keys or {}).items():
-            grouped = grouped.withColumn(carryover_names[i], F.col(temp(f"key{key}")))
+        # One select: each DataFrame step is an analysis on the driver.
+        carried_by_key = {
+            carryover_names[i]: F.col(temp(f"key{key}")) for i, key in carried_keys.items()
+        }
         grouped = grouped.select(
             *aggregate_names,
-            *carryover_names,
-            *[n for n in (has_target, seq) if n in grouped.columns],
+            *[carried_by_key.get(n, F.col(n)).alias(n) for n in carryover_names],
+            *([has_target] if target is not None else []),
+            F.col(seq) if ordered else F.lit(0).cast("long").alias(seq),
         )
     elif within is None:
         grouped = df.agg(*aggregates, *carried, *extras)

@@ -110,7 +110,6 @@ def join_rows(
             )
     if not ordered:
         return joined.select(*merged, _unordered().alias(seq))
-    output = joined.select(*merged, F.col(left_seq), F.col(right_seq))
     left_type, right_type = left.schema[seq].dataType, right.schema[seq].dataType
     if isinstance(left_type, T.LongType) and isinstance(right_type, T.LongType):
         sides = (
@@ -118,11 +117,10 @@ def join_rows(
             (sequence_bits(right, seq), how != "inner"),
         )
         order, bits = join_sequence_long(F.col(left_seq), F.col(right_seq), *sides)
-        if bits is not None:
-            order = with_bits(order, seq, bits)
+        order = order.alias(seq) if bits is None else with_bits(order, seq, bits)
     else:
-        order = join_sequence(F.col(left_seq), left_type, F.col(right_seq), right_type)
-    return output.withColumn(seq, order).drop(left_seq, right_seq)
+        order = join_sequence(F.col(left_seq), left_type, F.col(right_seq), right_type).alias(seq)
+    return joined.select(*merged, order)  # one select: each step is an analysis on the driver
 
 
 def join_sequence_long(

@@ -29,6 +29,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from engine.exec.spark.paths import quote_name
 from engine.expr import Expr, FieldRef, field_refs, parse_field_ref
 from engine.plan.expressions import parse_cached
 
@@ -231,11 +232,12 @@ def top_rows(
     flat = df.select("*", *[value.alias(name) for (value, _, _), name in zip(keys, names)])
     by = [(F.col(name), direction, nulls) for name, (_, direction, nulls) in zip(names, keys)]
     order = sort_columns(by, seq=seq, tie_break=tie_break)
-    top = flat.orderBy(*order).limit(last).drop(*names)
+    top = flat.orderBy(*order).limit(last)
     if first:
         top = top.offset(first)
     # The top rows come out of one partition, in order: the new ids follow that order.
-    return top.withColumn(seq, F.monotonically_increasing_id())
+    kept = [F.col(quote_name(n)) for n in df.columns if n != seq]
+    return top.select(*kept, F.monotonically_increasing_id().alias(seq))
 
 
 def with_row_index(df: DataFrame, *, seq: str, name: str) -> DataFrame:

@@ -29,7 +29,12 @@ from pyspark.sql import DataFrame
 
 from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
-from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
+from engine.exec.spark.compiler import (
+    SparkCompiler,
+    SparkRunContext,
+    fused_operators,
+    nullable_everywhere,
+)
 from engine.exec.spark.compiler_order import TEMP_PREFIX, total_orders, unordered_outputs
 from engine.exec.spark.metrics import (
     OperatorMetrics,
@@ -41,7 +46,7 @@ from engine.exec.spark.metrics import (
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
 from engine.exec.spark.unions import collect_arrow
 from engine.plan import LogicalPlan
-from engine.plan.operators import Operator, Store
+from engine.plan.operators import Operator, Store, WindowFrame
 from engine.planner.rules.filter_pushdown import remaining_conditions
 from engine.run import RunResult, collect_result
 from engine.scan.framework import FILE_COLUMNS
@@ -124,6 +129,10 @@ class SparkPlanRun:
         }
         self.ctx.unordered = unordered_outputs(self.planned.topological_order(), sinks)
         self.ctx.total = total_orders(self.planned.topological_order())
+        # Fused in both: the Dagster ops compile the plan as given, the executor as planned.
+        self.ctx.fused = fused_operators(plan.topological_order()) & fused_operators(
+            self.planned.topological_order()
+        )
         # The Dagster ops compile the plan as given, the executor as planned: either's limits.
         self.ctx.limited = limit_inputs(plan.query) | limit_inputs(self.planned.query)
         self.compiler = SparkCompiler(spark, self.ctx)
@@ -146,6 +155,9 @@ class SparkPlanRun:
             with _failures_named(op, self.fragments.get(op.id), self._reader_of):
                 frame = self.compiler.compile(op, inputs)
             if isinstance(op, Store):
+                continue
+            if isinstance(op, WindowFrame) and op.id in self.ctx.fused:
+                self.frames[op.id] = frame  # never run: its reader aggregates over its input
                 continue
             self.frames[op.id] = self.metrics.track(
                 op,

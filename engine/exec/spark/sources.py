@@ -57,6 +57,7 @@ from pyspark.sql.types import (
     ByteType,
     DataType,
     DateType,
+    DoubleType,
     IntegerType,
     LongType,
     MapType,
@@ -132,6 +133,7 @@ _NATIVE_FILE_LIMIT = 50_000
 _RECORD = "__drill_record"
 _FILE = "__drill_file"
 _BASE = "__drill_file_base"
+_ROW = "__drill_file_row"
 # java.net.URI leaves these as they are in a path: unreserved, punct, '/' and '@'.
 _URI_KEPT = frozenset(string.ascii_letters + string.digits + "-_.!~*'()" + ",;:$&+=" + "/@")
 # Non-ASCII characters it quotes: controls and spaces (Character.isISOControl, isSpaceChar).
@@ -399,9 +401,10 @@ def _reader_tests(expr: Expr, schema: StructType) -> tuple[list[Column], list[Ex
 
     A plain test keeps a superset of what Drill's test keeps, and is exactly Drill's where both
     compare alike (a null drops the row in both): integer, string, boolean and date columns
-    against a literal of their kind. Floats are not (Spark's NaN is greater than every number,
-    Drill's compares false), nor are mixed kinds (Spark's implicit casts are not Drill's): their
-    conjuncts stay."""
+    against a literal of their kind, and a double column against a number by ``<``, ``<=``,
+    ``==`` or ``!=``. A double's ``>`` and ``>=`` are not (Spark's NaN is greater than every
+    number, Drill's compares false), nor are other mixed kinds (Spark's implicit casts are not
+    Drill's): their conjuncts stay."""
     types = {f.name: f.dataType for f in schema.fields}
     tests: list[Column] = []
     rest: list[Expr] = []
@@ -442,7 +445,7 @@ def _reader_test(expr: Expr, types: Mapping[str, DataType]) -> tuple[Column | No
     if literal is None or (isinstance(literal, float) and literal != literal):
         return None, False
     test = getattr(column(name), method)(F.lit(literal))
-    return test, _same_kind(dtype, literal)
+    return test, _same_kind(dtype, literal) or _nan_agrees(dtype, literal, method)
 
 
 def _same_kind(dtype: DataType | None, literal: Any) -> bool:
@@ -452,6 +455,16 @@ def _same_kind(dtype: DataType | None, literal: Any) -> bool:
     if isinstance(literal, int):
         return isinstance(dtype, ByteType | ShortType | IntegerType | LongType)
     return isinstance(literal, str) and isinstance(dtype, StringType)
+
+
+def _nan_agrees(dtype: DataType | None, literal: Any, method: str) -> bool:
+    """Whether Spark's ``double <method> number`` is Drill's: NaN, the one value they order
+    differently, is false in both for ``<``, ``<=`` and ``==``, true in both for ``!=``."""
+    number = isinstance(literal, int | float) and not isinstance(literal, bool)
+    return isinstance(dtype, DoubleType) and number and method in _NAN_AGREES
+
+
+_NAN_AGREES = frozenset({"__lt__", "__le__", "__eq__", "__ne__"})
 
 
 def _native_scan(
@@ -518,7 +531,6 @@ def _native_scan(
     # and reading (to another listed file's size, or to more rows) is numbered wrongly, silently.
     by_size = mapped and len({f.size for f in files}) == len(files)
     key = F.col("_metadata.file_size" if by_size else "_metadata.file_path")
-    scanned = read.select("*", key.alias(_FILE)).withColumn(SEQ_COLUMN, row_id)
     if mapped:
         entries = []
         for file in files:
@@ -534,18 +546,19 @@ def _native_scan(
                 else F.lit(spark_file_uri(file.real_path))
             )
             entries += [name, info if implicit else base]
-        found = F.try_element_at(F.create_map(*entries), column(_FILE))
-        # One lookup per row (a CASE would look up twice); an unknown file fails the read.
+        found = F.try_element_at(F.create_map(*entries), key)
+        # One lookup per row (a CASE would look up twice); an unknown file fails the read. One
+        # select over the read: each DataFrame step is one more analysis on the driver.
         if not implicit:
-            return scanned.select(
+            return read.select(
                 *[column(n) for n in names],
-                _sequence(F.coalesce(found, _unknown_file("long")), bits),
+                _sequence(F.coalesce(found, _unknown_file(key, "long")), row_id, bits),
             )
-        info = F.when(found.isNull(), _unknown_file()).otherwise(found)
-        return scanned.select(
+        info = F.when(found.isNull(), _unknown_file(key)).otherwise(found)
+        return read.select(
             *[column(n) for n in names],
             *[info[n].alias(n) for n in implicit],
-            _sequence(info[_BASE], bits),
+            _sequence(info[_BASE], row_id, bits),
         )
     lookup_rows = []
     for file in files:
@@ -562,19 +575,20 @@ def _native_scan(
         ]
     )
     lookup = spark.createDataFrame(lookup_rows, lookup_schema)
+    scanned = read.select("*", key.alias(_FILE), row_id.alias(_ROW))
     joined = scanned.join(F.broadcast(lookup), on=_FILE, how="left")
-    base = F.when(column(_BASE).isNull(), _unknown_file()).otherwise(column(_BASE))
+    base = F.when(column(_BASE).isNull(), _unknown_file(column(_FILE))).otherwise(column(_BASE))
     return joined.select(
         *[column(n) for n in names],
         *[column(n) for n in implicit],
-        _sequence(base, bits),
+        _sequence(base, column(_ROW), bits),
     )
 
 
-def _sequence(base: Column, bits: int | None) -> Column:
+def _sequence(base: Column, row_id: Column, bits: int | None) -> Column:
     # ``base`` is never null (an unknown file raises first); the coalesce tells Spark so, and
     # keeps the column non-nullable like the data source's.
-    value = F.coalesce(base, F.lit(0)) + column(SEQ_COLUMN)
+    value = F.coalesce(base, F.lit(0)) + row_id
     return value.alias(SEQ_COLUMN) if bits is None else with_bits(value, SEQ_COLUMN, bits)
 
 
@@ -586,8 +600,9 @@ def _parquet_rows(file: InputFile) -> int:
         raise StorageError(f"cannot read the parquet footer: {err}", file=str(file.path)) from err
 
 
-def _unknown_file(dtype: str | None = None) -> Column:
-    message = F.concat(F.lit("the scan did not list the file Spark read: "), column(_FILE))
+def _unknown_file(key: Column, dtype: str | None = None) -> Column:
+    """Fails the read of a file the scan did not list, naming its ``key`` (path or size)."""
+    message = F.concat(F.lit("the scan did not list the file Spark read: "), key.cast("string"))
     error = F.raise_error(message)
     return error.cast(dtype) if dtype else error
 

@@ -149,14 +149,29 @@ def test_exact_reader_tests_are_not_tested_again_and_floats_keep_drills_test(
     filters, kept = run("t.x > 2.0")
     assert "isnan" in filters and kept == [None]  # NaN compares false, as in Drill
     filters, kept = run("t.s == 'b' && t.x < 2.0")
-    assert "isnan" in filters and kept == []
+    assert "isnan" not in filters and kept == []  # NaN < 2.0 is false in both
+    for expr, expected in [
+        ("t.x < 5.0", [1, None]),
+        ("t.x <= 3", [1, None]),
+        ("t.x == 3.0", [None]),
+        ("t.x != 1.0", [5, None]),  # NaN differs from every number in both
+    ]:
+        filters, kept = run(expr)
+        assert "isnan" not in filters and kept == expected, (expr, filters)
+    filters, kept = run("t.x >= 1.0")
+    assert "isnan" in filters and kept == [1, None]
 
 
 @pytest.mark.parametrize(
     ("expr", "tests", "left_to_drill"),
     [
         ("n > 2 && s == 'b' && d >= to_date('2024-01-02') && b == true", 4, []),
-        ("x > 2.0", 1, ["x > 2.0"]),  # NaN
+        ("x > 2.0", 1, ["x > 2.0"]),  # NaN: above every number in Spark, false in Drill
+        ("2.0 < x", 1, ["2.0 < x"]),
+        ("x >= 2", 1, ["x >= 2"]),
+        ("x < 2.0 && x <= 3 && x == 1.5 && x != 4", 4, []),  # NaN: false (!=: true) in both
+        ("2.0 > x", 1, []),
+        ("x < 'a'", 1, ["x < 'a'"]),  # a double against a string
         ("s == 5", 1, ["s == 5"]),  # a string against a number: Spark would cast
         ("n > 2.5", 1, ["n > 2.5"]),  # an integer against a float
         ("s == 'b' && n + 1 > 2", 1, ["n + 1 > 2"]),  # not column <op> literal

@@ -1,0 +1,156 @@
+"""Segments and windowframes whose DataFrame no reader uses are not built on Spark
+(:func:`engine.exec.spark.compiler.fused_operators`): their collapsing aggregates group (or
+aggregate the frames of) the input themselves, and each DataFrame step not built is one analysis
+less on the driver. The records stay the local executor's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from engine.exec.spark.compiler import fused_operators
+from engine.exec.spark.executor import SparkPlanRun
+from engine.plan import parse_plan
+from engine.run import build_engines, run_plan
+
+SCAN = {
+    "@id": 1,
+    "op": "scan",
+    "storageengine": "fs",
+    "ref": "e",
+    "selection": {"path": "t", "format": "parquet"},
+}
+SEGMENT = {"@id": 2, "op": "segment", "input": 1, "ref": "grp", "exprs": ["e.user"]}
+COLLAPSE = {
+    "@id": 3,
+    "op": "collapsingaggregate",
+    "input": 2,
+    "within": "grp",
+    "carryovers": ["e.user"],
+    "aggregations": [{"ref": "n", "expr": "count(1)"}, {"ref": "total", "expr": "sum(e.v)"}],
+}
+# Each record with the one before it in its user's run, collapsed again per record.
+ORDER = {
+    "@id": 2,
+    "op": "order",
+    "input": 1,
+    "orderings": [{"order": "asc", "expr": "e.user"}, {"order": "asc", "expr": "e.ts"}],
+}
+USER = {"@id": 3, "op": "segment", "input": 2, "ref": "user_seg", "exprs": ["e.user"]}
+FRAME = {
+    "@id": 4,
+    "op": "windowframe",
+    "input": 3,
+    "within": "user_seg",
+    "start": -1,
+    "end": 0,
+    "ref": {"segment": "w.target", "position": "w.pos"},
+}
+PAIR = {"@id": 5, "op": "segment", "input": 4, "ref": "pair", "exprs": ["w.target"]}
+PAIRS = {
+    "@id": 6,
+    "op": "collapsingaggregate",
+    "input": 5,
+    "within": "pair",
+    "carryovers": ["e"],
+    "aggregations": [{"ref": "rows", "expr": "count(1)"}, {"ref": "gap", "expr": "max(e.ts) - min(e.ts)"}],
+}  # fmt: skip
+
+
+def plan_of(*ops: dict[str, Any], root: Path = Path("/nonexistent")) -> Any:
+    storage = {"q": {"type": "queue"}, "fs": {"type": "fs", "root": str(root)}}
+    last = ops[-1]["@id"]
+    store = {"@id": 99, "op": "store", "input": last, "storageengine": "q", "target": {}}
+    return parse_plan({"storage": storage, "query": [*ops, store]})
+
+
+def fused(*ops: dict[str, Any]) -> set[str]:
+    return fused_operators(plan_of(*ops).topological_order())
+
+
+def test_a_segment_only_its_groups_aggregate_reads_is_fused() -> None:
+    assert fused(SCAN, SEGMENT, COLLAPSE) == {"2"}
+
+
+def test_a_windowframe_collapsed_again_per_record_is_fused_with_its_segment() -> None:
+    assert fused(SCAN, ORDER, USER, FRAME, PAIR, PAIRS) == {"5", "4"}
+
+
+def test_a_segment_read_by_anything_else_is_built() -> None:
+    project = {
+        "@id": 3,
+        "op": "project",
+        "input": 2,
+        "projections": [{"ref": "output.g", "expr": "grp"}],
+    }
+    assert fused(SCAN, SEGMENT, project) == set()
+    reads_number = {**COLLAPSE, "aggregations": [{"ref": "g", "expr": "max(grp)"}]}
+    assert fused(SCAN, SEGMENT, reads_number) == set()
+    other_within = {**COLLAPSE, "within": None}
+    assert fused(SCAN, SEGMENT, other_within) == set()
+
+
+def test_a_windowframe_whose_members_are_read_is_built() -> None:
+    by_position = {**PAIRS, "aggregations": [{"ref": "p", "expr": "max(w.pos)"}]}
+    assert fused(SCAN, ORDER, USER, FRAME, PAIR, by_position) == {"5"}
+    not_by_target = {**PAIR, "exprs": ["e.user"]}
+    assert fused(SCAN, ORDER, USER, FRAME, not_by_target, PAIRS) == {"5"}
+
+
+ROWS = pa.table(
+    {
+        "user": pa.array([2, 1, 2, 1, None, 2], pa.int64()),
+        "ts": pa.array([10, 5, 40, 7, 3, 41], pa.int64()),
+        "v": pa.array([1.0, 2.0, None, 4.0, 5.0, 6.0]),
+    }
+)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "t").mkdir()
+    pq.write_table(ROWS, tmp_path / "t" / "part-0.parquet")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("ops", "absent"),
+    [
+        ((SCAN, SEGMENT, COLLAPSE), "dense_rank"),  # the segment's group numbers
+        ((SCAN, ORDER, USER, FRAME, PAIR, PAIRS), "collect_list"),  # the windowframe's members
+    ],
+    ids=["segment", "windowframe"],
+)
+def test_fused_operators_give_the_local_records_without_their_dataframes(
+    ops: tuple[dict[str, Any], ...], absent: str, root: Path, spark: Any
+) -> None:
+    plan = plan_of(*ops, root=root)
+    engines = build_engines(plan, base_dir=None, classpath=[])
+    (frame,) = SparkPlanRun(plan, spark, engines=engines, params={}).compile_frames().values()
+    assert absent not in frame._jdf.queryExecution().analyzed().toString()
+    on_spark = run_plan(plan, executor="spark", spark=spark)
+    local = run_plan(plan, executor="local")
+    assert on_spark.records() == local.records()
+    assert len(on_spark.records()) > 0
+
+
+def test_only_what_is_fused_in_the_plan_as_given_and_as_planned_is_fused(
+    root: Path, spark: Any
+) -> None:
+    """The Dagster ops compile the plan as given, the executor as planned: a segment whose
+    reader the planner removes (a filter on true) is fused in one only, so it is built."""
+    keeps_all = {"@id": 5, "op": "filter", "input": 2, "expr": "true"}
+    plan = plan_of(SCAN, SEGMENT, keeps_all, {**COLLAPSE, "input": 5}, root=root)
+    run = SparkPlanRun(
+        plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
+    )
+    assert fused_operators(run.planned.topological_order()) == {"2"}
+    assert run.ctx.fused == set()
+    assert (
+        run_plan(plan, executor="spark", spark=spark).records()
+        == run_plan(plan, executor="local").records()
+    )
