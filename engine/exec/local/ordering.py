@@ -1,7 +1,8 @@
 """The local ``order`` and ``limit`` operators.
 
 ``order`` is blocking and stable (R-ORDER-STABLE): it sorts by each ordering's expression, ``asc`` or
-``desc``, with nulls first (the default) or last whatever the direction. With ``within`` it sorts
+``desc``, with nulls first (the default) or last whatever the direction; a float NaN is greater than
+every number (last ascending, first descending), as on Spark. With ``within`` it sorts
 inside each segment (a run of records with equal ``within`` values) and keeps segments in place.
 
 ``limit`` streams the records with 0-based index ``first <= i < last`` over the whole input (R-LIMIT)
@@ -52,6 +53,8 @@ def sort_indices(
     >>> import pyarrow as pa
     >>> sort_indices([(pa.array([1, None, 2, 1]), "desc", "last")]).to_pylist()
     [2, 0, 3, 1]
+    >>> sort_indices([(pa.array([1.0, float("nan"), 2.0]), "desc", "first")]).to_pylist()
+    [1, 2, 0]
     """
     for values, _, _ in keys:
         if not _sortable(values.type):
@@ -76,6 +79,10 @@ def sort_indices(
             sort_keys.append((f"null{i}", "descending" if nulls == "first" else "ascending"))
         if pa.types.is_null(values.type):
             continue
+        if pa.types.is_floating(values.type) and pc.any(pc.is_nan(values)).as_py():
+            # NaN is the greatest value, as in Spark (Arrow alone puts it last either way).
+            columns[f"nan{i}"] = pc.is_nan(values)
+            sort_keys.append((f"nan{i}", "descending" if direction == "desc" else "ascending"))
         columns[f"key{i}"] = values
         sort_keys.append((f"key{i}", "descending" if direction == "desc" else "ascending"))
     if not sort_keys:

@@ -42,6 +42,7 @@ from engine.exec.spark.compiler_join import join_rows, union_rows
 from engine.exec.spark.compiler_order import (
     limit_rows,
     order_rows,
+    sequence_order,
     temp,
     top_rows,
     with_run_numbers,
@@ -246,7 +247,8 @@ class SparkCompiler:
         # (an `order` or `limit` upstream); otherwise each task writes its records as they come,
         # as Drill's fragments do, and nothing is sorted.
         needs_order = sink or op.input in self._ordered
-        ordered = df.orderBy(SEQ_COLUMN) if needs_order and op.input not in self._sorted else df
+        sort = needs_order and op.input not in self._sorted
+        ordered = df.orderBy(*sequence_order(df, SEQ_COLUMN)) if sort else df
         if sink:
             ordered = nullable_everywhere(ordered)  # the records are collected through Arrow
         with fragment_jobs(self.spark, "store", op.id):
@@ -427,7 +429,8 @@ class SparkCompiler:
         if segment is not None and windows is not None and windows.fuses_with(segment, op):
             # Collapsing each window of a windowframe again: aggregates over each record's frame.
             df, partition, _, keys = self._runs(windows.input_id, windows.op.within, windows.input)
-            spec = (Window.partitionBy(*partition) if partition else Window).orderBy(SEQ_COLUMN)
+            by_seq = sequence_order(df, SEQ_COLUMN)
+            spec = (Window.partitionBy(*partition) if partition else Window).orderBy(*by_seq)
             frame = FrameSpec(spec, windows.op.start, windows.op.end)
             if windows.op.end == 0 and not op.target:
                 # One record per record, in its order, carrying the record's own values.

