@@ -429,8 +429,7 @@ class SparkCompiler:
         if segment is not None and windows is not None and windows.fuses_with(segment, op):
             # Collapsing each window of a windowframe again: aggregates over each record's frame.
             df, partition, _, keys = self._runs(windows.input_id, windows.op.within, windows.input)
-            by_seq = sequence_order(df, SEQ_COLUMN)
-            spec = (Window.partitionBy(*partition) if partition else Window).orderBy(*by_seq)
+            spec = (Window.partitionBy(*partition) if partition else Window).orderBy(SEQ_COLUMN)
             frame = FrameSpec(spec, windows.op.start, windows.op.end)
             if windows.op.end == 0 and not op.target:
                 # One record per record, in its order, carrying the record's own values.

@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.errors import DrillError
-from engine.exec.spark.compiler_order import sequence_order, temp, with_run_numbers
+from engine.exec.spark.compiler_order import temp, with_run_numbers
 from engine.exec.spark.paths import Typed
 
 AggregateCall = tuple[str, Sequence[Column]]
@@ -272,8 +272,7 @@ def running_rows(
     whose equal values are a run, None for one run."""
     calls = prepare_arguments(typed_calls)
     columns = [partition] if isinstance(partition, str) else list(partition or [])
-    by_seq = sequence_order(df, seq)
-    ordered = (Window.partitionBy(*columns) if columns else Window).orderBy(*by_seq)
+    ordered = (Window.partitionBy(*columns) if columns else Window).orderBy(seq)
     framed = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     for (name, args), alias in zip(calls, names, strict=True):
         if name == "row_number":
