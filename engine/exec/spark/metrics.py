@@ -55,8 +55,21 @@ ONE_TO_ONE = frozenset({"transform", "project", "order", "segment"})
 
 
 def limit_inputs(operators: Any) -> set[str]:
-    """The ids of the operators a ``limit`` reads (Spark pushes the limit below them)."""
-    return {op.input for op in operators if op.op == "limit" and op.input}
+    """The ids of the operators a ``limit`` reads (Spark pushes the limit below them), but an
+    ``order`` (without ``within``) a limit with an end reads: the compiler runs the two as one
+    top-N, which reads every record of the order's input, so the order counts its input's.
+
+    >>> from types import SimpleNamespace as Op
+    >>> limit_inputs([Op(id="1", op="scan", input=None),
+    ...     Op(id="2", op="order", input="1", within=None), Op(id="3", op="limit", input="2", last=5),
+    ...     Op(id="4", op="limit", input="1", last=None)])
+    {'1'}
+    """
+    ops = list(operators)
+    top_n = {op.input for op in ops if op.op == "limit" and op.last is not None}
+    orders = {op.id for op in ops if op.op == "order" and op.within is None}
+    read = {op.input for op in ops if op.op == "limit" and op.input}
+    return read - (top_n & orders)
 
 
 def store_counted(operators: Any) -> dict[str, str]:

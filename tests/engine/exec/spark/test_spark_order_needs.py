@@ -451,3 +451,29 @@ def test_an_orders_sequence_places_nulls_and_nan_as_drill_does(
     assert len(members) == flag + encoded + 1  # and the input order, for ties
     ids = [r["t"]["id"] for r in run_plan(plan, executor="spark", spark=spark).records()]
     assert ids == [r["t"]["id"] for r in run_plan(plan, executor="local").records()]
+
+
+def test_an_order_a_top_n_reads_counts_its_inputs_rows(spark: Any, data: Path) -> None:
+    """The compiler runs an order and the limit with an end that reads it as one top-N, which
+    reads every record of the order's input: the order counts its input's rows (its own
+    DataFrame never runs, so an observation of it would count nothing)."""
+    plan = plan_of(
+        SCAN,
+        {"@id": 2, "op": "order", "input": 1, "orderings": [{"order": "desc", "expr": "t.x"}]},
+        {"@id": 3, "op": "limit", "input": 2, "first": 1, "last": 3},
+        {"@id": 4, "op": "store", "input": 3, "storageengine": "q", "target": {}},
+        root=data,
+    )
+    run = run_of(spark, plan)
+    result = run.run()
+    assert "2" not in run.metrics._observations
+    assert (
+        rows_of(result)
+        == rows_of(run_plan(plan, executor="local"))
+        == {
+            "1": 5,
+            "2": 5,
+            "3": 2,
+            "4": 2,
+        }
+    )
