@@ -162,6 +162,8 @@ class SparkCompiler:
         self.unchanged: set[str] = set()
         # scan id -> what counts its rows as they are read (the run's observation of the scan)
         self.scan_observers: dict[str, Callable[[DataFrame], DataFrame]] = {}
+        # collapsingaggregate id -> what observes the input rows it counts per group (a scan's)
+        self.input_counters: dict[str, Callable[[DataFrame, str], DataFrame]] = {}
 
     def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:
         """``op``'s DataFrame from its inputs' DataFrames."""
@@ -474,6 +476,7 @@ class SparkCompiler:
             frame=frame,
             ordered=op.id not in self.ctx.unordered,
             kept=[name for name, _ in self._keys.get(op.id, {}).values()],
+            count_input=self.input_counters.get(op.id) if frame is None else None,
         )
         # The collapsed record's schema, known without asking Spark (but for decimal averages).
         types = [

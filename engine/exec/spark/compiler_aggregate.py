@@ -129,6 +129,7 @@ def collapse_rows(
     frame: FrameSpec | None = None,
     ordered: bool = True,
     kept: Sequence[str] = (),
+    count_input: Callable[[DataFrame, str], DataFrame] | None = None,
 ) -> DataFrame:
     """One row per run with ``aggregate_names[i]`` (aggregate of ``calls[i]``),
     ``carryover_names[i]`` (value of ``carryovers[i]``) and the run's first sequence number in
@@ -139,12 +140,15 @@ def collapse_rows(
     ``carried_keys`` maps a carryover that is key ``j`` to ``j`` (read from the group's key, so the
     aggregation stays a hash aggregate). ``frame`` replaces runs by each record's window frame.
     With ``group_by`` and not ``ordered`` (nothing observes the groups' order), ``seq`` is 0.
-    With ``frame``, the columns ``kept`` of ``df`` are kept as they are."""
+    With ``frame``, the columns ``kept`` of ``df`` are kept as they are. ``count_input`` (not
+    with ``frame``) is given the aggregated DataFrame and the name of a column holding each
+    group's input rows, to observe them."""
     calls = prepare_arguments(typed_calls)
     if frame is not None:
         return _collapse_frames(
             df, calls, carryovers, target, frame, seq, aggregate_names, carryover_names, kept
         )
+    counted = [F.count(F.lit(1)).alias(INPUT_ROWS)] if count_input is not None else []
     aggregates = [
         AGGREGATE_FORMS[name](*args).alias(alias)
         for (name, args), alias in zip(calls, aggregate_names, strict=True)
@@ -167,8 +171,10 @@ def collapse_rows(
         if not keys:  # one group, and none for no input (a literal key would be an ordinal)
             keys = [F.lit(0).alias(temp("one_group"))]
         grouped = df.groupBy(*keys).agg(
-            *aggregates, *carried, *extras, *([first] if ordered else [])
+            *aggregates, *carried, *extras, *([first] if ordered else []), *counted
         )
+        if count_input is not None:
+            grouped = count_input(grouped, INPUT_ROWS)
         # One select: each DataFrame step is an analysis on the driver.
         carried_by_key = {
             carryover_names[i]: F.col(temp(f"key{key}")) for i, key in carried_keys.items()
@@ -180,19 +186,29 @@ def collapse_rows(
             F.col(seq) if ordered else F.lit(0).cast("long").alias(seq),
         )
     elif within is None:
-        grouped = df.agg(*aggregates, *carried, *extras)
-        grouped = grouped.withColumn(seq, F.lit(0).cast("long"))  # one record
+        grouped = df.agg(*aggregates, *carried, *extras, *counted)
+        if count_input is not None:
+            grouped = count_input(grouped, INPUT_ROWS)
+        names = [*aggregate_names, *carryover_names, *([has_target] if target is not None else [])]
+        # One record, and no count column left (one select: one analysis).
+        grouped = grouped.select(*[F.col(n) for n in names], F.lit(0).cast("long").alias(seq))
     else:
         run = temp("ca_run")
         grouped = (
             with_run_numbers(df, within, seq=seq, name=run)
             .groupBy(run)
-            .agg(*aggregates, *carried, *extras, first)
-            .drop(run)
+            .agg(*aggregates, *carried, *extras, first, *counted)
         )
+        if count_input is not None:
+            grouped = count_input(grouped, INPUT_ROWS)
+        grouped = grouped.drop(run, *([INPUT_ROWS] if count_input is not None else []))
     if target is not None:
         grouped = grouped.where(F.col(has_target).isNotNull()).drop(has_target)
     return grouped
+
+
+INPUT_ROWS = temp("input_rows")
+"""The hidden aggregate counting a group's input rows (``collapse_rows(count_input=...)``)."""
 
 
 class FrameSpec:

@@ -5,7 +5,9 @@ by several others is simply one DataFrame used several times). Each operator's D
 rows with ``DataFrame.observe`` (:mod:`engine.exec.spark.metrics`), but for the operators whose
 count is derived (one-to-one operators, those whose records all reach a store) or known (a
 parquet scan reading every row of its files, from their footers; a parquet store, from the
-footers of the files it wrote); any other scan observes its rows as read. The stores are the
+footers of the files it wrote); a scan whose records all reach one grouping aggregate is counted
+by it, any other scan observes its rows as read. Segments and windowframes whose readers group
+or frame their input themselves are not built (``compiler.fused_operators``). The stores are the
 actions: each writes its input when it is compiled; an operator that no one reads and that is not
 a store is collected into ``RunResult.outputs``. Failures become :class:`~engine.errors.ExecutionError` naming
 the operator: the one being compiled, or the store (or output) whose Spark job failed, but a file
@@ -43,6 +45,7 @@ from engine.exec.spark.compiler_order import (
 )
 from engine.exec.spark.metrics import (
     OperatorMetrics,
+    aggregate_counted,
     limit_inputs,
     scan_observed,
     store_counted,
@@ -150,11 +153,21 @@ class SparkPlanRun:
         roots = [op for op in order if readers[op.id] == 0]
         before_limit = limit_inputs(order)
         counted_by = store_counted(order)
+        # Scans whose records all reach one aggregate: it counts them per group (the Dagster ops,
+        # which compile the plan as given, observe every scan as it is read).
+        counts = _aggregate_counts(self.planned)
+        self.metrics.count_later(counts.values())
+        self.compiler.input_counters = {
+            aggregate: functools.partial(self.metrics.observe_total, scan)
+            for aggregate, scan in counts.items()
+        }
         outputs: dict[str, pa.Table] = {}
         for op in order:
             inputs = [self.frames[ref] for ref in op.input_ids()]
-            if op.op == "scan" and scan_observed(
-                op.id, before_limit=before_limit, counted_by=counted_by
+            if (
+                op.op == "scan"
+                and scan_observed(op.id, before_limit=before_limit, counted_by=counted_by)
+                and op.id not in counts.values()
             ):
                 self.compiler.scan_observers[op.id] = functools.partial(self.metrics.observe, op.id)
             with _failures_named(op, self.fragments.get(op.id), self._reader_of):
@@ -218,6 +231,27 @@ class SparkPlanRun:
 
 
 _LINE = re.compile(r"(:\d+){1,2}$")  # a file named with its line (and column)
+
+
+def _aggregate_counts(plan: LogicalPlan) -> dict[str, str]:
+    """:func:`~engine.exec.spark.metrics.aggregate_counted` for ``plan``: its observed scans,
+    and its filters whose whole condition their scans apply."""
+    ops = plan.topological_order()
+    by_id = {op.id: op for op in ops}
+    before_limit, counted_by = limit_inputs(ops), store_counted(ops)
+    observed = {
+        op.id
+        for op in ops
+        if op.op == "scan"
+        and scan_observed(op.id, before_limit=before_limit, counted_by=counted_by)
+    }
+    passes_all = {
+        filter_id
+        for filter_id, rest in remaining_conditions(plan).items()
+        if rest.condition is None
+        and all(getattr(by_id.get(i), "pushed_filter", None) == text for i, text in rest.scans)
+    }
+    return aggregate_counted(ops, passes_all=passes_all, observed=observed)
 
 
 def collect_records(df: DataFrame) -> pa.Table:

@@ -15,6 +15,14 @@ which the scan reads anyway to number its rows (the compiler records it in
 of the files Spark wrote from their footers (:func:`~engine.exec.spark.sources.store_dataframe`);
 json and csv stores observe what they write.
 
+A scan whose records all reach one grouping ``collapsingaggregate`` through operators that emit
+one record per record (a filter its scan applied whole among them) is counted there instead: the
+aggregate adds a hidden ``count(1)`` per group, and the observation sums it over the aggregate's
+few output rows (:func:`aggregate_counted`; the engine's executor only, the Dagster ops observe
+every scan as it is read). An observation where every row flows splits Spark's code generation
+there and costs each row; at the aggregate it costs nothing measurable (q6 at scale 1: 0.28 s
+without the scan's observation, 0.31 s with it).
+
 A scan that skips bad records (``onError: skip``) carries, from the Drill data source, rows that
 count what each file skipped (:data:`~engine.exec.spark.datasource.SKIPPED_COLUMN`); the same
 observation sums them into ``skipped_records`` and the rows are dropped right after it.
@@ -112,6 +120,46 @@ def scan_observed(
     return scan_id in before_limit or scan_id not in (counted_by or {})
 
 
+def aggregate_counted(
+    operators: Any, *, passes_all: Collection[str] = (), observed: Collection[str] = ()
+) -> dict[str, str]:
+    """``{collapsingaggregate id: scan id}`` for each scan in ``observed`` whose records all
+    reach one grouping ``collapsingaggregate`` (no ``target``), each through a single reader
+    that emits one record per record (:data:`ONE_TO_ONE`, or a filter in ``passes_all``: one
+    whose whole condition its scan applied): the aggregate counts the scan's rows as a hidden
+    ``count(1)`` per group, and the observation sums them over its few output rows instead of
+    counting every row as it is read (an observation splits Spark's code generation where it
+    stands). ``operators`` in topological order.
+
+    >>> from types import SimpleNamespace as Op
+    >>> ops = [Op(id="1", op="scan", input=None), Op(id="2", op="filter", input="1"),
+    ...     Op(id="3", op="collapsingaggregate", input="2", target=None)]
+    >>> aggregate_counted(ops, passes_all={"2"}, observed={"1"})
+    {'3': '1'}
+    >>> aggregate_counted(ops, observed={"1"})  # the filter drops records
+    {}
+    """
+    ops = list(operators)
+    readers: dict[str, list[Any]] = {}
+    for op in ops:
+        for ref in _inputs(op):
+            readers.setdefault(ref, []).append(op)
+    found: dict[str, str] = {}
+    for scan in ops:
+        if scan.op != "scan" or scan.id not in observed:
+            continue
+        current = scan
+        while len(readers.get(current.id, [])) == 1:
+            (reader,) = readers[current.id]
+            if reader.op == "collapsingaggregate" and reader.target is None:
+                found[reader.id] = scan.id
+                break
+            if reader.op not in ONE_TO_ONE and reader.id not in passes_all:
+                break
+            current = reader
+    return found
+
+
 def _inputs(op: Any) -> list[str]:
     if hasattr(op, "input_ids"):
         return list(op.input_ids())
@@ -129,6 +177,18 @@ class OperatorMetrics:
         self._fixed: dict[str, int] = {}
         self._known: dict[str, int] = {}
         self._run = uuid.uuid4().hex[:12]
+        self._later: set[str] = set()
+
+    def count_later(self, operator_ids: Collection[str]) -> None:
+        """Scans an aggregate counts (:func:`aggregate_counted`): their observations are made
+        now, so that :meth:`track` leaves them as they are, and attached by
+        :meth:`observe_total`."""
+        for operator_id in operator_ids:
+            self._later.add(operator_id)
+            self._observations[operator_id] = self._new_observation()
+
+    def _new_observation(self) -> Observation:
+        return Observation(f"drill_{self._run}_{len(self._observations)}")
 
     def track(
         self,
@@ -146,7 +206,17 @@ class OperatorMetrics:
         its parquet footers, given as ``read`` when built). ``before_limit``: ids read by a
         ``limit`` (:func:`limit_inputs`), always observed since Spark counts only what the limit
         read. An operator already observed (a scan, at its read: :func:`scan_observed`) is
-        returned as it is."""
+        returned as it is, and so is a scan an aggregate counts (:meth:`count_later`), unless its
+        footers count it or it counts skipped records (those rows must go before the
+        aggregate)."""
+        if op.id in self._later:
+            if op.id not in self._read and SKIPPED_COLUMN not in df.columns:
+                return df
+            self._later.discard(op.id)
+            del self._observations[op.id]
+            if op.id in self._read:
+                return df  # every row of its files: their footers count them
+            return self.observe(op.id, df)
         if op.id in self._observations:
             return df
         if op.id in before_limit:
@@ -167,7 +237,7 @@ class OperatorMetrics:
     def observe(self, operator_id: str, df: DataFrame) -> DataFrame:
         """``df`` counting its rows into operator ``operator_id``'s metrics (and, for a scan
         that counts skipped records, those too: its counting rows are dropped)."""
-        observation = Observation(f"drill_{self._run}_{len(self._observations)}")
+        observation = self._new_observation()
         self._observations[operator_id] = observation
         if SKIPPED_COLUMN not in df.columns:
             return df.observe(observation, F.count(F.lit(1)).alias(ROWS))
@@ -178,6 +248,14 @@ class OperatorMetrics:
             F.coalesce(F.sum(skipped), F.lit(0)).alias(SKIPPED),
         )
         return without_skip_counts(observed)
+
+    def observe_total(self, operator_id: str, df: DataFrame, counts: str) -> DataFrame:
+        """``df`` summing its column ``counts`` into operator ``operator_id``'s row count (a scan
+        an aggregate counts: ``counts`` holds each group's rows, see :func:`aggregate_counted`)."""
+        if operator_id not in self._later:
+            return df  # observed as it was read after all
+        total = F.coalesce(F.sum(counts), F.lit(0)).alias(ROWS)
+        return df.observe(self._observations[operator_id], total)
 
     def same_as(self, operator_id: str, other_id: str) -> None:
         """Operator ``operator_id`` counts what ``other_id`` counts (its input, or the store that

@@ -71,11 +71,12 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # 433 and 20 to 393 and 16, left_join_filter from 395 and 26 to 355 and 22. Fused segments and
 # windowframes left unbuilt, one select where there were several, and double comparisons the
 # reader tests exactly took q1 from 502 calls and 24 DataFrames to 415 and 15, q3 from 1257 and
-# 70 to 1130 and 52, sessionize from 1164 and 51 to 789 and 30, q6 from 276 to 213 calls.
+# 70 to 1130 and 52, sessionize from 1164 and 51 to 789 and 30, q6 from 276 to 213 calls (237
+# once its aggregate counts the scan's rows, instead of an observation of every row read).
 BOUNDS = {
     "q1_pricing_summary": (435, 15),
     "q3_shipping_priority": (1180, 52),
-    "q6_forecast_revenue": (230, 12),
+    "q6_forecast_revenue": (250, 12),
     "sessionize_windowframe": (830, 30),
     "topn_order_limit": (365, 13),
     "left_join_filter": (345, 22),

@@ -163,7 +163,14 @@ def test_a_parquet_scan_with_a_pushed_filter_still_observes(spark: Any, data: Pa
     assert result.records() == [{"n": 5}]
     assert result.metrics["1"]["rows"] == result.metrics["2"]["rows"] == 5
     assert run.ctx.read_rows == {}
-    assert "1" in run.metrics._observations and observed_in(run, "1")
+    # Every record reaches the aggregate: it counts them (its one output row observed).
+    assert "1" in run.metrics._observations and observed_in(run, "3")
+    assert not observed_in(run, "1")
+    # With a second reader the scan observes its rows as read.
+    again, result = run_of(
+        spark, data, SCAN, filtered, COUNT, STORE, {**STORE, "@id": 5, "input": 2}
+    )
+    assert result.metrics["1"]["rows"] == 5 and observed_in(again, "1")
 
 
 def test_a_parquet_scan_a_limit_reads_still_observes(spark: Any, data: Path) -> None:
@@ -181,7 +188,12 @@ def test_a_json_scan_still_observes(spark: Any, data: Path) -> None:
     run, result = run_of(spark, data, scan, PROJECT, COUNT, STORE)
     assert result.metrics["1"]["rows"] == 3
     assert run.ctx.read_rows == {}
-    assert "1" in run.metrics._observations and observed_in(run, "1")
+    assert "1" in run.metrics._observations and observed_in(run, "3")  # counted by the aggregate
+    # Read by two stores, it observes its rows as read.
+    again, result = run_of(
+        spark, data, scan, PROJECT, {**STORE, "input": 2}, {**STORE, "@id": 5, "input": 1}
+    )
+    assert result.metrics["1"]["rows"] == 3 and observed_in(again, "1")
 
 
 def test_scan_plan_dataframe_gives_the_footers_rows_only_for_a_whole_parquet_read(

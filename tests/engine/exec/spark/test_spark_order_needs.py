@@ -368,12 +368,14 @@ def test_a_scan_counts_its_rows_as_read_before_they_become_records(spark: Any, d
             "aggregations": [{"ref": "s", "expr": "sum(x)"}],
         },
         {"@id": 5, "op": "store", "input": 4, "storageengine": "q", "target": {}},
+        # A second reader: not all the scan's records reach the aggregate, which cannot count them.
+        {"@id": 6, "op": "store", "input": 3, "storageengine": "q", "target": {}},
         root=data,
     )
     run = run_of(spark, plan)
     result = run.run()
-    assert result.records() == [{"s": 15}]
-    assert rows_of(result) == {"1": 3, "2": 3, "3": 3, "4": 1, "5": 1}
+    assert {"s": 15} in result.records()
+    assert rows_of(result) == {"1": 3, "2": 3, "3": 3, "4": 1, "5": 1, "6": 3}
     optimized = str(run.frames["3"]._jdf.queryExecution().optimizedPlan())
     # The observation sits under the record struct, which Spark then never builds.
     assert "CollectMetrics" in optimized
@@ -477,3 +479,63 @@ def test_an_order_a_top_n_reads_counts_its_inputs_rows(spark: Any, data: Path) -
             "4": 2,
         }
     )
+
+
+def aggregate_plan(root: Path, condition: str, *, grouped: bool) -> Any:
+    collapse: dict[str, Any] = {
+        "@id": 4,
+        "op": "collapsingaggregate",
+        "input": 3 if grouped else 2,
+        "aggregations": [{"ref": "n", "expr": "count(1)"}, {"ref": "top", "expr": "max(t.x)"}],
+    }
+    segment = {"@id": 3, "op": "segment", "input": 2, "ref": "g", "exprs": ["t.s"]}
+    if grouped:
+        collapse.update(within="g", carryovers=["t.s"])
+    return plan_of(
+        SCAN,
+        {"@id": 2, "op": "filter", "input": 1, "expr": condition},
+        *([segment] if grouped else []),
+        collapse,
+        {"@id": 5, "op": "store", "input": 4, "storageengine": "q", "target": {}},
+        root=root,
+    )
+
+
+@pytest.mark.parametrize("grouped", [True, False], ids=["grouped", "whole"])
+@pytest.mark.parametrize("condition", ["t.x > 2", "t.x > 100"], ids=["some", "none"])
+def test_an_aggregate_counts_the_rows_of_the_scan_whose_records_all_reach_it(
+    spark: Any, data: Path, grouped: bool, condition: str
+) -> None:
+    """The scan's rows (its pushed filter applied) are summed from a hidden count per group at
+    the aggregate's few output rows, not observed as they are read (which splits Spark's code
+    generation where the observation stands)."""
+    plan = aggregate_plan(data, condition, grouped=grouped)
+    run = run_of(spark, plan)
+    result = run.run()
+    assert "CollectMetrics" not in physical_plan(run.frames["1"])
+    assert "CollectMetrics" in physical_plan(run.frames["4"])
+    assert result.records() == run_plan(plan, executor="local").records()
+    expected = rows_of(run_plan(plan, executor="local"))
+    assert rows_of(result) == expected
+    assert expected["1"] == (3 if condition == "t.x > 2" else 0)
+
+
+def test_a_scan_that_counts_skipped_records_is_observed_as_it_is_read(
+    spark: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "a.json").write_text('{"x": 1}\n{"x": \n{"x": 5}\n{"x": 7}\n')
+    scan = {**SCAN, "selection": {"path": "t", "format": "json", "onError": "skip"}}
+    plan = plan_of(
+        scan,
+        {"@id": 2, "op": "collapsingaggregate", "input": 1,
+         "aggregations": [{"ref": "n", "expr": "count(1)"}]},
+        {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {}},
+        root=tmp_path,
+    )  # fmt: skip
+    result = run_plan(plan, executor="spark", spark=spark)
+    local = run_plan(plan, executor="local")
+    assert result.records() == local.records() == [{"n": 3}]
+    counted = ("rows", "skipped_records")
+    assert [result.metrics["1"][k] for k in counted] == [local.metrics["1"][k] for k in counted]
+    assert result.metrics["1"]["skipped_records"] == 1
