@@ -70,7 +70,7 @@ def compile_step(
             frame,
             before_limit=limit_inputs(run.plan.query),
             unchanged=op.id in run.compiler.unchanged,
-            counted_by=store_counted(run.plan.topological_order()),
+            counted_by=store_counted(run.plan.topological_order(), frames=run.ctx.frame_passes),
         )
         frames.append(tracked)
     return SliceValues(tuple(slices), tuple(frames))

@@ -109,6 +109,8 @@ class SparkRunContext:
     read_rows: dict[str, int] = field(default_factory=dict)
     # segments and windowframes whose own DataFrame no reader uses (:func:`fused_operators`)
     fused: set[str] = field(default_factory=set)
+    # fused windowframe id -> the aggregate giving a record per record of its input
+    frame_passes: dict[str, str] = field(default_factory=dict)
 
     def engine(self, name: str) -> Any:
         try:
@@ -585,6 +587,29 @@ def fused_operators(operators: Sequence[Any]) -> set[str]:
             if all(frames.fuses_with(segment, r) for r in aggregates):
                 fused.add(source.id)
     return fused
+
+
+def frame_collapses(operators: Sequence[Any], fused: set[str]) -> dict[str, str]:
+    """``{windowframe id: collapsingaggregate id}`` for each fused windowframe (see
+    :func:`fused_operators`) whose aggregate gives one record per record of the windowframe's
+    input: no ``target``, and every frame holds its own record (``start <= 0 <= end``)."""
+    ops = list(operators)
+    readers: dict[str, list[Any]] = {}
+    for op in ops:
+        for ref in op.input_ids():
+            readers.setdefault(ref, []).append(op)
+    found: dict[str, str] = {}
+    for frame in ops:
+        if not isinstance(frame, WindowFrame) or frame.id not in fused:
+            continue
+        holds_own = (frame.start is None or frame.start <= 0) and (
+            frame.end is None or frame.end >= 0
+        )
+        (segment,) = readers[frame.id]  # fused: one segment reads it
+        aggregates = readers.get(segment.id, [])
+        if holds_own and len(aggregates) == 1 and aggregates[0].target is None:
+            found[frame.id] = aggregates[0].id
+    return found
 
 
 _KEEPS_PARTITION_ORDER = frozenset({"filter", "project", "transform", "flatten"})

@@ -34,6 +34,7 @@ from engine.exec.local.executor import referenced_members
 from engine.exec.spark.compiler import (
     SparkCompiler,
     SparkRunContext,
+    frame_collapses,
     fused_operators,
     nullable_everywhere,
 )
@@ -141,6 +142,7 @@ class SparkPlanRun:
         self.ctx.fused = fused_operators(plan.topological_order()) & fused_operators(
             self.planned.topological_order()
         )
+        self.ctx.frame_passes = frame_collapses(self.planned.topological_order(), self.ctx.fused)
         # The Dagster ops compile the plan as given, the executor as planned: either's limits.
         self.ctx.limited = limit_inputs(plan.query) | limit_inputs(self.planned.query)
         self.compiler = SparkCompiler(spark, self.ctx)
@@ -152,10 +154,10 @@ class SparkPlanRun:
         readers = Counter(ref for op in order for ref in op.input_ids())
         roots = [op for op in order if readers[op.id] == 0]
         before_limit = limit_inputs(order)
-        counted_by = store_counted(order)
+        counted_by = store_counted(order, frames=self.ctx.frame_passes)
         # Scans whose records all reach one aggregate: it counts them per group (the Dagster ops,
         # which compile the plan as given, observe every scan as it is read).
-        counts = _aggregate_counts(self.planned)
+        counts = _aggregate_counts(self.planned, self.ctx.frame_passes)
         self.metrics.count_later(counts.values())
         self.compiler.input_counters = {
             aggregate: functools.partial(self.metrics.observe_total, scan)
@@ -233,12 +235,12 @@ class SparkPlanRun:
 _LINE = re.compile(r"(:\d+){1,2}$")  # a file named with its line (and column)
 
 
-def _aggregate_counts(plan: LogicalPlan) -> dict[str, str]:
+def _aggregate_counts(plan: LogicalPlan, frames: Mapping[str, str]) -> dict[str, str]:
     """:func:`~engine.exec.spark.metrics.aggregate_counted` for ``plan``: its observed scans,
     and its filters whose whole condition their scans apply."""
     ops = plan.topological_order()
     by_id = {op.id: op for op in ops}
-    before_limit, counted_by = limit_inputs(ops), store_counted(ops)
+    before_limit, counted_by = limit_inputs(ops), store_counted(ops, frames=frames)
     observed = {
         op.id
         for op in ops

@@ -58,7 +58,7 @@ SKIPPED = "skipped_records"
 """The metric name of the bad records a scan skipped (``onError: skip``), as the local executor's."""
 
 
-ONE_TO_ONE = frozenset({"transform", "project", "order", "segment"})
+ONE_TO_ONE = frozenset({"transform", "project", "order", "segment", "runningaggregate"})
 """Operators whose row count is always their (single) input's."""
 
 
@@ -80,10 +80,13 @@ def limit_inputs(operators: Any) -> set[str]:
     return read - (top_n & orders)
 
 
-def store_counted(operators: Any) -> dict[str, str]:
+def store_counted(operators: Any, *, frames: Mapping[str, str] | None = None) -> dict[str, str]:
     """``{operator id: store id}`` for each operator (not read by a ``limit``) whose only reader
     is a store, or a one-to-one operator (:data:`ONE_TO_ONE`) whose only reader is, and so on:
-    it emits exactly the records that store writes. ``operators`` in topological order.
+    it emits exactly the records that store writes. ``frames`` maps a windowframe to the
+    collapsing aggregate that gives one record per record of its input
+    (``compiler.frame_collapses``): the windowframe's input counts what that aggregate counts.
+    ``operators`` in topological order.
 
     >>> from types import SimpleNamespace as Op
     >>> store_counted([Op(id="1", op="scan", input=None), Op(id="2", op="flatten", input="1"),
@@ -102,10 +105,13 @@ def store_counted(operators: Any) -> dict[str, str]:
         (reader, *others) = readers.get(op.id) or [None]
         if reader is None or others:
             continue
+        collapse = (frames or {}).get(reader.id)
         if reader.op == "store":
             found[op.id] = reader.id
         elif reader.op in ONE_TO_ONE and reader.id in found:
             found[op.id] = found[reader.id]
+        elif collapse is not None and collapse in found:
+            found[op.id] = found[collapse]
     return found
 
 

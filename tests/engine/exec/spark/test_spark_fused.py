@@ -154,3 +154,39 @@ def test_only_what_is_fused_in_the_plan_as_given_and_as_planned_is_fused(
         run_plan(plan, executor="spark", spark=spark).records()
         == run_plan(plan, executor="local").records()
     )
+
+
+def test_a_windowframe_collapsed_per_record_passes_its_inputs_count_to_the_store(
+    root: Path, spark: Any
+) -> None:
+    """Its aggregate gives one record per record of the windowframe's input, so the scan, the
+    order and the segment below count what the store wrote: no observation at all. The
+    windowframe's members and their segment are never built, so they have no count."""
+    from engine.exec.spark.compiler import frame_collapses
+    from engine.exec.spark.metrics import store_counted
+
+    running = {"@id": 7, "op": "runningaggregate", "input": 6, "aggregations": [
+        {"ref": "so_far", "expr": "sum(rows)"}]}  # fmt: skip
+    plan = plan_of(SCAN, ORDER, USER, FRAME, PAIR, PAIRS, running, root=root)
+    ops = plan.topological_order()
+    assert frame_collapses(ops, fused_operators(ops)) == {"4": "6"}
+    assert set(store_counted(ops, frames={"4": "6"})) == {"1", "2", "3", "6", "7"}
+    run = SparkPlanRun(
+        plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
+    )
+    result = run.run()
+    local = run_plan(plan, executor="local")
+    assert result.records() == local.records()
+    assert run.metrics._observations == {}
+    rows = {k: v["rows"] for k, v in result.metrics.items() if "rows" in v}
+    expected = {k: v["rows"] for k, v in local.metrics.items() if k not in ("4", "5")}
+    assert rows == expected == {k: 6 for k in ("1", "2", "3", "6", "7", "99")}
+
+
+def test_a_windowframe_whose_frames_skip_their_own_record_is_not_passed() -> None:
+    from engine.exec.spark.compiler import frame_collapses
+
+    ahead = {**FRAME, "start": 1, "end": 2}
+    ops = plan_of(SCAN, ORDER, USER, ahead, PAIR, PAIRS).topological_order()
+    assert fused_operators(ops) == {"4", "5"}
+    assert frame_collapses(ops, fused_operators(ops)) == {}
