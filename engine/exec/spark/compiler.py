@@ -37,7 +37,7 @@ from engine.exec.spark.compiler_aggregate import (
     running_rows,
     target_is_true,
 )
-from engine.exec.spark.compiler_flatten import flatten_rows
+from engine.exec.spark.compiler_flatten import element_type, flatten_rows
 from engine.exec.spark.compiler_join import join_rows, union_rows
 from engine.exec.spark.compiler_order import (
     limit_rows,
@@ -310,18 +310,16 @@ class SparkCompiler:
         (df,) = inputs
         expr = parse_cached(op.expr)
         element = temp("flatten_value")
+        value = self.typed(expr, df)  # typed by the compiler: no analysis by Spark
         df = flatten_rows(
-            df,
-            self.column(expr, df),
-            seq=SEQ_COLUMN,
-            name=element,
-            ordered=op.id not in self.ctx.unordered,
+            df, value, seq=SEQ_COLUMN, name=element, ordered=op.id not in self.ctx.unordered
         )
         if op.drop:
             for ref in field_refs(expr):
                 df = drop_path(df, tuple(ref.path))
         ref = writable_path(op.ref, "flatten ref")
-        return with_path(df, ref, F.col(element)).drop(element)
+        typed = Typed(F.col(element), element_type(value.dtype))
+        return with_path(df, ref, typed).drop(element)
 
     # -- order -----------------------------------------------------------------------------
 

@@ -14,21 +14,29 @@ elements and the sequence stays as it is: no position, no sequence pair.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.exec.spark.compiler_order import sequence_pair, temp
+from engine.exec.spark.paths import Typed
 
 FLATTEN_POSITION = temp("flatten_pos")
 
 
+def element_type(dtype: T.DataType) -> T.DataType:
+    """The type of what flattening a value of ``dtype`` gives: an array's elements, a variant,
+    anything else itself."""
+    return dtype.elementType if isinstance(dtype, T.ArrayType) else dtype
+
+
 def flatten_rows(
-    df: DataFrame, value: Column, *, seq: str, name: str, ordered: bool = True
+    df: DataFrame, typed: Typed, *, seq: str, name: str, ordered: bool = True
 ) -> DataFrame:
-    """``df`` with column ``name`` holding each element of ``value`` (see the module docstring);
-    the records' order is (record, element): a sequence pair, no sort (``ordered``)."""
-    dtype = df.select(value.alias("v")).schema.fields[0].dataType
+    """``df`` with column ``name`` holding each element of ``typed`` (see the module docstring;
+    of type :func:`element_type`); the records' order is (record, element): a sequence pair, no
+    sort (``ordered``)."""
+    value, dtype = typed.column, typed.dtype
     if isinstance(dtype, T.VariantType):
         # A UNION value: a variant array gives its elements, anything else (null included) itself.
         elements = F.try_variant_get(value, "$", "array<variant>")

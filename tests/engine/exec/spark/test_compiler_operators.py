@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.exec.spark.compiler_aggregate import AggregateError, collapse_rows, running_rows
-from engine.exec.spark.compiler_flatten import flatten_rows
+from engine.exec.spark.compiler_flatten import element_type, flatten_rows
 from engine.exec.spark.compiler_join import join_rows, union_rows
 from engine.exec.spark.compiler_order import (
     limit_rows,
@@ -262,10 +262,14 @@ def test_union_keeps_input_order_and_distinct_keeps_first(spark: Any) -> None:
 
 def test_flatten_arrays_empty_null_and_scalars(spark: Any) -> None:
     df = frame(spark, "id long, a array<long>", [(1, [7, 8]), (2, []), (3, None), (4, [9])])
-    assert rows(flatten_rows(df, F.col("a"), seq=SEQ, name="e"), "id", "e") == [
+    array = Typed(F.col("a"), T.ArrayType(T.LongType()))
+    assert element_type(array.dtype) == T.LongType()
+    assert rows(flatten_rows(df, array, seq=SEQ, name="e"), "id", "e") == [
         (1, 7),
         (1, 8),
         (3, None),
         (4, 9),
     ]
-    assert rows(flatten_rows(df, F.col("id"), seq=SEQ, name="e"), "e") == [(1,), (2,), (3,), (4,)]
+    scalar = Typed(F.col("id"), T.LongType())
+    assert element_type(scalar.dtype) == T.LongType()
+    assert rows(flatten_rows(df, scalar, seq=SEQ, name="e"), "e") == [(1,), (2,), (3,), (4,)]
