@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -45,6 +45,7 @@ from engine.exec.spark.compiler_order import (
     unordered_outputs,
 )
 from engine.exec.spark.metrics import (
+    ONE_TO_ONE,
     OperatorMetrics,
     aggregate_counted,
     limit_inputs,
@@ -157,7 +158,7 @@ class SparkPlanRun:
         counted_by = store_counted(order, frames=self.ctx.frame_passes)
         # Scans whose records all reach one aggregate: it counts them per group (the Dagster ops,
         # which compile the plan as given, observe every scan as it is read).
-        counts = _aggregate_counts(self.planned, self.ctx.frame_passes)
+        counts = _aggregate_counts(self.planned, self.ctx.frame_passes, self.ctx.fused)
         self.metrics.count_later(counts.values())
         self.compiler.input_counters = {
             aggregate: functools.partial(self.metrics.observe_total, scan)
@@ -235,23 +236,31 @@ class SparkPlanRun:
 _LINE = re.compile(r"(:\d+){1,2}$")  # a file named with its line (and column)
 
 
-def _aggregate_counts(plan: LogicalPlan, frames: Mapping[str, str]) -> dict[str, str]:
-    """:func:`~engine.exec.spark.metrics.aggregate_counted` for ``plan``: its observed scans,
-    and its filters whose whole condition their scans apply."""
+def _aggregate_counts(
+    plan: LogicalPlan, frames: Mapping[str, str], fused: Collection[str]
+) -> dict[str, str]:
+    """:func:`~engine.exec.spark.metrics.aggregate_counted` for ``plan``: the operators it would
+    observe (what ``OperatorMetrics.track`` observes), and its filters whose whole condition
+    their scans apply."""
     ops = plan.topological_order()
     by_id = {op.id: op for op in ops}
     before_limit, counted_by = limit_inputs(ops), store_counted(ops, frames=frames)
-    observed = {
-        op.id
-        for op in ops
-        if op.op == "scan"
-        and scan_observed(op.id, before_limit=before_limit, counted_by=counted_by)
-    }
     passes_all = {
         filter_id
         for filter_id, rest in remaining_conditions(plan).items()
         if rest.condition is None
         and all(getattr(by_id.get(i), "pushed_filter", None) == text for i, text in rest.scans)
+    }
+    observed = {
+        op.id
+        for op in ops
+        if op.id not in before_limit
+        and op.id not in counted_by
+        and op.op not in ONE_TO_ONE
+        and op.op != "store"
+        and op.id not in passes_all
+        and op.id not in fused  # never run: no count
+        and not (op.op == "collapsingaggregate" and op.within is None and op.target is None)
     }
     return aggregate_counted(ops, passes_all=passes_all, observed=observed)
 

@@ -129,13 +129,13 @@ def scan_observed(
 def aggregate_counted(
     operators: Any, *, passes_all: Collection[str] = (), observed: Collection[str] = ()
 ) -> dict[str, str]:
-    """``{collapsingaggregate id: scan id}`` for each scan in ``observed`` whose records all
-    reach one grouping ``collapsingaggregate`` (no ``target``), each through a single reader
-    that emits one record per record (:data:`ONE_TO_ONE`, or a filter in ``passes_all``: one
-    whose whole condition its scan applied): the aggregate counts the scan's rows as a hidden
-    ``count(1)`` per group, and the observation sums them over its few output rows instead of
-    counting every row as it is read (an observation splits Spark's code generation where it
-    stands). ``operators`` in topological order.
+    """``{collapsingaggregate id: operator id}`` for each operator in ``observed`` (a scan, a
+    join, ...) whose records all reach one grouping ``collapsingaggregate`` (no ``target``), each
+    through a single reader that emits one record per record (:data:`ONE_TO_ONE`, or a filter in
+    ``passes_all``: one whose whole condition its scan applied): the aggregate counts the
+    operator's rows as a hidden ``count(1)`` per group, and the observation sums them over its
+    few output rows instead of counting every row as it flows (an observation splits Spark's
+    code generation where it stands). ``operators`` in topological order.
 
     >>> from types import SimpleNamespace as Op
     >>> ops = [Op(id="1", op="scan", input=None), Op(id="2", op="filter", input="1"),
@@ -151,14 +151,14 @@ def aggregate_counted(
         for ref in _inputs(op):
             readers.setdefault(ref, []).append(op)
     found: dict[str, str] = {}
-    for scan in ops:
-        if scan.op != "scan" or scan.id not in observed:
+    for counted in ops:
+        if counted.id not in observed:
             continue
-        current = scan
+        current = counted
         while len(readers.get(current.id, [])) == 1:
             (reader,) = readers[current.id]
             if reader.op == "collapsingaggregate" and reader.target is None:
-                found[reader.id] = scan.id
+                found.setdefault(reader.id, counted.id)
                 break
             if reader.op not in ONE_TO_ONE and reader.id not in passes_all:
                 break

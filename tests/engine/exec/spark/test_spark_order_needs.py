@@ -539,3 +539,27 @@ def test_a_scan_that_counts_skipped_records_is_observed_as_it_is_read(
     counted = ("rows", "skipped_records")
     assert [result.metrics["1"][k] for k in counted] == [local.metrics["1"][k] for k in counted]
     assert result.metrics["1"]["skipped_records"] == 1
+
+
+def test_an_aggregate_counts_the_rows_of_a_join_whose_records_all_reach_it(
+    spark: Any, data: Path
+) -> None:
+    """Any operator the run would observe, not only a scan: here a join (its parquet scans
+    read whole, counted by their footers), so no observation stands where rows flow."""
+    plan = plan_of(
+        SCAN,
+        {**SCAN, "@id": 2, "ref": "u"},
+        {"@id": 3, "op": "join", "left": 1, "right": 2, "type": "inner",
+         "conditions": [{"relationship": "==", "left": "t.s", "right": "u.s"}]},
+        {"@id": 4, "op": "segment", "input": 3, "ref": "g", "exprs": ["t.x"]},
+        {"@id": 5, "op": "collapsingaggregate", "input": 4, "within": "g",
+         "carryovers": ["t.x"], "aggregations": [{"ref": "n", "expr": "count(1)"}]},
+        {"@id": 6, "op": "store", "input": 5, "storageengine": "q", "target": {}},
+        root=data,
+    )  # fmt: skip
+    run = run_of(spark, plan)
+    result = run.run()
+    assert "CollectMetrics" not in physical_plan(run.frames["3"])
+    assert result.records() == run_plan(plan, executor="local").records()
+    assert rows_of(result) == rows_of(run_plan(plan, executor="local"))
+    assert rows_of(result)["3"] == 5
