@@ -48,6 +48,7 @@ from engine.exec.spark.compiler_order import (
     with_run_numbers,
 )
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
+from engine.exec.spark.metrics import readers_of
 from engine.exec.spark.nested_filter import filter_records
 from engine.exec.spark.paths import Typed, build_columns, drop_path, quote_name, with_path
 from engine.exec.spark.progress import fragment_jobs
@@ -164,7 +165,7 @@ class SparkCompiler:
         self.unchanged: set[str] = set()
         # scan id -> what counts its rows as they are read (the run's observation of the scan)
         self.scan_observers: dict[str, Callable[[DataFrame], DataFrame]] = {}
-        # collapsingaggregate id -> what observes the input rows it counts per group (a scan's)
+        # collapsingaggregate id -> what observes the rows it counts per group (another op's)
         self.input_counters: dict[str, Callable[[DataFrame, str], DataFrame]] = {}
 
     def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:
@@ -558,10 +559,7 @@ def fused_operators(operators: Sequence[Any]) -> set[str]:
     """
     ops = list(operators)
     by_id = {op.id: op for op in ops}
-    readers: dict[str, list[Any]] = {}
-    for op in ops:
-        for ref in op.input_ids():
-            readers.setdefault(ref, []).append(op)
+    readers = readers_of(ops)
     fused: set[str] = set()
     for op in ops:
         if not isinstance(op, Segment) or not readers.get(op.id):
@@ -592,10 +590,7 @@ def frame_collapses(operators: Sequence[Any], fused: set[str]) -> dict[str, str]
     :func:`fused_operators`) whose aggregate gives one record per record of the windowframe's
     input: no ``target``, and every frame holds its own record (``start <= 0 <= end``)."""
     ops = list(operators)
-    readers: dict[str, list[Any]] = {}
-    for op in ops:
-        for ref in op.input_ids():
-            readers.setdefault(ref, []).append(op)
+    readers = readers_of(ops)
     found: dict[str, str] = {}
     for frame in ops:
         if not isinstance(frame, WindowFrame) or frame.id not in fused:

@@ -5,8 +5,8 @@ by several others is simply one DataFrame used several times). Each operator's D
 rows with ``DataFrame.observe`` (:mod:`engine.exec.spark.metrics`), but for the operators whose
 count is derived (one-to-one operators, those whose records all reach a store) or known (a
 parquet scan reading every row of its files, from their footers; a parquet store, from the
-footers of the files it wrote); a scan whose records all reach one grouping aggregate is counted
-by it, any other scan observes its rows as read. Segments and windowframes whose readers group
+footers of the files it wrote); an operator whose records all reach one grouping aggregate is
+counted by it, any other scan observes its rows as read. Segments and windowframes whose readers group
 or frame their input themselves are not built (``compiler.fused_operators``). The stores are the
 actions: each writes its input when it is compiled; an operator that no one reads and that is not
 a store is collected into ``RunResult.outputs``. Failures become :class:`~engine.errors.ExecutionError` naming

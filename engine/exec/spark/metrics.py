@@ -15,11 +15,11 @@ which the scan reads anyway to number its rows (the compiler records it in
 of the files Spark wrote from their footers (:func:`~engine.exec.spark.sources.store_dataframe`);
 json and csv stores observe what they write.
 
-A scan whose records all reach one grouping ``collapsingaggregate`` through operators that emit
-one record per record (a filter its scan applied whole among them) is counted there instead: the
-aggregate adds a hidden ``count(1)`` per group, and the observation sums it over the aggregate's
-few output rows (:func:`aggregate_counted`; the engine's executor only, the Dagster ops observe
-every scan as it is read). An observation where every row flows splits Spark's code generation
+An operator (a scan, a join, ...) whose records all reach one grouping ``collapsingaggregate``
+through operators that emit one record per record (a filter its scan applied whole among them)
+is counted there instead: the aggregate adds a hidden ``count(1)`` per group, and the
+observation sums it over the aggregate's few output rows (:func:`aggregate_counted`; the
+engine's executor only, the Dagster ops observe those operators where they stand). An observation where every row flows splits Spark's code generation
 there and costs each row; at the aggregate it costs nothing measurable (q6 at scale 1: 0.28 s
 without the scan's observation, 0.31 s with it).
 
@@ -94,10 +94,7 @@ def store_counted(operators: Any, *, frames: Mapping[str, str] | None = None) ->
     {'3': '4', '2': '4'}
     """
     ops = list(operators)
-    readers: dict[str, list[Any]] = {}
-    for op in ops:
-        for ref in _inputs(op):
-            readers.setdefault(ref, []).append(op)
+    readers = readers_of(ops)
     found: dict[str, str] = {}
     for op in reversed(ops):
         if op.op == "store":
@@ -146,10 +143,7 @@ def aggregate_counted(
     {}
     """
     ops = list(operators)
-    readers: dict[str, list[Any]] = {}
-    for op in ops:
-        for ref in _inputs(op):
-            readers.setdefault(ref, []).append(op)
+    readers = readers_of(ops)
     found: dict[str, str] = {}
     for counted in ops:
         if counted.id not in observed:
@@ -164,6 +158,15 @@ def aggregate_counted(
                 break
             current = reader
     return found
+
+
+def readers_of(operators: Any) -> dict[str, list[Any]]:
+    """``{operator id: the operators that read it}``."""
+    readers: dict[str, list[Any]] = {}
+    for op in operators:
+        for ref in _inputs(op):
+            readers.setdefault(ref, []).append(op)
+    return readers
 
 
 def _inputs(op: Any) -> list[str]:
@@ -186,8 +189,8 @@ class OperatorMetrics:
         self._later: set[str] = set()
 
     def count_later(self, operator_ids: Collection[str]) -> None:
-        """Scans an aggregate counts (:func:`aggregate_counted`): their observations are made
-        now, so that :meth:`track` leaves them as they are, and attached by
+        """Operators an aggregate counts (:func:`aggregate_counted`): their observations are
+        made now, so that :meth:`track` leaves them as they are, and attached by
         :meth:`observe_total`."""
         for operator_id in operator_ids:
             self._later.add(operator_id)
@@ -212,9 +215,9 @@ class OperatorMetrics:
         its parquet footers, given as ``read`` when built). ``before_limit``: ids read by a
         ``limit`` (:func:`limit_inputs`), always observed since Spark counts only what the limit
         read. An operator already observed (a scan, at its read: :func:`scan_observed`) is
-        returned as it is, and so is a scan an aggregate counts (:meth:`count_later`), unless its
-        footers count it or it counts skipped records (those rows must go before the
-        aggregate)."""
+        returned as it is, and so is an operator an aggregate counts (:meth:`count_later`),
+        but a scan its footers count or one that counts skipped records (those rows must go
+        before the aggregate)."""
         if op.id in self._later:
             if op.id not in self._read and SKIPPED_COLUMN not in df.columns:
                 return df
@@ -256,7 +259,7 @@ class OperatorMetrics:
         return without_skip_counts(observed)
 
     def observe_total(self, operator_id: str, df: DataFrame, counts: str) -> DataFrame:
-        """``df`` summing its column ``counts`` into operator ``operator_id``'s row count (a scan
+        """``df`` summing its column ``counts`` into operator ``operator_id``'s row count (one
         an aggregate counts: ``counts`` holds each group's rows, see :func:`aggregate_counted`)."""
         if operator_id not in self._later:
             return df  # observed as it was read after all
