@@ -250,6 +250,8 @@ class ResolvedScan:
     complete: bool
     warnings: tuple[str, ...] = ()
     foreign_types: tuple[str, ...] = ()
+    # parquet file (real path) -> its rows, from the footer the schema came from
+    parquet_rows: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def table_columns(self) -> list[str]:
@@ -293,10 +295,13 @@ def _resolve(engine: FileEngine, request: ScanRequest) -> ResolvedScan:
     sampling = request.sampling
     complete = True
     foreign: set[str] = set()
+    parquet_rows: dict[str, int] = {}
     if fmt == "parquet":
         for file in files:
             if file.size:
-                schema = _parquet_schema(file)
+                footer = _parquet_footer(engine, file)
+                parquet_rows[str(file.real_path)] = footer.num_rows
+                schema = footer.schema.to_arrow_schema()
                 foreign.update(str(f.type) for f in schema if not _spark_parquet_type(f.type))
                 tracker.apply_early_reader_schema(schema, file=str(file.path))
     elif tracker.is_resolved:
@@ -320,6 +325,7 @@ def _resolve(engine: FileEngine, request: ScanRequest) -> ResolvedScan:
         complete=complete,
         warnings=tuple(tracker.warnings),
         foreign_types=tuple(sorted(foreign)),
+        parquet_rows=parquet_rows,
     )
 
 
@@ -358,9 +364,11 @@ def is_implicit(name: str, file_columns: Sequence[str], layout: PartitionLayout)
     return layout.is_partition(name)
 
 
-def _parquet_schema(file: InputFile) -> pa.Schema:
+def _parquet_footer(engine: FileEngine, file: InputFile) -> pq.FileMetaData:
+    """The file's footer, read once per run (the engine's cache: the planner read it already
+    for its statistics)."""
     try:
-        return pq.read_schema(file.real_path)
+        return engine.footers.read(file.real_path)
     except (OSError, pa.ArrowInvalid) as err:
         raise StorageError(f"cannot read the parquet footer: {err}", file=str(file.path)) from err
 

@@ -500,7 +500,7 @@ def _native_scan(
         return spark.createDataFrame([], schema)
     implicit = [n for n in resolved.output_types if n in resolved.implicit]
     if dense:
-        counts = [_parquet_rows(f) for f in files]
+        counts = [resolved.parquet_rows[str(f.real_path)] for f in files]
         bases = dict(zip((f.real_path for f in files), accumulate(counts, initial=0), strict=False))
         bits: int | None = max(sum(counts) - 1, 0).bit_length()
         if rows is not None:
@@ -590,14 +590,6 @@ def _sequence(base: Column, row_id: Column, bits: int | None) -> Column:
     # keeps the column non-nullable like the data source's.
     value = F.coalesce(base, F.lit(0)) + row_id
     return value.alias(SEQ_COLUMN) if bits is None else with_bits(value, SEQ_COLUMN, bits)
-
-
-def _parquet_rows(file: InputFile) -> int:
-    """The rows of a parquet file, from its footer."""
-    try:
-        return pq.read_metadata(file.real_path).num_rows
-    except (OSError, pa.ArrowInvalid) as err:
-        raise StorageError(f"cannot read the parquet footer: {err}", file=str(file.path)) from err
 
 
 def _unknown_file(key: Column, dtype: str | None = None) -> Column:

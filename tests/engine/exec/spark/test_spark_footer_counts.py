@@ -221,3 +221,24 @@ def test_scan_plan_dataframe_gives_the_footers_rows_only_for_a_whole_parquet_rea
     empty = plan_scan(engine, {"path": "t/part-2.parquet", "format": "parquet"})
     assert scan_plan_dataframe(spark, empty, "t", counted=told.append).count() == 0
     assert told == [8, 0]
+
+
+def test_each_scanned_footer_is_read_once_per_run(
+    spark: Any, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planner's statistics, the scan's schema and the scan's row numbering share one read
+    of each footer (the storage engine's ``Footers`` of the run)."""
+    reads: list[str] = []
+    read_metadata = pq.read_metadata
+
+    def counting(path: Any, *args: Any, **kwargs: Any) -> Any:
+        reads.append(str(path))
+        return read_metadata(path, *args, **kwargs)
+
+    monkeypatch.setattr(pq, "read_metadata", counting)
+    filtered = {"@id": 2, "op": "filter", "input": 1, "expr": "t.x > 2"}
+    _, result = run_of(spark, data, SCAN, filtered, COUNT, STORE)
+    assert result.records() == [{"n": 5}]
+    scanned = [r for r in reads if "/t/" in r]
+    assert sorted(scanned) == sorted(set(scanned))
+    assert len(scanned) == 3  # part-0, part-1 and the row-less part-2, once each
