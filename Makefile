@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv demo dev screenshot test test-reliability lint format schema clean
+.PHONY: venv demo dev screenshot test test-cluster test-reliability lint format schema clean
 
 $(BIN)/drill-dagster: pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ screenshot: venv
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q -m "not slow"
+
+# Spark Connect and a standalone master, started from the installed pyspark (~2 min; CI runs it).
+test-cluster: venv
+	$(BIN)/pytest -q -m slow tests/cluster
 
 test-reliability: venv
 	$(BIN)/pytest -q -m slow
