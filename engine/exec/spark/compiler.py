@@ -60,6 +60,7 @@ from engine.exec.spark.sources import (
     store_dataframe,
 )
 from engine.expr import Expr, FieldRef, FunctionKind, field_refs, parse_field_ref
+from engine.plan import LogicalPlan
 from engine.plan.expressions import parse_cached
 from engine.plan.operators import (
     OPERATORS,
@@ -80,6 +81,7 @@ from engine.plan.operators import (
     WindowFrame,
 )
 from engine.planner.rules.filter_pushdown import Remaining
+from engine.planner.rules.projection_pushdown import required_paths
 from engine.storage.engines import ConsoleEngine, QueueEngine
 
 UNSUPPORTED: dict[str, str] = {}
@@ -110,6 +112,8 @@ class SparkRunContext:
     read_rows: dict[str, int] = field(default_factory=dict)
     # segments and windowframes whose own DataFrame no reader uses (:func:`fused_operators`)
     fused: set[str] = field(default_factory=set)
+    # segments whose group numbers nothing reads (:func:`unnumbered_segments`)
+    unnumbered: set[str] = field(default_factory=set)
     # fused windowframe id -> the aggregate giving a record per record of its input
     frame_passes: dict[str, str] = field(default_factory=dict)
 
@@ -357,7 +361,7 @@ class SparkCompiler:
         grouped = self._in_key_order(op.input, exprs)
         leading = self._key_order.get(op.input or "", []) if grouped else list(exprs)
         self._key_order[op.id] = _unwritten(leading, [ref])
-        if op.id in self.ctx.fused:
+        if op.id in self.ctx.fused or (op.id in self.ctx.unnumbered and grouped):
             return df  # its readers group `df` by `keys` themselves: no numbers to build
         number = temp("segment_number")
         df = segment_rows(df, keys, seq=SEQ_COLUMN, name=number, grouped=grouped)
@@ -547,30 +551,24 @@ class SparkCompiler:
         return join_rows(left, right, conditions, how=op.type, seq=SEQ_COLUMN, ordered=ordered)
 
 
-def fused_operators(operators: Sequence[Any]) -> set[str]:
-    """The ids of the segments and windowframes whose own DataFrame no reader uses, so the
-    compiler does not build it (each DataFrame step costs Spark an analysis on the driver).
+def fused_operators(plan: LogicalPlan) -> set[str]:
+    """The ids of the segments and windowframes of ``plan`` whose own DataFrame no reader uses,
+    so the compiler does not build it (each DataFrame step costs Spark an analysis on the driver).
 
     A segment is fused when every reader is a ``collapsingaggregate`` over its groups that reads
     neither its group number nor what the number is written over: the aggregate groups the
     segment's input by its keys. A windowframe is fused when its one reader is such a segment
     grouping its windows by target, and every aggregate over them aggregates each record's frame
-    (:class:`_FrameInput`). ``operators`` in topological order.
+    (:class:`_FrameInput`). See also :func:`unnumbered_segments`.
     """
-    ops = list(operators)
+    ops = plan.topological_order()
     by_id = {op.id: op for op in ops}
     readers = readers_of(ops)
     fused: set[str] = set()
     for op in ops:
         if not isinstance(op, Segment) or not readers.get(op.id):
             continue
-        segment = _SegmentInput(
-            None,  # type: ignore[arg-type]  # only the refs matter here
-            [],
-            writable_path(op.ref, "segment ref"),
-            tuple(parse_cached(text) for text in op.exprs),
-            op.input or "",
-        )
+        segment = _static_segment(op)
         aggregates = readers[op.id]
         if not all(
             isinstance(r, CollapsingAggregate) and segment.fuses_with(r) for r in aggregates
@@ -583,6 +581,60 @@ def fused_operators(operators: Sequence[Any]) -> set[str]:
             if all(frames.fuses_with(segment, r) for r in aggregates):
                 fused.add(source.id)
     return fused
+
+
+def unnumbered_segments(plan: LogicalPlan, fused: set[str]) -> set[str]:
+    """The ids of the segments of ``plan`` whose group numbers nothing reads: every reader runs
+    within its groups by the segment's keys (a ``runningaggregate``, or a windowframe in
+    ``fused``, see :func:`fused_operators`), and neither it nor anything after it reads the
+    number (:func:`~engine.planner.rules.projection_pushdown.required_paths`). The compiler
+    builds no number for them; it still regroups the records of an input not already in key
+    order (the segment's record order is then its own)."""
+    ops = plan.topological_order()
+    readers = readers_of(ops)
+    needs = required_paths(plan)
+    found: set[str] = set()
+    for op in ops:
+        if not isinstance(op, Segment) or op.id in fused or not readers.get(op.id):
+            continue
+        segment = _static_segment(op)
+        if not segment.writes_over_keys() and all(
+            _within_keys(r, segment, needs.get(r.id), fused) for r in readers[op.id]
+        ):
+            found.add(op.id)
+    return found
+
+
+def _static_segment(op: Segment) -> _SegmentInput:
+    """A segment's refs without DataFrames, for the rules of :func:`fused_operators`."""
+    return _SegmentInput(
+        None,  # type: ignore[arg-type]  # only the refs matter here
+        [],
+        writable_path(op.ref, "segment ref"),
+        tuple(parse_cached(text) for text in op.exprs),
+        op.input or "",
+    )
+
+
+def _within_keys(
+    reader: Any, segment: _SegmentInput, need: frozenset[tuple[str, ...]] | None, fused: set[str]
+) -> bool:
+    """Whether ``reader`` runs within ``segment``'s groups by its keys (a ``runningaggregate``,
+    or a windowframe whose members are never built) and neither it nor anything after it
+    reads the group number (``need``: what the rest of the plan reads of its output)."""
+    if isinstance(reader, RunningAggregate):
+        read = [_path_of(ref) for a in reader.aggregations for ref in field_refs(a.parsed)]
+    elif isinstance(reader, WindowFrame) and reader.id in fused:
+        read = []
+    else:
+        return False
+    if reader.within is None or writable_path(reader.within, "within") != segment.ref:
+        return False
+    if need is None:
+        return False  # a store or a result: the whole record, number included
+    number = tuple(step.lower() for step in segment.ref)
+    read += [tuple(str(step) for step in path) for path in need]
+    return not any(_overlap(tuple(step.lower() for step in path), number) for path in read)
 
 
 def frame_collapses(operators: Sequence[Any], fused: set[str]) -> dict[str, str]:

@@ -37,6 +37,7 @@ from engine.exec.spark.compiler import (
     frame_collapses,
     fused_operators,
     nullable_everywhere,
+    unnumbered_segments,
 )
 from engine.exec.spark.compiler_order import (
     TEMP_PREFIX,
@@ -140,8 +141,9 @@ class SparkPlanRun:
         self.ctx.unordered = unordered_outputs(self.planned.topological_order(), sinks)
         self.ctx.total = total_orders(self.planned.topological_order())
         # Fused in both: the Dagster ops compile the plan as given, the executor as planned.
-        self.ctx.fused = fused_operators(plan.topological_order()) & fused_operators(
-            self.planned.topological_order()
+        self.ctx.fused = fused_operators(plan) & fused_operators(self.planned)
+        self.ctx.unnumbered = unnumbered_segments(plan, self.ctx.fused) & unnumbered_segments(
+            self.planned, self.ctx.fused
         )
         self.ctx.frame_passes = frame_collapses(self.planned.topological_order(), self.ctx.fused)
         # The Dagster ops compile the plan as given, the executor as planned: either's limits.

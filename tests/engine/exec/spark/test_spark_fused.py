@@ -1,7 +1,8 @@
 """Segments and windowframes whose DataFrame no reader uses are not built on Spark
 (:func:`engine.exec.spark.compiler.fused_operators`): their collapsing aggregates group (or
 aggregate the frames of) the input themselves, and each DataFrame step not built is one analysis
-less on the driver. The records stay the local executor's."""
+less on the driver; so are the group numbers of segments nothing reads
+(:func:`~engine.exec.spark.compiler.unnumbered_segments`). The records stay the local executor's."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.exec.spark.compiler import fused_operators
+from engine.exec.spark.compiler import fused_operators, unnumbered_segments
 from engine.exec.spark.executor import SparkPlanRun
 from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
@@ -69,7 +70,7 @@ def plan_of(*ops: dict[str, Any], root: Path = Path("/nonexistent")) -> Any:
 
 
 def fused(*ops: dict[str, Any]) -> set[str]:
-    return fused_operators(plan_of(*ops).topological_order())
+    return fused_operators(plan_of(*ops))
 
 
 def test_a_segment_only_its_groups_aggregate_reads_is_fused() -> None:
@@ -148,7 +149,7 @@ def test_only_what_is_fused_in_the_plan_as_given_and_as_planned_is_fused(
     run = SparkPlanRun(
         plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
     )
-    assert fused_operators(run.planned.topological_order()) == {"2"}
+    assert fused_operators(run.planned) == {"2"}
     assert run.ctx.fused == set()
     assert (
         run_plan(plan, executor="spark", spark=spark).records()
@@ -169,7 +170,7 @@ def test_a_windowframe_collapsed_per_record_passes_its_inputs_count_to_the_store
         {"ref": "so_far", "expr": "sum(rows)"}]}  # fmt: skip
     plan = plan_of(SCAN, ORDER, USER, FRAME, PAIR, PAIRS, running, root=root)
     ops = plan.topological_order()
-    assert frame_collapses(ops, fused_operators(ops)) == {"4": "6"}
+    assert frame_collapses(ops, fused_operators(plan)) == {"4": "6"}
     assert set(store_counted(ops, frames={"4": "6"})) == {"1", "2", "3", "6", "7"}
     run = SparkPlanRun(
         plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
@@ -187,6 +188,69 @@ def test_a_windowframe_whose_frames_skip_their_own_record_is_not_passed() -> Non
     from engine.exec.spark.compiler import frame_collapses
 
     ahead = {**FRAME, "start": 1, "end": 2}
-    ops = plan_of(SCAN, ORDER, USER, ahead, PAIR, PAIRS).topological_order()
-    assert fused_operators(ops) == {"4", "5"}
-    assert frame_collapses(ops, fused_operators(ops)) == {}
+    plan = plan_of(SCAN, ORDER, USER, ahead, PAIR, PAIRS)
+    assert fused_operators(plan) == {"4", "5"}
+    assert frame_collapses(plan.topological_order(), fused_operators(plan)) == {}
+
+
+# A running sum within each user's group, and only named values stored (not the group number).
+RUNNING = {
+    "@id": 4,
+    "op": "runningaggregate",
+    "input": 3,
+    "within": "user_seg",
+    "aggregations": [{"ref": "so_far", "expr": "sum(e.v)"}],
+}
+NAMED = {"@id": 8, "op": "project", "input": 4, "projections": [
+    {"ref": "output.user", "expr": "e.user"}, {"ref": "output.ts", "expr": "e.ts"},
+    {"ref": "output.so_far", "expr": "so_far"}]}  # fmt: skip
+
+
+def unnumbered(*ops: dict[str, Any]) -> set[str]:
+    plan = plan_of(*ops)
+    return unnumbered_segments(plan, fused_operators(plan))
+
+
+def test_a_segment_whose_number_nothing_reads_is_unnumbered() -> None:
+    assert unnumbered(SCAN, ORDER, USER, RUNNING, NAMED) == {"3"}
+    # the windowframe's frames run within the user's group: by its keys, never its number
+    assert unnumbered(SCAN, ORDER, USER, FRAME, PAIR, PAIRS) == {"3"}
+
+
+def test_a_segment_whose_number_is_read_is_numbered() -> None:
+    assert unnumbered(SCAN, ORDER, USER, RUNNING) == set()  # stored whole, number included
+    reads = {**NAMED, "projections": [{"ref": "output.g", "expr": "user_seg"}]}
+    assert unnumbered(SCAN, ORDER, USER, RUNNING, reads) == set()
+    sums = {**RUNNING, "aggregations": [{"ref": "so_far", "expr": "sum(user_seg)"}]}
+    assert unnumbered(SCAN, ORDER, USER, sums, NAMED) == set()
+    other_within = {**RUNNING, "within": None}
+    assert unnumbered(SCAN, ORDER, USER, other_within, NAMED) == set()
+    by_position = {**PAIRS, "aggregations": [{"ref": "p", "expr": "max(w.pos)"}]}
+    assert unnumbered(SCAN, ORDER, USER, FRAME, PAIR, by_position) == set()  # members built
+    over_key = {**USER, "ref": "e"}
+    assert unnumbered(SCAN, ORDER, over_key, {**RUNNING, "within": "e"}, NAMED) == set()
+
+
+@pytest.mark.parametrize(
+    ("ops", "numbered"),
+    [
+        ((SCAN, ORDER, USER, RUNNING, NAMED), False),  # in user order: nothing to build
+        ((SCAN, {**USER, "input": 1}, RUNNING, NAMED), True),  # regrouped: its records' order
+    ],
+    ids=["in-key-order", "regrouped"],
+)
+def test_unnumbered_segments_give_the_local_records(
+    ops: tuple[dict[str, Any], ...], numbered: bool, root: Path, spark: Any
+) -> None:
+    plan = plan_of(*ops, root=root)
+    run = SparkPlanRun(
+        plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
+    )
+    assert run.ctx.unnumbered == {"3"}
+    (frame,) = run.compile_frames().values()
+    assert ("dense_rank" in frame._jdf.queryExecution().analyzed().toString()) is numbered
+    on_spark = run_plan(plan, executor="spark", spark=spark)
+    local = run_plan(plan, executor="local")
+    assert on_spark.records() == local.records()
+    assert len(on_spark.records()) == ROWS.num_rows
+    assert on_spark.metrics["3"]["rows"] == local.metrics["3"]["rows"] == ROWS.num_rows
