@@ -7,6 +7,9 @@ hand-written PySpark (:mod:`spark_queries.handwritten`, writing parquet) give th
 then times both alternately, ``--repeat`` rounds after ``--warmup`` rounds, and prints the median
 of each and the ratio ours / hand-written. Target: median ratio <= 1.0, none above 1.10.
 
+The ``rounds`` column is the spread of the rounds' own ratios (each round runs both, back to back:
+the 25th to 75th percentile): how far apart two runs of the same code may land on this machine.
+
 Run from the repository root::
 
     .venv/bin/python benchmarks/spark_queries.py --scale 1 --repeat 5
@@ -23,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from spark_queries.check import run_ours, same_records, stored_rows, written_rows
+from spark_queries.check import round_spread, run_ours, same_records, stored_rows, written_rows
 from spark_queries.data import generate
 from spark_queries.handwritten import ORDERED, QUERIES
 
@@ -76,10 +79,18 @@ def main(argv: list[str] | None = None) -> int:
                     times[label].append(time.perf_counter() - start)
         median = {label: statistics.median(values) for label, values in times.items()}
         ratio = median["ours"] / median["handwritten"]
-        figures[name] = {"rows": len(ours_rows), **median, "ratio": ratio, "runs": times}
+        low, high = round_spread(times["ours"], times["handwritten"])
+        figures[name] = {
+            "rows": len(ours_rows),
+            **median,
+            "ratio": ratio,
+            "rounds": [low, high],
+            "runs": times,
+        }
         print(
             f"{name:24s} rows {len(ours_rows):>9,}  ours {median['ours']:6.2f} s  "
-            f"hand-written {median['handwritten']:6.2f} s  ratio {ratio:5.2f}",
+            f"hand-written {median['handwritten']:6.2f} s  ratio {ratio:5.2f}  "
+            f"rounds {low:4.2f}-{high:4.2f}",
             flush=True,
         )
     ratios = [f["ratio"] for f in figures.values()]

@@ -1,4 +1,5 @@
-"""Running a benchmark plan, and checking that ours and the hand-written query agree.
+"""Running a benchmark plan, checking that ours and the hand-written query agree, and the spread
+of the timed rounds.
 
 >>> same_records([{"a": 1.0}], [{"a": 1.0 + 1e-12}], ordered=True)
 True
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +73,17 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
     return a == b
+
+
+def round_spread(ours: list[float], theirs: list[float]) -> tuple[float, float]:
+    """The 25th and 75th percentiles of the rounds' ratios ``ours[i] / theirs[i]`` (one round:
+    its ratio twice).
+
+    >>> round_spread([1.0, 2.0, 3.0, 4.0], [1.0, 1.0, 1.0, 1.0])
+    (1.25, 3.75)
+    """
+    ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+    if len(ratios) < 2:
+        return ratios[0], ratios[0]
+    low, _, high = statistics.quantiles(ratios, n=4)
+    return low, high

@@ -606,7 +606,8 @@ def unnumbered_segments(plan: LogicalPlan, fused: set[str]) -> set[str]:
 
 
 def _static_segment(op: Segment) -> _SegmentInput:
-    """A segment's refs without DataFrames, for the rules of :func:`fused_operators`."""
+    """A segment's refs without DataFrames, for the static rules (:func:`fused_operators`,
+    :func:`unnumbered_segments`)."""
     return _SegmentInput(
         None,  # type: ignore[arg-type]  # only the refs matter here
         [],

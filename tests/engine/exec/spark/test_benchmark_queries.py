@@ -18,6 +18,7 @@ sys.path.insert(0, str(BENCHMARKS))
 from spark_queries.check import (  # noqa: E402
     PLANS,
     load_plan,
+    round_spread,
     run_ours,
     same_records,
     stored_rows,
@@ -72,3 +73,8 @@ def test_sessionize_shuffles_once_by_user_and_reads_only_what_it_uses(
     assert text.count("hashpartitioning(") == 1
     # The carried record `e` is read only as e.user_id, e.event_id, e.ts.
     assert "ReadSchema: struct<event_id:bigint,ts:bigint,user_id:bigint>" in text
+
+
+def test_the_rounds_spread_is_the_quartiles_of_their_ratios() -> None:
+    assert round_spread([1.0, 2.0, 3.0, 4.0], [1.0, 1.0, 1.0, 1.0]) == (1.25, 3.75)
+    assert round_spread([3.0], [2.0]) == (1.5, 1.5)
