@@ -305,6 +305,14 @@ def scan_plan_dataframe(
     late_filter = pushed_filter if row_filter is None else None  # reads outside the record
     # Every row of every file: the footers count them (the native scan reads them anyway).
     whole = plan.reader == "spark-parquet" and pushed_filter is None and counted is not None
+    observed = observe is not None and not whole and late_filter is None and not counting
+
+    def record_of(values: Mapping[str, Column]) -> Column:
+        # The cast gives both readers' records the declared (nullable) types, literals
+        # included; UNION columns come as JSON text and become variants.
+        record = F.struct(*[values[c] for c in columns])
+        return revive(record.cast(storage_schema(resolved.spark_schema)), resolved.spark_schema)
+
     if not resolved.files:
         schema = StructType([*resolved.spark_schema.fields, StructField(SEQ_COLUMN, LongType())])
         frame = spark.createDataFrame([], schema)
@@ -312,7 +320,14 @@ def scan_plan_dataframe(
             counted(0)
     elif plan.is_native:
         rows = counted if whole else None
-        frame = _native_scan(spark, resolved, row_filter=row_filter, ordered=ordered, rows=rows)
+        # Records wrapped in the reader's select, unless an observation counts the rows first
+        # (below the records' structs, where it does not keep Spark from pruning them).
+        shape = None if observed or not ref else lambda values: [record_of(values).alias(ref)]
+        frame = _native_scan(
+            spark, resolved, row_filter=row_filter, ordered=ordered, rows=rows, shape=shape
+        )
+        if shape is not None:
+            return frame if late_filter is None else _late_filtered(frame, late_filter)
         row_filter = None
     else:
         register_data_source(spark)
@@ -328,21 +343,23 @@ def scan_plan_dataframe(
         )
     if row_filter is not None:
         frame = frame.where(_keeping_counts(compile_predicate(row_filter, frame.schema), counting))
-    if observe is not None and not whole and late_filter is None and not counting:
+    if observe is not None and observed:
         frame = observe(frame)
-    # The cast gives both readers' records the declared (nullable) types, literals included;
-    # UNION columns come as JSON text and become variants.
-    record = F.struct(*[column(c) for c in columns]).cast(storage_schema(resolved.spark_schema))
-    record = revive(record, resolved.spark_schema)
+    record = record_of({c: column(c) for c in columns})
     if ref:
         result = frame.select(record.alias(ref), *carried)
     else:
         wrapped = frame.select(record.alias(_RECORD), *carried)
         result = wrapped.select(f"{_RECORD}.*", *carried)
     if late_filter is not None:
-        predicate = compile_predicate(late_filter, result.schema)
-        result = result.where(_keeping_counts(predicate, counting))
+        result = _late_filtered(result, late_filter, counting)
     return result
+
+
+def _late_filtered(df: DataFrame, condition: Expr, counting: bool = False) -> DataFrame:
+    """``df`` (a scan's records) where ``condition``, a pushed filter reading outside the
+    records, is true."""
+    return df.where(_keeping_counts(compile_predicate(condition, df.schema), counting))
 
 
 def _keeping_counts(predicate: Column, counting: bool) -> Column:
@@ -474,10 +491,13 @@ def _native_scan(
     row_filter: Expr | None = None,
     ordered: bool = True,
     rows: Callable[[int], None] | None = None,
+    shape: Shape | None = None,
 ) -> DataFrame:
     """One read of every file by Spark's reader, each row given its file's implicit values and a
     sequence number ``file base + row id``; ``rows``, for parquet files, takes the rows they hold
     (the sum of their footers' row counts, what the read gives without ``row_filter``).
+    ``shape`` turns the output columns (table and implicit ones, by name) into the columns to
+    give instead, in the same select (one analysis less); the sequence follows them.
 
     Spark packs files into partitions by size, not in the scan's order. Parquet rows are numbered
     densely: the row id is ``_metadata.row_index`` and a file's base the rows of the files before
@@ -517,13 +537,18 @@ def _native_scan(
         # One Filter (one analysis): the reader's tests first, then what they leave to test.
         exact = [compile_predicate(conjunct, read.schema) for conjunct in rest]
         read = read.where(functools.reduce(operator.and_, [*tests, *exact]))
-    if not ordered and not implicit:
-        return read.withColumn(
-            SEQ_COLUMN, with_bits(cast_column(F.lit(0), LongType()), SEQ_COLUMN, 0)
-        )
     names = resolved.table_columns
+    shape = shape or _as_columns
+
+    def shaped(source: DataFrame, values: dict[str, Column], seq: Column) -> DataFrame:
+        return source.select(*shape(values), seq)
+
+    table = {n: column(n) for n in names}
+    if not ordered and not implicit:
+        zero = with_bits(cast_column(F.lit(0), LongType()), SEQ_COLUMN, 0)
+        return shaped(read, table, zero)
     if dense and len(files) == 1 and not implicit:
-        return read.select(*[column(n) for n in names], with_bits(row_id, SEQ_COLUMN, bits or 0))
+        return shaped(read, table, with_bits(row_id, SEQ_COLUMN, bits or 0))
     mapped = len(files) <= MAP_LOOKUP_FILES
     # Files of distinct sizes (Spark reads only these) are known by their size: a long compare
     # per row instead of a path's (topn at scale 1: 1.10x hand-written instead of 1.23x).
@@ -550,16 +575,11 @@ def _native_scan(
         # One lookup per row (a CASE would look up twice); an unknown file fails the read. One
         # select over the read: each DataFrame step is one more analysis on the driver.
         if not implicit:
-            return read.select(
-                *[column(n) for n in names],
-                _sequence(F.coalesce(found, _unknown_file(key, "long")), row_id, bits),
-            )
+            base = F.coalesce(found, _unknown_file(key, "long"))
+            return shaped(read, table, _sequence(base, row_id, bits))
         info = F.when(found.isNull(), _unknown_file(key)).otherwise(found)
-        return read.select(
-            *[column(n) for n in names],
-            *[info[n].alias(n) for n in implicit],
-            _sequence(info[_BASE], row_id, bits),
-        )
+        values = {**table, **{n: info[n].alias(n) for n in implicit}}
+        return shaped(read, values, _sequence(info[_BASE], row_id, bits))
     lookup_rows = []
     for file in files:
         values = implicit_values(file)
@@ -578,11 +598,16 @@ def _native_scan(
     scanned = read.select("*", key.alias(_FILE), row_id.alias(_ROW))
     joined = scanned.join(F.broadcast(lookup), on=_FILE, how="left")
     base = F.when(column(_BASE).isNull(), _unknown_file(column(_FILE))).otherwise(column(_BASE))
-    return joined.select(
-        *[column(n) for n in names],
-        *[column(n) for n in implicit],
-        _sequence(base, column(_ROW), bits),
-    )
+    values = {n: column(n) for n in [*names, *implicit]}
+    return shaped(joined, values, _sequence(base, column(_ROW), bits))
+
+
+Shape = Callable[[dict[str, Column]], list[Column]]
+"""What :func:`_native_scan` selects, given the scan's columns by name (each named so)."""
+
+
+def _as_columns(values: dict[str, Column]) -> list[Column]:
+    return list(values.values())
 
 
 def _sequence(base: Column, row_id: Column, bits: int | None) -> Column:

@@ -107,6 +107,24 @@ def test_spark_reader_and_data_source_give_identical_rows(spark, root: Path, fmt
     )
 
 
+@pytest.mark.parametrize("fmt", ["json", "parquet"])
+def test_records_are_built_in_the_readers_select_unless_an_observation_counts_first(
+    spark, root: Path, fmt: str
+) -> None:
+    """One select (one analysis on the driver) gives the records; an observation of the rows
+    as read sits below the records' structs, in a select of its own."""
+    plan = plan_scan(engine_at(root), {"path": fmt}, file_columns=["filename"])
+
+    def projects(df) -> int:
+        return df._jdf.queryExecution().analyzed().toString().count("Project [")
+
+    wrapped = scan_plan_dataframe(spark, plan, "r")
+    observed = scan_plan_dataframe(spark, plan, "r", observe=lambda df: df)
+    assert projects(wrapped) == projects(observed) - 1
+    assert ordered(wrapped.collect()) == ordered(observed.collect())
+    assert len(wrapped.collect()) == 35  # 30 + 3 + 2 records
+
+
 def test_beyond_the_map_lookup_limit_files_are_joined_with_their_values(
     spark, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
