@@ -159,12 +159,24 @@ class SparkPlanRun:
         roots = [op for op in order if readers[op.id] == 0]
         before_limit = limit_inputs(order)
         counted_by = store_counted(order, frames=self.ctx.frame_passes)
-        # Scans whose records all reach one aggregate: it counts them per group (the Dagster ops,
-        # which compile the plan as given, observe every scan as it is read).
+        # Scans whose records all reach one aggregate: it counts them per group, and a grouping
+        # aggregate its groups in the same observation (the Dagster ops, which compile the plan
+        # as given, observe every scan as it is read).
         counts = _aggregate_counts(self.planned, self.ctx.frame_passes, self.ctx.fused)
         self.metrics.count_later(counts.values())
+        observed = {  # the aggregates `track` would observe (see OperatorMetrics.track)
+            op.id
+            for op in order
+            if getattr(op, "within", None) is not None
+            and op.id not in counted_by
+            and op.id not in before_limit
+        }
         self.compiler.input_counters = {
-            aggregate: functools.partial(self.metrics.observe_total, scan)
+            aggregate: functools.partial(
+                self.metrics.observe_total,
+                scan,
+                groups_of=aggregate if aggregate in observed else None,
+            )
             for aggregate, scan in counts.items()
         }
         outputs: dict[str, pa.Table] = {}

@@ -57,6 +57,9 @@ ROWS = "rows"
 SKIPPED = "skipped_records"
 """The metric name of the bad records a scan skipped (``onError: skip``), as the local executor's."""
 
+GROUPS = "groups"
+"""An aggregate's rows, observed together with the rows of its input it counts."""
+
 
 ONE_TO_ONE = frozenset({"transform", "project", "order", "segment", "runningaggregate"})
 """Operators whose row count is always their (single) input's."""
@@ -187,6 +190,8 @@ class OperatorMetrics:
         self._known: dict[str, int] = {}
         self._run = uuid.uuid4().hex[:12]
         self._later: set[str] = set()
+        # aggregate id -> the operator it counts, whose observation counts the aggregate's rows too
+        self._groups: dict[str, str] = {}
 
     def count_later(self, operator_ids: Collection[str]) -> None:
         """Operators an aggregate counts (:func:`aggregate_counted`): their observations are
@@ -241,6 +246,8 @@ class OperatorMetrics:
         if op.op == "collapsingaggregate" and op.within is None and op.target is None:
             self._fixed[op.id] = 1  # the aggregates of the whole input, even of no input
             return df
+        if op.id in self._groups:
+            return df  # its groups are counted where it counts its input's rows
         return self.observe(op.id, df)
 
     def observe(self, operator_id: str, df: DataFrame) -> DataFrame:
@@ -258,13 +265,21 @@ class OperatorMetrics:
         )
         return without_skip_counts(observed)
 
-    def observe_total(self, operator_id: str, df: DataFrame, counts: str) -> DataFrame:
+    def observe_total(
+        self, operator_id: str, df: DataFrame, counts: str, *, groups_of: str | None = None
+    ) -> DataFrame:
         """``df`` summing its column ``counts`` into operator ``operator_id``'s row count (one
-        an aggregate counts: ``counts`` holds each group's rows, see :func:`aggregate_counted`)."""
+        an aggregate counts: ``counts`` holds each group's rows, see :func:`aggregate_counted`).
+        ``groups_of``: the aggregate whose rows ``df``'s are (no ``target``), counted by the same
+        observation rather than one of its own."""
         if operator_id not in self._later:
             return df  # observed as it was read after all
         total = F.coalesce(F.sum(counts), F.lit(0)).alias(ROWS)
-        return df.observe(self._observations[operator_id], total)
+        if groups_of is None:
+            return df.observe(self._observations[operator_id], total)
+        self._groups[groups_of] = operator_id
+        groups = F.count(F.lit(1)).alias(GROUPS)
+        return df.observe(self._observations[operator_id], total, groups)
 
     def same_as(self, operator_id: str, other_id: str) -> None:
         """Operator ``operator_id`` counts what ``other_id`` counts (its input, or the store that
@@ -284,6 +299,10 @@ class OperatorMetrics:
             values = _ready(observation)
             if values and values.get(ROWS) is not None:
                 found[operator_id] = {k: int(values[k]) for k in (ROWS, SKIPPED) if k in values}
+        for aggregate_id, counted_id in self._groups.items():
+            values = _ready(self._observations[counted_id])
+            if aggregate_id not in found and values and values.get(GROUPS) is not None:
+                found[aggregate_id] = {ROWS: int(values[GROUPS])}
         pending = dict(self._same)
         while pending:  # chains run up (to an input) and down (to a store)
             resolved = {k: v for k, v in pending.items() if v in found}

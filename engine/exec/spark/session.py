@@ -1,7 +1,9 @@
 """The SparkSession a run uses, built from a :class:`SparkConfig`.
 
 Defaults suit one machine: ``local[*]``, the UI off, quiet logs, and Python workers that run this
-interpreter (else they may lack pyarrow); PySpark's call-site capture (DataFrame debugging) is off. Any Spark setting passes through ``conf``: a cluster
+interpreter (else they may lack pyarrow); PySpark's call-site capture (DataFrame debugging) is off;
+adaptive execution keeps the stages an empty result would drop (their row-count observations
+with them). Any Spark setting passes through ``conf``: a cluster
 master (``spark://host:7077``) or Spark Connect (``remote="sc://host:15002"``).
 
 >>> SparkConfig().settings()["spark.master"]
@@ -38,6 +40,10 @@ def _log4j_file() -> Path:
     return path
 
 
+EXCLUDED_AQE_RULES = "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation"
+"""The adaptive rules the sessions leave out (``spark.sql.adaptive.optimizer.excludedRules``)."""
+
+
 class SparkConfig(BaseModel):
     """How to reach Spark. ``conf`` wins over every default."""
 
@@ -65,6 +71,10 @@ class SparkConfig(BaseModel):
             # dozen py4j calls each, so thousands per plan compiled); the engine names the
             # operator and expression of a failure itself.
             "spark.python.sql.dataFrameDebugging.enabled": "false",
+            # Adaptive execution replaces a stage whose input turned out empty, and the
+            # observations in the stages below it are dropped with it: the row counts of the
+            # operators under an empty result would never arrive.
+            "spark.sql.adaptive.optimizer.excludedRules": EXCLUDED_AQE_RULES,
         }
         if self.remote:
             settings["spark.remote"] = self.remote

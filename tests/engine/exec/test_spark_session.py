@@ -15,6 +15,10 @@ def test_defaults_are_local_quiet_and_use_this_interpreter() -> None:
     assert settings["spark.ui.enabled"] == "false"
     assert settings["spark.pyspark.python"] == sys.executable
     assert "log4j2.configurationFile" in settings["spark.driver.extraJavaOptions"]
+    # adaptive execution keeps the stages below an empty result, and their observations
+    assert settings["spark.sql.adaptive.optimizer.excludedRules"].endswith(
+        "AQEPropagateEmptyRelation"
+    )
 
 
 def test_any_setting_passes_through_and_wins() -> None:
@@ -41,3 +45,6 @@ def test_unknown_fields_are_rejected() -> None:
 def test_session_runs_a_query(spark) -> None:
     assert spark.range(5).selectExpr("sum(id) AS s").collect()[0]["s"] == 10
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert "AQEPropagateEmptyRelation" in spark.conf.get(
+        "spark.sql.adaptive.optimizer.excludedRules"
+    )

@@ -508,16 +508,38 @@ def test_an_aggregate_counts_the_rows_of_the_scan_whose_records_all_reach_it(
 ) -> None:
     """The scan's rows (its pushed filter applied) are summed from a hidden count per group at
     the aggregate's few output rows, not observed as they are read (which splits Spark's code
-    generation where the observation stands)."""
+    generation where the observation stands). The same observation counts the groups."""
     plan = aggregate_plan(data, condition, grouped=grouped)
     run = run_of(spark, plan)
     result = run.run()
     assert "CollectMetrics" not in physical_plan(run.frames["1"])
-    assert "CollectMetrics" in physical_plan(run.frames["4"])
+    assert physical_plan(run.frames["4"]).count("CollectMetrics") == 1
     assert result.records() == run_plan(plan, executor="local").records()
     expected = rows_of(run_plan(plan, executor="local"))
     assert rows_of(result) == expected
     assert expected["1"] == (3 if condition == "t.x > 2" else 0)
+
+
+@pytest.mark.parametrize("condition", ["t.x > 2", "t.x > 100"], ids=["some", "none"])
+def test_an_aggregate_counts_its_groups_in_the_observation_of_its_input(
+    spark: Any, data: Path, condition: str
+) -> None:
+    """An aggregate observed for its own rows (a filter reads it: no store counts them) counts
+    its groups in the one observation that sums its input's rows. The filter keeps no record
+    ("some": each group has one): Spark's adaptive execution would then replace the stages
+    below it, observation included, unless the session leaves that rule out (it does)."""
+    plan = aggregate_plan(data, condition, grouped=True)
+    ops = [op.model_dump(by_alias=True, exclude_none=True) for op in plan.query]
+    kept = {"@id": 6, "op": "filter", "input": 4, "expr": "n > 1"}
+    store = {**ops[-1], "input": 6}
+    plan = plan_of(*ops[:-1], kept, store, root=data)
+    run = run_of(spark, plan)
+    result = run.run()
+    assert physical_plan(run.frames["4"]).count("CollectMetrics") == 1
+    local = run_plan(plan, executor="local")
+    assert result.records() == local.records()
+    assert rows_of(result) == rows_of(local)
+    assert {"1", "4", "6"} <= set(rows_of(result))
 
 
 def test_a_scan_that_counts_skipped_records_is_observed_as_it_is_read(
