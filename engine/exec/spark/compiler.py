@@ -48,7 +48,6 @@ from engine.exec.spark.compiler_order import (
     with_run_numbers,
 )
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
-from engine.exec.spark.metrics import readers_of
 from engine.exec.spark.nested_filter import filter_records
 from engine.exec.spark.paths import Typed, build_columns, drop_path, quote_name, with_path
 from engine.exec.spark.progress import fragment_jobs
@@ -80,6 +79,7 @@ from engine.plan.operators import (
     Union,
     WindowFrame,
 )
+from engine.planner.rewrite import consumers
 from engine.planner.rules.filter_pushdown import Remaining
 from engine.planner.rules.projection_pushdown import required_paths
 from engine.storage.engines import ConsoleEngine, QueueEngine
@@ -563,7 +563,7 @@ def fused_operators(plan: LogicalPlan) -> set[str]:
     """
     ops = plan.topological_order()
     by_id = {op.id: op for op in ops}
-    readers = readers_of(ops)
+    readers = consumers(plan)
     fused: set[str] = set()
     for op in ops:
         if not isinstance(op, Segment) or not readers.get(op.id):
@@ -591,7 +591,7 @@ def unnumbered_segments(plan: LogicalPlan, fused: set[str]) -> set[str]:
     builds no number for them; it still regroups the records of an input not already in key
     order (the segment's record order is then its own)."""
     ops = plan.topological_order()
-    readers = readers_of(ops)
+    readers = consumers(plan)
     needs = required_paths(plan)
     found: set[str] = set()
     for op in ops:
@@ -638,14 +638,13 @@ def _within_keys(
     return not any(_overlap(tuple(step.lower() for step in path), number) for path in read)
 
 
-def frame_collapses(operators: Sequence[Any], fused: set[str]) -> dict[str, str]:
-    """``{windowframe id: collapsingaggregate id}`` for each fused windowframe (see
+def frame_collapses(plan: LogicalPlan, fused: set[str]) -> dict[str, str]:
+    """``{windowframe id: collapsingaggregate id}`` for each fused windowframe of ``plan`` (see
     :func:`fused_operators`) whose aggregate gives one record per record of the windowframe's
     input: no ``target``, and every frame holds its own record (``start <= 0 <= end``)."""
-    ops = list(operators)
-    readers = readers_of(ops)
+    readers = consumers(plan)
     found: dict[str, str] = {}
-    for frame in ops:
+    for frame in plan.query:
         if not isinstance(frame, WindowFrame) or frame.id not in fused:
             continue
         holds_own = (frame.start is None or frame.start <= 0) and (

@@ -146,7 +146,7 @@ class SparkPlanRun:
         self.ctx.unnumbered = unnumbered_segments(plan, self.ctx.fused) & unnumbered_segments(
             self.planned, self.ctx.fused
         )
-        self.ctx.frame_passes = frame_collapses(self.planned.topological_order(), self.ctx.fused)
+        self.ctx.frame_passes = frame_collapses(self.planned, self.ctx.fused)
         # The Dagster ops compile the plan as given, the executor as planned: either's limits.
         self.ctx.limited = limit_inputs(plan.query) | limit_inputs(self.planned.query)
         self.compiler = SparkCompiler(spark, self.ctx)
@@ -162,15 +162,8 @@ class SparkPlanRun:
         # Scans whose records all reach one aggregate: it counts them per group, and a grouping
         # aggregate its groups in the same observation (the Dagster ops, which compile the plan
         # as given, observe every scan as it is read).
-        counts = _aggregate_counts(self.planned, self.ctx.frame_passes, self.ctx.fused)
+        counts, observed = _aggregate_counts(self.planned, self.ctx.frame_passes, self.ctx.fused)
         self.metrics.count_later(counts.values())
-        observed = {  # the aggregates `track` would observe (see OperatorMetrics.track)
-            op.id
-            for op in order
-            if getattr(op, "within", None) is not None
-            and op.id not in counted_by
-            and op.id not in before_limit
-        }
         self.compiler.input_counters = {
             aggregate: functools.partial(
                 self.metrics.observe_total,
@@ -253,10 +246,11 @@ _LINE = re.compile(r"(:\d+){1,2}$")  # a file named with its line (and column)
 
 def _aggregate_counts(
     plan: LogicalPlan, frames: Mapping[str, str], fused: Collection[str]
-) -> dict[str, str]:
-    """:func:`~engine.exec.spark.metrics.aggregate_counted` for ``plan``: the operators it would
-    observe (what ``OperatorMetrics.track`` observes), and its filters whose whole condition
-    their scans apply."""
+) -> tuple[dict[str, str], set[str]]:
+    """:func:`~engine.exec.spark.metrics.aggregate_counted` for ``plan``, and the operators it
+    would observe (what ``OperatorMetrics.track`` observes; among them the grouping aggregates
+    that count their groups with the input they count), given its filters whose whole
+    condition their scans apply."""
     ops = plan.topological_order()
     by_id = {op.id: op for op in ops}
     before_limit, counted_by = limit_inputs(ops), store_counted(ops, frames=frames)
@@ -277,7 +271,7 @@ def _aggregate_counts(
         and op.id not in fused  # never run: no count
         and not (op.op == "collapsingaggregate" and op.within is None and op.target is None)
     }
-    return aggregate_counted(ops, passes_all=passes_all, observed=observed)
+    return aggregate_counted(ops, passes_all=passes_all, observed=observed), observed
 
 
 def collect_records(df: DataFrame) -> pa.Table:

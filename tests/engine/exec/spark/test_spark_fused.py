@@ -170,7 +170,7 @@ def test_a_windowframe_collapsed_per_record_passes_its_inputs_count_to_the_store
         {"ref": "so_far", "expr": "sum(rows)"}]}  # fmt: skip
     plan = plan_of(SCAN, ORDER, USER, FRAME, PAIR, PAIRS, running, root=root)
     ops = plan.topological_order()
-    assert frame_collapses(ops, fused_operators(plan)) == {"4": "6"}
+    assert frame_collapses(plan, fused_operators(plan)) == {"4": "6"}
     assert set(store_counted(ops, frames={"4": "6"})) == {"1", "2", "3", "6", "7"}
     run = SparkPlanRun(
         plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
@@ -190,7 +190,7 @@ def test_a_windowframe_whose_frames_skip_their_own_record_is_not_passed() -> Non
     ahead = {**FRAME, "start": 1, "end": 2}
     plan = plan_of(SCAN, ORDER, USER, ahead, PAIR, PAIRS)
     assert fused_operators(plan) == {"4", "5"}
-    assert frame_collapses(plan.topological_order(), fused_operators(plan)) == {}
+    assert frame_collapses(plan, fused_operators(plan)) == {}
 
 
 # A running sum within each user's group, and only named values stored (not the group number).
