@@ -44,9 +44,11 @@ import contextlib
 import io
 import itertools
 import json
+import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -307,7 +309,7 @@ def _resolve(engine: FileEngine, request: ScanRequest) -> ResolvedScan:
     elif tracker.is_resolved:
         pass  # the provided schema types every projected column: no record can change them
     elif sum(f.size for f in files) <= sampling.full_read_bytes:
-        _consume(_SubsetScan(engine, request, files, tracker).batches())
+        _read_whole(engine, request, files, tracker)
     else:
         complete = _sample(engine, request, files, tracker)
     if not tracker.is_resolved:  # no file had a column: only the implicit columns are known
@@ -401,51 +403,103 @@ def _consume(batches: Iterator[pa.RecordBatch]) -> None:
 def _sample(
     engine: FileEngine, request: ScanRequest, files: Sequence[InputFile], tracker: Any
 ) -> bool:
-    """Feed the first records of some files to ``tracker``; True if that was everything."""
+    """Feed the first records of some files to ``tracker``; True if that was everything.
+
+    The files' first records are found and parsed in a few threads (Arrow parses without the
+    GIL, and the driver waits for nothing else meanwhile); the tracker takes them in file order,
+    so the schema and the first error are those of a read one file after the other."""
     sampling = request.sampling
     count = min(len(files), max(1, sampling.max_files))
     step = len(files) / count
     chosen = sorted({int(i * step) for i in range(count)})
     complete = count == len(files)
+    open_reader = engine.reader_factory(request.selection)
     workdir = Path(tempfile.mkdtemp(prefix="drill-sample-"))
+
+    def prefix_of(index: int) -> _Prefix:
+        copy = workdir / f"{index}{files[index].path.suffix}"
+        return _record_prefix(open_reader, files[index], sampling.records_per_file, copy)
+
     try:
-        for index in chosen:
-            file = files[index]
-            prefix = _record_prefix(engine, request.selection, file, sampling.records_per_file)
-            if prefix is not None:
-                complete = False
-                copy = workdir / f"{index}{file.path.suffix}"
-                copy.write_bytes(prefix)
-                file = InputFile(file.path, copy, file.dirs, len(prefix))
-            _consume(_SubsetScan(engine, request, [file], tracker).batches())
+        with _threads(len(chosen)) as pool:
+            for prefix in pool.map(prefix_of, chosen):
+                complete = complete and prefix.whole
+                scan = _SubsetScan(
+                    engine, request, [prefix.file], tracker, tables=lambda _, p=prefix: p.table
+                )
+                _consume(scan.batches())
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return complete
 
 
-def _record_prefix(
-    engine: FileEngine, selection: Mapping[str, Any], file: InputFile, records: int
-) -> bytes | None:
-    """The lines of ``file`` before its record ``records + 1`` (None: it has no more records)."""
+def _read_whole(
+    engine: FileEngine, request: ScanRequest, files: Sequence[InputFile], tracker: Any
+) -> None:
+    """Feed every record of ``files`` to ``tracker``, Arrow parsing the files ahead in a few
+    threads (the tracker still takes them in file order)."""
+    if not files:
+        return  # an empty directory: no format to find
+    open_reader = engine.reader_factory(request.selection)
+    with _threads(len(files)) as pool:
+        ahead = {f.real_path: pool.submit(_arrow_lines, open_reader(f)) for f in files if f.size}
+
+        def tables(file: InputFile) -> pa.Table | None:
+            parsed = ahead.get(file.real_path)
+            return parsed.result() if parsed is not None else None
+
+        _consume(_SubsetScan(engine, request, files, tracker, tables=tables).batches())
+
+
+def _threads(tasks: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=max(1, min(tasks, os.cpu_count() or 1, 8)))
+
+
+def _arrow_lines(reader: Any) -> pa.Table | None:
+    """The file as ``reader`` reads it through Arrow (JSON lines), or None: the scan reads it."""
+    arrow_lines = getattr(reader, "arrow_lines", None)
+    return arrow_lines() if arrow_lines is not None else None
+
+
+@dataclass(frozen=True)
+class _Prefix:
+    """What a sample takes of one file: ``file`` itself (``whole``) or a copy of its records
+    before its record ``records + 1`` (``file`` has the original's path and directories and the
+    copy's bytes), and those records as Arrow read them where it did (``table``)."""
+
+    file: InputFile
+    whole: bool
+    table: pa.Table | None
+
+
+def _record_prefix(open_reader: Any, file: InputFile, records: int, copy: Path) -> _Prefix:
+    """The first ``records`` records of ``file``, in ``copy`` where it has more."""
     with open(file.real_path, "rb") as binary:
         lines = list(itertools.islice(binary, records + 1))
-    if len(lines) <= records:
-        return None  # at most that many lines: read it whole
+    if len(lines) <= records:  # at most that many lines: read it whole
+        return _Prefix(file, True, _arrow_lines(open_reader(file)) if file.size else None)
     prefix = b"".join(lines[:records])
+    copy.write_bytes(prefix)
+    copied = InputFile(file.path, copy, file.dirs, len(prefix))
+    # JSON lines, as most JSON files hold them: Arrow's parse of the copy is the scan's own, and
+    # only a record per line makes it ``records`` rows (one parse checks and reads).
+    table = _arrow_lines(open_reader(copied))
+    if table is not None and table.num_rows == records:
+        return _Prefix(copied, False, table)
     if _json_lines(prefix) == records:
-        return prefix  # one record per line, as most JSON files hold them
+        return _Prefix(copied, False, None)  # a record per line Arrow does not type: scan reads
     # Records spanning lines (or sharing one): find where record `records + 1` starts.
-    reader = engine.open_reader(file, selection)
-    stream = reader.records()
+    stream = open_reader(file).records()
     try:
         nth = next(itertools.islice(stream, records, None), None)
     finally:
         stream.close()
     if nth is None:
-        return None
-    lines = nth[1] - 1
+        return _Prefix(file, True, None)
     with open(file.real_path, "rb") as binary:
-        return b"".join(itertools.islice(binary, lines))
+        prefix = b"".join(itertools.islice(binary, nth[1] - 1))
+    copy.write_bytes(prefix)
+    return _Prefix(InputFile(file.path, copy, file.dirs, len(prefix)), False, None)
 
 
 # Checking the structure only: no columns built (a third of a full parse), no thread pool.
@@ -547,7 +601,9 @@ def _conform(array: pa.Array, target: pa.DataType) -> pa.Array:
 
 
 class _SubsetScan(FileScan):
-    """A :class:`FileScan` of some files of a selection, feeding a tracker the caller owns."""
+    """A :class:`FileScan` of some files of a selection, feeding a tracker the caller owns;
+    ``tables`` gives a file's records where the caller has read them already (None: the scan
+    reads the file)."""
 
     def __init__(
         self,
@@ -555,6 +611,8 @@ class _SubsetScan(FileScan):
         request: ScanRequest,
         files: Sequence[InputFile],
         tracker: ScanSchemaTracker,
+        *,
+        tables: Callable[[InputFile], pa.Table | None] | None = None,
     ) -> None:
         super().__init__(
             engine,
@@ -564,12 +622,22 @@ class _SubsetScan(FileScan):
         )
         self._subset = list(files)
         self._given_tracker = tracker
+        self._tables = tables
 
     def files(self) -> list[InputFile]:
         return list(self._subset)
 
     def _tracker(self, files: list[InputFile]) -> ScanSchemaTracker:
         return self._given_tracker
+
+    def _read_file(
+        self, reader: Any, file: InputFile, cache: Any, tracker: ScanSchemaTracker
+    ) -> Iterator[pa.RecordBatch]:
+        table = self._tables(file) if self._tables is not None else None
+        if table is None:
+            yield from super()._read_file(reader, file, cache, tracker)
+        else:  # read already, as ``reader`` reads it
+            yield from table.to_batches(max_chunksize=self.batch_rows)
 
 
 def read_file(

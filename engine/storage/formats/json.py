@@ -92,6 +92,17 @@ class JsonReader(FormatReader):
             table = table.select([c for c in columns if c in table.column_names])
         return table
 
+    def arrow_lines(self) -> pa.Table | None:
+        """The whole file as :meth:`read_arrow` reads it through Arrow (JSON lines), or None where
+        Arrow does not read it; never raises for the file's content (the caller reads it
+        another way, and reports its errors there)."""
+        if self.is_empty() or not self._starts_with_json_line():
+            return None
+        try:
+            return self._read_with_pyarrow(None)
+        except pa.ArrowInvalid:
+            return None
+
     # ------------------------------------------------------------ the value stream
 
     def _parse(self, window: _Window) -> Iterator[tuple[Any, int]]:

@@ -94,10 +94,54 @@ def test_a_sample_holds_the_first_records_whole(tmp_path: Path, text: str, first
     engine = fs(tmp_path)
     selection = {"path": "s.json"}
     (file,) = engine.list_files(selection)
-    assert _record_prefix(engine, selection, file, 2) == first_two.encode()
-    assert _record_prefix(engine, selection, file, text.count("\n")) is None  # read it whole
+    open_reader = engine.reader_factory(selection)
+    prefix = _record_prefix(open_reader, file, 2, tmp_path / "copy.json")
+    assert not prefix.whole and prefix.file.path == file.path
+    assert prefix.file.real_path.read_bytes() == first_two.encode()
+    # Arrow's parse of JSON lines is the sample's (once); other layouts the scan reads itself.
+    one_per_line = text.count("\n") == text.count("{")
+    assert (prefix.table is not None) == one_per_line
+    if one_per_line:
+        assert prefix.table.to_pylist() == [{"a": 1}, {"a": 2}]
+    whole = _record_prefix(open_reader, file, text.count("\n"), tmp_path / "copy2.json")
+    assert whole.whole and whole.file == file  # at most that many lines: read it whole
     scan = resolve_scan(engine, selection, sampling=SMALL_SAMPLE)
     assert scan.table_columns == ["a"]  # "late" is past the sample
+
+
+def test_a_sample_parses_each_json_lines_file_once(tmp_path: Path, monkeypatch) -> None:
+    """The parse that shows a prefix is one record per line is the one the tracker reads."""
+    import pyarrow.json as pa_json
+
+    for day in range(4):
+        (tmp_path / f"{day}.json").write_text(lines(*[{"a": i, "day": day} for i in range(5)]))
+    parses = []
+    real = pa_json.read_json
+    monkeypatch.setattr(pa_json, "read_json", lambda *a, **k: parses.append(1) or real(*a, **k))
+    scan = resolve_scan(fs(tmp_path), {"path": "/"}, sampling=SMALL_SAMPLE)
+    assert not scan.complete and scan.table_columns == ["a", "day"]
+    assert len(parses) == 4
+
+
+def test_a_sample_reports_the_first_bad_file_in_order(tmp_path: Path) -> None:
+    """Files are parsed ahead in threads, yet the error is the one a read in file order meets."""
+    (tmp_path / "1.json").write_text(lines({"a": 1}, {"a": 2}) + "{oops\n" + lines({"a": 3}))
+    (tmp_path / "2.json").write_text("{bad\n" + lines({"a": 1}, {"a": 2}, {"a": 3}))
+    with pytest.raises(StorageError, match=r"1\.json:3"):
+        resolve_scan(fs(tmp_path), {"path": "/"}, sampling=SchemaSampling(records_per_file=3))
+    with pytest.raises(StorageError, match=r"1\.json:3"):  # the whole files read on the driver
+        resolve_scan(fs(tmp_path), {"path": "/"})
+
+
+def test_small_selections_are_read_whole_with_arrow_ahead(tmp_path: Path) -> None:
+    """Read whole on the driver, the files parsed ahead agree with one read after the other."""
+    (tmp_path / "1.json").write_text(lines({"a": 1}, {"a": 2.5}))
+    (tmp_path / "2.json").write_text('{\n "b": "x"\n}\n')  # not JSON lines: scan reads it
+    (tmp_path / "3.json").write_text("")
+    (tmp_path / "4.json").write_text(lines({"c": [1, 2]}))
+    scan = resolve_scan(fs(tmp_path), {"path": "/"})
+    assert scan.complete
+    assert scan.spark_schema.simpleString() == "struct<a:double,b:string,c:array<bigint>>"
 
 
 def test_parquet_schema_comes_from_every_footer(tmp_path: Path) -> None:
