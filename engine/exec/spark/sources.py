@@ -505,10 +505,11 @@ def _native_scan(
     and pairs of such sequences stay longs. Other formats use ``monotonically_increasing_id``
     (within a file, rows keep their order and the file's splits get increasing partition ids)
     and a file's index shifted above the bits it uses. The file comes from
-    ``_metadata.file_size`` when the files' sizes differ, else ``_metadata.file_path``; its
-    implicit values from a literal map (a projection Spark prunes when nothing uses it), or
-    beyond ``MAP_LOOKUP_FILES`` files from a broadcast join (by path); a single parquet file
-    without implicit columns needs no lookup.
+    ``_metadata.file_size`` when the files' sizes differ, else ``_metadata.file_path``: its base
+    by its position in an array literal of the files (:func:`_array_literal`), its implicit
+    values, where the scan has any, from a literal map (a projection Spark prunes when nothing
+    uses it), or beyond ``MAP_LOOKUP_FILES`` files from a broadcast join (by path); a single
+    parquet file without implicit columns needs no lookup.
     """
     files = [f for f in resolved.files if f.size > 0 or resolved.format != "parquet"]
     _remember_native(resolved, files)
@@ -556,6 +557,14 @@ def _native_scan(
     # and reading (to another listed file's size, or to more rows) is numbered wrongly, silently.
     by_size = mapped and len({f.size for f in files}) == len(files)
     key = F.col("_metadata.file_size" if by_size else "_metadata.file_path")
+    if mapped and not implicit:
+        # The row's file by its position in a list of the files (0: not listed), its base at
+        # that position less one (null beyond the ends).
+        keys = [f.size if by_size else spark_file_uri(f.real_path) for f in files]
+        position = F.array_position(_array_literal(keys, "bigint" if by_size else "string"), key)
+        found = F.get(_array_literal([bases[f.real_path] for f in files], "bigint"), position - 1)
+        base = F.coalesce(found, _unknown_file(key, "long"))
+        return shaped(read, table, _sequence(base, row_id, bits))
     if mapped:
         entries = []
         for file in files:
@@ -574,9 +583,6 @@ def _native_scan(
         found = F.try_element_at(F.create_map(*entries), key)
         # One lookup per row (a CASE would look up twice); an unknown file fails the read. One
         # select over the read: each DataFrame step is one more analysis on the driver.
-        if not implicit:
-            base = F.coalesce(found, _unknown_file(key, "long"))
-            return shaped(read, table, _sequence(base, row_id, bits))
         info = F.when(found.isNull(), _unknown_file(key)).otherwise(found)
         values = {**table, **{n: info[n].alias(n) for n in implicit}}
         return shaped(read, values, _sequence(info[_BASE], row_id, bits))
@@ -608,6 +614,16 @@ Shape = Callable[[dict[str, Column]], list[Column]]
 
 def _as_columns(values: dict[str, Column]) -> list[Column]:
     return list(values.values())
+
+
+def _array_literal(values: Sequence[str | int], dtype: str) -> Column:
+    """``values`` as an array literal of ``dtype`` in a few py4j calls however many there are
+    (an array of literals costs a few per value): one string, split on the NUL character that
+    no file path or number holds, then cast; Spark folds it to a constant."""
+    return F.split(F.lit(_NUL.join(map(str, values))), _NUL).cast(f"array<{dtype}>")
+
+
+_NUL = "\x00"
 
 
 def _sequence(base: Column, row_id: Column, bits: int | None) -> Column:

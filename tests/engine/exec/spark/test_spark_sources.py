@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from py4j_calls import counted
 from pyspark.sql import functions as F
 
 from engine.errors import PlanningError, StorageError
@@ -133,6 +136,45 @@ def test_beyond_the_map_lookup_limit_files_are_joined_with_their_values(
     selection = {"path": "json"}
     df = scan_dataframe(spark, engine, selection, None, file_columns=["fqn"], reader="spark")
     assert ordered(df.collect()) == local_records(engine, selection, file_columns=["fqn"])
+
+
+@pytest.mark.parametrize("sizes", ["distinct", "equal"])
+@pytest.mark.parametrize("fmt", ["json", "parquet"])
+def test_a_rows_file_is_found_by_its_position_in_a_list_of_the_files(
+    spark, tmp_path: Path, fmt: str, sizes: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without implicit columns a row's file is its position in an array literal of the files'
+    sizes (distinct) or paths (equal sizes), and its sequence base the value at that position:
+    records in file order, the JVM asked as often for twelve files as for three, and a file
+    the scan did not list fails the read by name."""
+
+    def write(path: Path, n: int) -> None:
+        records = [{"id": i, "name": "x" * (n if sizes == "distinct" else 1)} for i in range(3)]
+        if fmt == "json":
+            path.write_text("".join(json.dumps(r) + "\n" for r in records))
+        else:
+            pq.write_table(pa.Table.from_pylist(records), path)
+
+    def calls_for(count: int) -> tuple[int, Any]:
+        folder = tmp_path / f"{count}"
+        folder.mkdir()
+        for n in range(count):
+            write(folder / f"{n:02d}.{fmt}", n)
+        engine = engine_at(tmp_path)
+        plan = plan_scan(engine, {"path": str(count), "format": fmt}, reader="spark")
+        with counted() as counts:
+            df = scan_plan_dataframe(spark, plan, None)
+        assert ordered(df.collect()) == local_records(engine, {"path": str(count), "format": fmt})
+        return counts.calls, plan
+
+    few, _ = calls_for(3)
+    many, plan = calls_for(12)
+    assert few == many
+    # Spark reads a file the scan did not list (the listing changed under a directory read).
+    unlisted = replace(plan, resolved=replace(plan.resolved, files=plan.resolved.files[:-1]))
+    monkeypatch.setattr(sources, "spark_read_paths", lambda files: [str(tmp_path / "12")])
+    with pytest.raises(Exception, match="the scan did not list the file Spark read"):
+        scan_plan_dataframe(spark, unlisted, None).collect()
 
 
 def test_the_reader_is_spark_only_where_its_semantics_are_drills(tmp_path: Path) -> None:

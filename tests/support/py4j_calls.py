@@ -1,0 +1,43 @@
+"""Counting what the driver asks the JVM (never timing it), for the tests that bound it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import py4j.java_gateway
+from pyspark.sql.classic import dataframe as classic
+
+
+class Counts:
+    calls = 0
+    frames = 0
+
+
+@contextmanager
+def counted() -> Iterator[Counts]:
+    """Counts the py4j calls of this thread (not py4j's own garbage collection thread) and the
+    DataFrames built inside the block."""
+    counts = Counts()
+    send = py4j.java_gateway.GatewayClient.send_command
+    init = classic.DataFrame.__init__
+    me = threading.current_thread()
+
+    def counting_send(self: Any, command: str, *args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread() is me:
+            counts.calls += 1
+        return send(self, command, *args, **kwargs)
+
+    def counting_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        counts.frames += 1
+        init(self, *args, **kwargs)
+
+    py4j.java_gateway.GatewayClient.send_command = counting_send  # type: ignore[method-assign]
+    classic.DataFrame.__init__ = counting_init  # type: ignore[method-assign]
+    try:
+        yield counts
+    finally:
+        py4j.java_gateway.GatewayClient.send_command = send  # type: ignore[method-assign]
+        classic.DataFrame.__init__ = init  # type: ignore[method-assign]
