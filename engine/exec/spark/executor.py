@@ -55,7 +55,7 @@ from engine.exec.spark.metrics import (
     store_counted,
     without_skip_counts,
 )
-from engine.exec.spark.py4j_lookups import remember_lookups
+from engine.exec.spark.py4j_round_trips import fewer_round_trips
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
 from engine.exec.spark.unions import collect_arrow
 from engine.plan import LogicalPlan
@@ -110,7 +110,7 @@ class SparkPlanRun:
         from engine.planner import optimize as optimize_plan
         from engine.planner.physical import to_physical
 
-        remember_lookups()  # every Column built asks the JVM less (see the module)
+        fewer_round_trips()  # every Column built asks the JVM less (see the module)
         self.plan = plan
         stats = Statistics.from_engines(plan, engines)
         self.planned = optimize_plan(plan, stats) if optimize else plan
