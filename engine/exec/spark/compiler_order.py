@@ -29,7 +29,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.exec.spark.paths import quote_name
+from engine.exec.spark.paths import cast_column, quote_name
 from engine.expr import Expr, FieldRef, field_refs, parse_field_ref
 from engine.plan.expressions import parse_cached
 
@@ -91,7 +91,9 @@ def pair_bits(first_bits: int, second_bits: int) -> int | None:
 
 def pair_long(first: Column, second: Column, second_bits: int) -> Column:
     """``first << second_bits | second`` (``second`` in ``[0, 2**second_bits)``)."""
-    return F.shiftleft(first.cast(T.LongType()), second_bits) + second.cast(T.LongType())
+    return F.shiftleft(cast_column(first, T.LongType()), second_bits) + cast_column(
+        second, T.LongType()
+    )
 
 
 def sequence_pair(
