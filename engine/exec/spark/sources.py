@@ -113,8 +113,8 @@ from engine.types import DataMode, MajorType, MinorType, from_arrow_field
 SEQ_COLUMN = "__drill_seq"
 """The column that carries a row's input order through a Spark plan (a long; smaller is earlier)."""
 
-MAP_LOOKUP_FILES = 64
-"""Up to this many files, a scan by Spark's reader finds a row's file values in a literal map;
+LITERAL_LOOKUP_FILES = 64
+"""Up to this many files, a scan by Spark's reader finds a row's file values in array literals;
 beyond, in a broadcast join (see :func:`_native_scan`)."""
 
 ReaderChoice = Literal["auto", "spark", "drill"]
@@ -506,10 +506,10 @@ def _native_scan(
     (within a file, rows keep their order and the file's splits get increasing partition ids)
     and a file's index shifted above the bits it uses. The file comes from
     ``_metadata.file_size`` when the files' sizes differ, else ``_metadata.file_path``: its base
-    by its position in an array literal of the files (:func:`_array_literal`), its implicit
-    values, where the scan has any, from a literal map (a projection Spark prunes when nothing
-    uses it), or beyond ``MAP_LOOKUP_FILES`` files from a broadcast join (by path); a single
-    parquet file without implicit columns needs no lookup.
+    by its position in an array literal of the files (:func:`_array_literal`), its base and
+    implicit values from array literals at that position (a projection Spark prunes when
+    nothing uses it), or beyond ``LITERAL_LOOKUP_FILES`` files from a broadcast join (by path); a
+    single parquet file without implicit columns needs no lookup.
     """
     files = [f for f in resolved.files if f.size > 0 or resolved.format != "parquet"]
     _remember_native(resolved, files)
@@ -550,42 +550,26 @@ def _native_scan(
         return shaped(read, table, zero)
     if dense and len(files) == 1 and not implicit:
         return shaped(read, table, with_bits(row_id, SEQ_COLUMN, bits or 0))
-    mapped = len(files) <= MAP_LOOKUP_FILES
+    mapped = len(files) <= LITERAL_LOOKUP_FILES
     # Files of distinct sizes (Spark reads only these) are known by their size: a long compare
     # per row instead of a path's (topn at scale 1: 1.10x hand-written instead of 1.23x).
     # Like the footers' row counts, this trusts the listing: a file rewritten between planning
     # and reading (to another listed file's size, or to more rows) is numbered wrongly, silently.
     by_size = mapped and len({f.size for f in files}) == len(files)
     key = F.col("_metadata.file_size" if by_size else "_metadata.file_path")
-    if mapped and not implicit:
-        # The row's file by its position in a list of the files (0: not listed), its base at
-        # that position less one (null beyond the ends).
-        keys = [f.size if by_size else spark_file_uri(f.real_path) for f in files]
-        position = F.array_position(_array_literal(keys, "bigint" if by_size else "string"), key)
-        found = F.get(_array_literal([bases[f.real_path] for f in files], "bigint"), position - 1)
-        base = F.coalesce(found, _unknown_file(key, "long"))
-        return shaped(read, table, _sequence(base, row_id, bits))
     if mapped:
-        entries = []
-        for file in files:
-            values = implicit_values(file)
-            base = cast_column(F.lit(bases[file.real_path]), LongType())
-            info = F.struct(
-                base.alias(_BASE),
-                *[F.lit(values.get(n)).cast(StringType()).alias(n) for n in implicit],
-            )
-            name = (
-                cast_column(F.lit(file.size), LongType())
-                if by_size
-                else F.lit(spark_file_uri(file.real_path))
-            )
-            entries += [name, info if implicit else base]
-        found = F.try_element_at(F.create_map(*entries), key)
-        # One lookup per row (a CASE would look up twice); an unknown file fails the read. One
-        # select over the read: each DataFrame step is one more analysis on the driver.
-        info = F.when(found.isNull(), _unknown_file(key)).otherwise(found)
-        values = {**table, **{n: info[n].alias(n) for n in implicit}}
-        return shaped(read, values, _sequence(info[_BASE], row_id, bits))
+        # The row's file by its position in an array literal of the files (-1: not listed); its
+        # base and implicit values at that position (null beyond the ends). An unknown file
+        # fails the read, in every column it gives.
+        keys = [f.size if by_size else spark_file_uri(f.real_path) for f in files]
+        at = F.array_position(_array_literal(keys, "bigint" if by_size else "string"), key) - 1
+        found = F.get(_array_literal([bases[f.real_path] for f in files], "bigint"), at)
+        base = F.coalesce(found, _unknown_file(key, "long"))
+        values = dict(table)
+        for name in implicit:
+            value = _optional_string_at(at, [implicit_values(f).get(name) for f in files])
+            values[name] = F.when(at < 0, _unknown_file(key)).otherwise(value).alias(name)
+        return shaped(read, values, _sequence(base, row_id, bits))
     lookup_rows = []
     for file in files:
         values = implicit_values(file)
@@ -624,6 +608,16 @@ def _array_literal(values: Sequence[str | int], dtype: str) -> Column:
 
 
 _NUL = "\x00"
+
+
+def _optional_string_at(at: Column, values: Sequence[str | None]) -> Column:
+    """``values[at]`` from one array literal: each value behind a one-character mark, so that a
+    None (the empty string) keeps its own element and comes back as null."""
+    marked = _array_literal(["" if v is None else f"={v}" for v in values], "string")
+    return F.substring(F.nullif(F.get(marked, at), F.lit("")), 2, _MAX_CHARS)
+
+
+_MAX_CHARS = 2**31 - 1
 
 
 def _sequence(base: Column, row_id: Column, bits: int | None) -> Column:
@@ -1104,7 +1098,7 @@ def _spark_reason(text: str) -> str:
 
 
 __all__ = [
-    "MAP_LOOKUP_FILES",
+    "LITERAL_LOOKUP_FILES",
     "SEQ_COLUMN",
     "ScanPlan",
     "column",

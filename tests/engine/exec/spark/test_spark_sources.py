@@ -131,22 +131,28 @@ def test_records_are_built_in_the_readers_select_unless_an_observation_counts_fi
 def test_beyond_the_map_lookup_limit_files_are_joined_with_their_values(
     spark, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sources, "MAP_LOOKUP_FILES", 1)
+    monkeypatch.setattr(sources, "LITERAL_LOOKUP_FILES", 1)
     engine = engine_at(root)
     selection = {"path": "json"}
     df = scan_dataframe(spark, engine, selection, None, file_columns=["fqn"], reader="spark")
     assert ordered(df.collect()) == local_records(engine, selection, file_columns=["fqn"])
 
 
+@pytest.mark.parametrize("file_columns", [[], ["filename"]])
 @pytest.mark.parametrize("sizes", ["distinct", "equal"])
 @pytest.mark.parametrize("fmt", ["json", "parquet"])
 def test_a_rows_file_is_found_by_its_position_in_a_list_of_the_files(
-    spark, tmp_path: Path, fmt: str, sizes: str, monkeypatch: pytest.MonkeyPatch
+    spark,
+    tmp_path: Path,
+    fmt: str,
+    sizes: str,
+    file_columns: list[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Without implicit columns a row's file is its position in an array literal of the files'
-    sizes (distinct) or paths (equal sizes), and its sequence base the value at that position:
+    """A row's file is its position in an array literal of the files' sizes (distinct) or
+    paths (equal sizes), its sequence base and implicit values the values at that position:
     records in file order, the JVM asked as often for twelve files as for three, and a file
-    the scan did not list fails the read by name."""
+    the scan did not list fails the read by name, in each column it gives."""
 
     def write(path: Path, n: int) -> None:
         records = [{"id": i, "name": "x" * (n if sizes == "distinct" else 1)} for i in range(3)]
@@ -161,10 +167,12 @@ def test_a_rows_file_is_found_by_its_position_in_a_list_of_the_files(
         for n in range(count):
             write(folder / f"{n:02d}.{fmt}", n)
         engine = engine_at(tmp_path)
-        plan = plan_scan(engine, {"path": str(count), "format": fmt}, reader="spark")
+        selection = {"path": str(count), "format": fmt}
+        plan = plan_scan(engine, selection, file_columns=file_columns, reader="spark")
         with counted() as counts:
             df = scan_plan_dataframe(spark, plan, None)
-        assert ordered(df.collect()) == local_records(engine, {"path": str(count), "format": fmt})
+        expected = local_records(engine, selection, file_columns=file_columns)
+        assert ordered(df.collect()) == expected
         return counts.calls, plan
 
     few, _ = calls_for(3)
@@ -173,8 +181,11 @@ def test_a_rows_file_is_found_by_its_position_in_a_list_of_the_files(
     # Spark reads a file the scan did not list (the listing changed under a directory read).
     unlisted = replace(plan, resolved=replace(plan.resolved, files=plan.resolved.files[:-1]))
     monkeypatch.setattr(sources, "spark_read_paths", lambda files: [str(tmp_path / "12")])
-    with pytest.raises(Exception, match="the scan did not list the file Spark read"):
-        scan_plan_dataframe(spark, unlisted, None).collect()
+    df = scan_plan_dataframe(spark, unlisted, None)
+    for columns in [df.columns, file_columns]:  # the implicit values alone raise too
+        if columns:
+            with pytest.raises(Exception, match="the scan did not list the file Spark read"):
+                df.select(*columns).collect()
 
 
 def test_the_reader_is_spark_only_where_its_semantics_are_drills(tmp_path: Path) -> None:
