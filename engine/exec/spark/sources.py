@@ -550,14 +550,14 @@ def _native_scan(
         return shaped(read, table, zero)
     if dense and len(files) == 1 and not implicit:
         return shaped(read, table, with_bits(row_id, SEQ_COLUMN, bits or 0))
-    mapped = len(files) <= LITERAL_LOOKUP_FILES
+    in_literals = len(files) <= LITERAL_LOOKUP_FILES
     # Files of distinct sizes (Spark reads only these) are known by their size: a long compare
     # per row instead of a path's (topn at scale 1: 1.10x hand-written instead of 1.23x).
     # Like the footers' row counts, this trusts the listing: a file rewritten between planning
     # and reading (to another listed file's size, or to more rows) is numbered wrongly, silently.
-    by_size = mapped and len({f.size for f in files}) == len(files)
+    by_size = in_literals and len({f.size for f in files}) == len(files)
     key = F.col("_metadata.file_size" if by_size else "_metadata.file_path")
-    if mapped:
+    if in_literals:
         # The row's file by its position in an array literal of the files (-1: not listed); its
         # base and implicit values at that position (null beyond the ends). An unknown file
         # fails the read, in every column it gives.
