@@ -442,11 +442,10 @@ def _read_whole(
         return  # an empty directory: no format to find
     open_reader = engine.reader_factory(request.selection)
     with _threads(len(files)) as pool:
-        ahead = {f.real_path: pool.submit(_arrow_lines, open_reader(f)) for f in files if f.size}
+        ahead = {f.real_path: pool.submit(_arrow_lines, open_reader(f)) for f in files}
 
         def tables(file: InputFile) -> pa.Table | None:
-            parsed = ahead.get(file.real_path)
-            return parsed.result() if parsed is not None else None
+            return ahead[file.real_path].result()
 
         _consume(_SubsetScan(engine, request, files, tracker, tables=tables).batches())
 
@@ -477,7 +476,7 @@ def _record_prefix(open_reader: Any, file: InputFile, records: int, copy: Path) 
     with open(file.real_path, "rb") as binary:
         lines = list(itertools.islice(binary, records + 1))
     if len(lines) <= records:  # at most that many lines: read it whole
-        return _Prefix(file, True, _arrow_lines(open_reader(file)) if file.size else None)
+        return _Prefix(file, True, _arrow_lines(open_reader(file)))
     prefix = b"".join(lines[:records])
     copy.write_bytes(prefix)
     copied = InputFile(file.path, copy, file.dirs, len(prefix))

@@ -64,7 +64,7 @@ def null_typed(dtype: T.DataType | None = None) -> Typed:
 
 def cast_column(column: Column, dtype: T.DataType) -> Column:
     """``column.cast(dtype)``; a simple type by its SQL name, which is one py4j call where a
-    ``DataType`` is seven (its JSON is parsed on the JVM)."""
+    ``DataType`` is three (the active session found, the type's JSON parsed on the JVM)."""
     if isinstance(dtype, _NAMED_TYPES):
         return column.cast(dtype.simpleString())
     return column.cast(dtype)
@@ -105,8 +105,9 @@ def column_of(schema: T.StructType, name: str) -> Typed | None:
 
 def top_column(name: str) -> Column:
     """``F.col`` of the top-level column ``name`` (quoted), the same Column each time for the
-    session in use: a Column is an immutable, unresolved name, and ``F.col`` costs three py4j
-    calls (a run asks for the same few names dozens of times)."""
+    session in use: a Column is an immutable, unresolved name, and ``F.col`` is a py4j call
+    (three without :mod:`~engine.exec.spark.py4j_round_trips`; a run asks for the same few names
+    dozens of times)."""
     global _columns_owner
     owner = (is_remote(), SparkContext._active_spark_context)  # None under Spark Connect
     if owner != _columns_owner or len(_COLUMNS) >= _COLUMNS_MAX:
