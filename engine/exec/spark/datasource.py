@@ -22,6 +22,10 @@ executor uses (readers, result set loader, schema tracker) and yields Arrow batc
   whose type conflicts with the committed one fails the task with the
   :class:`~engine.errors.SchemaConflictError` naming file, line and column. Give the selection a
   ``schema`` (or raise the sampling limits) when the first records do not show every column.
+* A scan this process resolved already, over files unchanged since (path, size and modification
+  time, each older than a couple of seconds), is not read again
+  (:mod:`~engine.exec.spark.resolved_scans`): scheduled runs and backfills over settled files
+  sample them once per process.
 
 Everything a task needs travels in the reader's options as JSON (the engine's configuration, the
 selection, the file list): nothing from the driver's Python process is captured, so the source works
@@ -61,6 +65,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, StructField, StructType
 
 from engine.errors import DrillError, ExecutionError, SchemaConflictError, StorageError
+from engine.exec.spark.resolved_scans import ResolvedScans
 from engine.exec.spark.unions import drill_type_of_storage
 from engine.scan.framework import (
     DEFAULT_BATCH_ROWS,
@@ -286,9 +291,24 @@ def resolve_scan(
     return _resolve(engine, request)
 
 
+_RESOLVED: ResolvedScans[ResolvedScan] = ResolvedScans()
+
+
 def _resolve(engine: FileEngine, request: ScanRequest) -> ResolvedScan:
+    """The scan resolved, or as this process resolved it already if its files did not change
+    since (:mod:`~engine.exec.spark.resolved_scans`)."""
+    files = tuple(engine.list_files(request.selection)) if request.files is None else request.files
+    return _RESOLVED.get(
+        json.dumps(request.with_files(files).to_options(), sort_keys=True),
+        [f.real_path for f in files],
+        lambda: _resolve_files(engine, request, files),
+    )
+
+
+def _resolve_files(
+    engine: FileEngine, request: ScanRequest, files: tuple[InputFile, ...]
+) -> ResolvedScan:
     selection = request.selection
-    files = tuple(engine.list_files(selection)) if request.files is None else tuple(request.files)
     known = bool(files) or _names_format(selection)  # an empty directory has no format
     fmt = engine.format_of(selection) if known else "json"
     options = engine.reader_options(selection) if known else ReaderOptions()
