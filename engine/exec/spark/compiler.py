@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,10 +34,10 @@ from engine.exec.spark.compiler_aggregate import (
     FrameSpec,
     aggregate_type,
     collapse_rows,
-    running_rows,
+    running_columns,
     target_is_true,
 )
-from engine.exec.spark.compiler_flatten import element_type, flatten_rows
+from engine.exec.spark.compiler_flatten import flatten_rows
 from engine.exec.spark.compiler_join import join_rows, union_rows
 from engine.exec.spark.compiler_order import (
     limit_rows,
@@ -49,7 +49,15 @@ from engine.exec.spark.compiler_order import (
 )
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
 from engine.exec.spark.nested_filter import filter_records
-from engine.exec.spark.paths import Typed, build_columns, drop_path, quote_name, with_path
+from engine.exec.spark.paths import (
+    TopColumns,
+    Typed,
+    build_columns,
+    get_in,
+    get_typed,
+    quote_name,
+    with_path,
+)
 from engine.exec.spark.progress import fragment_jobs
 from engine.exec.spark.sources import (
     SEQ_COLUMN,
@@ -116,6 +124,8 @@ class SparkRunContext:
     unnumbered: set[str] = field(default_factory=set)
     # fused windowframe id -> the aggregate giving a record per record of its input
     frame_passes: dict[str, str] = field(default_factory=dict)
+    # projects whose one reader is a store (:func:`store_inputs`)
+    store_inputs: set[str] = field(default_factory=set)
 
     def engine(self, name: str) -> Any:
         try:
@@ -160,6 +170,8 @@ class SparkCompiler:
         self._keys: dict[str, dict[Expr, tuple[str, T.DataType]]] = {}
         self._key_names = itertools.count()
         self._frames: dict[str, _FrameInput] = {}
+        # project id (ctx.store_inputs) -> the sort columns of its input's sequence
+        self._store_orders: dict[str, Callable[[], list[Column]]] = {}
         # Operators below an `order` or `limit` (their stores keep the order), and operators whose
         # DataFrame is already in sequence order partition by partition (nothing to sort).
         self._ordered: set[str] = set()
@@ -183,7 +195,9 @@ class SparkCompiler:
             keys = self._keys.get(ref, {})
             kept = {e: k for e, k in keys.items() if _keeps_key(op, e)}
             dropped = [name for e, (name, _) in keys.items() if e not in kept]
-            if dropped:  # no longer the value of its expression, or a reader that would show it
+            # No longer the value of its expression, or a reader that would show it; a project
+            # selects only what it writes.
+            if dropped and op.op != "project":
                 inputs = [*inputs[:i], inputs[i].drop(*dropped), *inputs[i + 1 :]]
         frame = visit(op, inputs)
         if kept:
@@ -257,7 +271,8 @@ class SparkCompiler:
         # as Drill's fragments do, and nothing is sorted.
         needs_order = sink or op.input in self._ordered
         sort = needs_order and op.input not in self._sorted
-        ordered = df.orderBy(*sequence_order(df, SEQ_COLUMN)) if sort else df
+        order = self._store_orders.get(op.input or "") or (lambda: sequence_order(df, SEQ_COLUMN))
+        ordered = df.orderBy(*order()) if sort else df
         if sink:
             ordered = nullable_everywhere(ordered)  # the records are collected through Arrow
         with fragment_jobs(self.spark, "store", op.id):
@@ -297,6 +312,11 @@ class SparkCompiler:
             if not path and not isinstance(value.dtype, T.StructType | T.NullType):
                 path = (OUTPUT,)  # a plain value cannot be the record: keep it under its ref
             columns.append((path, value))
+        if op.id in self.ctx.store_inputs:
+            # The store sorts, if it does, by the sequence of the project's input (Spark carries
+            # it through the project for the sort and drops it after): no step drops it.
+            self._store_orders[op.id] = lambda: sequence_order(df, SEQ_COLUMN, value=df[SEQ_COLUMN])
+            return build_columns(df, columns)
         return build_columns(df, [*columns, ((SEQ_COLUMN,), _seq(df))])
 
     def visit_limit(self, op: Limit, inputs: list[DataFrame]) -> DataFrame:
@@ -316,15 +336,19 @@ class SparkCompiler:
         expr = parse_cached(op.expr)
         element = temp("flatten_value")
         value = self.typed(expr, df)  # typed by the compiler: no analysis by Spark
-        df = flatten_rows(
+        rows = flatten_rows(
             df, value, seq=SEQ_COLUMN, name=element, ordered=op.id not in self.ctx.unordered
         )
+        # The record's changes in one select over the flattened rows.
+        record = TopColumns(df.schema)
         if op.drop:
             for ref in field_refs(expr):
-                df = drop_path(df, tuple(ref.path))
-        ref = writable_path(op.ref, "flatten ref")
-        typed = Typed(F.col(element), element_type(value.dtype))
-        return with_path(df, ref, typed).drop(element)
+                record.drop(tuple(ref.path))
+        record.write(writable_path(op.ref, "flatten ref"), rows.element)
+        if rows.sequence is None:
+            return record.select(rows.frame)
+        record.drop((SEQ_COLUMN,))
+        return record.select(rows.frame, rows.sequence.alias(SEQ_COLUMN))
 
     # -- order -----------------------------------------------------------------------------
 
@@ -489,7 +513,7 @@ class SparkCompiler:
             for n, args in calls
         ]
         if any(t is None for t in types):
-            schema = collapsed.schema
+            schema = collapsed.select().schema
         else:
             seq_type = df.schema[SEQ_COLUMN].dataType
             if (group_by is None and op.within is None and frame is None) or (
@@ -500,14 +524,19 @@ class SparkCompiler:
             schema = T.StructType(
                 [T.StructField(n, t) for n, t in [*fields, (SEQ_COLUMN, seq_type)]]
             )
+
+        def output(name: str) -> Typed:
+            return Typed(collapsed.columns[name], schema[name].dataType)
+
         columns: list[tuple[Path, Column | Typed]] = [
-            (path, Typed(F.col(name), schema[name].dataType))
-            for path, name in zip(carry_paths, carry_names)
+            (path, output(name)) for path, name in zip(carry_paths, carry_names)
         ]
-        columns += [(path, _scalar_column(scalar, schema)) for path, scalar in scalars]
-        seq = Typed(F.col(SEQ_COLUMN), schema[SEQ_COLUMN].dataType)
-        columns += [((n,), Typed(F.col(n), t)) for n, t in self._keys.get(op.id, {}).values()]
-        return build_columns(collapsed, [*columns, ((SEQ_COLUMN,), seq)])
+        aggregates = {name: output(name) for name in names}
+        no_record = T.StructType([])  # an aggregation reads nothing of the record outside calls
+        columns += [(path, _scalar_column(s, aggregates, no_record)) for path, s in scalars]
+        kept = self._keys.get(op.id, {}).values()
+        columns += [((n,), Typed(collapsed.columns[n], t)) for n, t in kept]
+        return build_columns(collapsed.frame, [*columns, ((SEQ_COLUMN,), output(SEQ_COLUMN))])
 
     def visit_runningaggregate(self, op: RunningAggregate, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
@@ -518,10 +547,14 @@ class SparkCompiler:
             prefix = temp(f"running{i}_")
             scalar, found = split_calls(aggregation.parsed, FunctionKind.RUNNING, prefix)
             calls = [(call.name, [self.typed(arg, df) for arg in call.args]) for call in found]
-            names = [f"{prefix}{c}" for c in range(len(found))]
-            df = running_rows(df, calls, partition=partition, seq=SEQ_COLUMN, names=names)
+            values = running_columns(calls, partition=partition, seq=SEQ_COLUMN)
+            if any(dtype is None for _, dtype in values):  # typed by Spark's analysis
+                fields = df.select(*[column for column, _ in values]).schema.fields
+                values = [(c, f.dataType) for (c, _), f in zip(values, fields, strict=True)]
+            by_name = {f"{prefix}{c}": Typed(*value) for c, value in enumerate(values)}
             path = writable_path(aggregation.ref, "aggregation ref")
-            df = with_path(df, path, _scalar_column(scalar, df.schema)).drop(*names)
+            # The window functions inside the value written: one step per aggregation.
+            df = with_path(df, path, _scalar_column(scalar, by_name, df.schema))
         return df.drop(run) if run else df
 
     # -- several inputs --------------------------------------------------------------------
@@ -655,6 +688,19 @@ def frame_collapses(plan: LogicalPlan, fused: set[str]) -> dict[str, str]:
         if holds_own and len(aggregates) == 1 and aggregates[0].target is None:
             found[frame.id] = aggregates[0].id
     return found
+
+
+def store_inputs(plan: LogicalPlan) -> set[str]:
+    """The ids of the projects of ``plan`` whose one reader is a store: their DataFrames carry
+    no sequence column, the store sorts by their input's (:meth:`SparkCompiler.visit_project`)."""
+    readers = consumers(plan)
+    return {
+        op.id
+        for op in plan.query
+        if isinstance(op, Project)
+        and len(readers.get(op.id, [])) == 1
+        and isinstance(readers[op.id][0], Store)
+    }
 
 
 _KEEPS_PARTITION_ORDER = frozenset({"filter", "project", "transform", "flatten"})
@@ -822,6 +868,14 @@ def _seq(df: DataFrame) -> Typed:
     return Typed(F.col(SEQ_COLUMN), df.schema[SEQ_COLUMN].dataType)
 
 
-def _scalar_column(scalar: Expr, schema: T.StructType) -> Typed:
-    """The scalar part of an aggregation over the columns holding its aggregates."""
-    return compile_typed(scalar, schema)
+def _scalar_column(scalar: Expr, calls: Mapping[str, Typed], schema: T.StructType) -> Typed:
+    """The scalar part of an aggregation: ``calls`` are the values of its aggregate calls, by
+    the names the scalar reads them as; any other field is read from ``schema``."""
+
+    def read(ref: FieldRef) -> Typed:
+        head = ref.path[0]
+        if isinstance(head, str) and head in calls:
+            return get_in(calls[head], ref.path[1:])
+        return get_typed(schema, ref.path)
+
+    return compile_typed(scalar, schema, resolve=read)

@@ -20,7 +20,8 @@ value; without ``within`` the whole input is one run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
@@ -114,6 +115,20 @@ def aggregate_type(
     return None
 
 
+@dataclass(frozen=True)
+class Collapsed:
+    """What :func:`collapse_rows` gives: the rows of ``frame``, one per output record, and each
+    output column as a Column over ``frame``. The caller builds its records in one select from
+    them (each DataFrame step is an analysis on the driver)."""
+
+    frame: DataFrame
+    columns: Mapping[str, Column]
+
+    def select(self) -> DataFrame:
+        """The output columns as a DataFrame."""
+        return self.frame.select(*[column.alias(name) for name, column in self.columns.items()])
+
+
 def collapse_rows(
     df: DataFrame,
     typed_calls: Sequence[TypedCall],
@@ -130,10 +145,10 @@ def collapse_rows(
     ordered: bool = True,
     kept: Sequence[str] = (),
     count_input: Callable[[DataFrame, str], DataFrame] | None = None,
-) -> DataFrame:
+) -> Collapsed:
     """One row per run with ``aggregate_names[i]`` (aggregate of ``calls[i]``),
     ``carryover_names[i]`` (value of ``carryovers[i]``) and the run's first sequence number in
-    ``seq``.
+    ``seq``, as the columns of a :class:`Collapsed`.
 
     ``group_by`` replaces runs by groups of equal key values wherever they are (what the runs of a
     segment's group number are): a plain, parallel ``groupBy``, ordered by first appearance;
@@ -166,6 +181,7 @@ def collapse_rows(
     extras = [F.max(chosen).alias(has_target)] if target is not None else []
     # The first sequence keeps the width of a long sequence (so that pairs with it stay longs).
     first = F.min(seq).alias(seq, metadata=df.schema[seq].metadata)
+    columns = {name: F.col(name) for name in (*aggregate_names, *carryover_names)}
     if group_by is not None:
         keys = [key.alias(temp(f"key{i}")) for i, key in enumerate(group_by)]
         if not keys:  # one group, and none for no input (a literal key would be an ordinal)
@@ -173,25 +189,12 @@ def collapse_rows(
         grouped = df.groupBy(*keys).agg(
             *aggregates, *carried, *extras, *([first] if ordered else []), *counted
         )
-        if count_input is not None:
-            grouped = count_input(grouped, INPUT_ROWS)
-        # One select: each DataFrame step is an analysis on the driver.
-        carried_by_key = {
-            carryover_names[i]: F.col(temp(f"key{key}")) for i, key in carried_keys.items()
-        }
-        grouped = grouped.select(
-            *aggregate_names,
-            *[carried_by_key.get(n, F.col(n)).alias(n) for n in carryover_names],
-            *([has_target] if target is not None else []),
-            F.col(seq) if ordered else F.lit(0).cast("long").alias(seq),
-        )
+        for i, key in carried_keys.items():
+            columns[carryover_names[i]] = F.col(temp(f"key{key}"))
+        columns[seq] = F.col(seq) if ordered else F.lit(0).cast("long")
     elif within is None:
         grouped = df.agg(*aggregates, *carried, *extras, *counted)
-        if count_input is not None:
-            grouped = count_input(grouped, INPUT_ROWS)
-        names = [*aggregate_names, *carryover_names, *([has_target] if target is not None else [])]
-        # One record, and no count column left (one select: one analysis).
-        grouped = grouped.select(*[F.col(n) for n in names], F.lit(0).cast("long").alias(seq))
+        columns[seq] = F.lit(0).cast("long")  # one record
     else:
         run = temp("ca_run")
         grouped = (
@@ -199,12 +202,12 @@ def collapse_rows(
             .groupBy(run)
             .agg(*aggregates, *carried, *extras, first, *counted)
         )
-        if count_input is not None:
-            grouped = count_input(grouped, INPUT_ROWS)
-        grouped = grouped.drop(run, *([INPUT_ROWS] if count_input is not None else []))
+        columns[seq] = F.col(seq)
+    if count_input is not None:
+        grouped = count_input(grouped, INPUT_ROWS)
     if target is not None:
-        grouped = grouped.where(F.col(has_target).isNotNull()).drop(has_target)
-    return grouped
+        grouped = grouped.where(F.col(has_target).isNotNull())
+    return Collapsed(grouped, columns)
 
 
 INPUT_ROWS = temp("input_rows")
@@ -237,35 +240,35 @@ def _collapse_frames(
     aggregate_names: Sequence[str],
     carryover_names: Sequence[str],
     kept: Sequence[str] = (),
-) -> DataFrame:
+) -> Collapsed:
     """One row per record whose frame is not empty: the aggregates and carryovers of its frame
     (carryovers from the frame's last record, or its last whose target is true), and the
-    columns ``kept`` of its record."""
+    columns ``kept`` of its record. Where every record's frame holds one, the window functions
+    are the output columns over ``df`` itself (no step of their own)."""
     over = frame.spec
-    columns = []
+    columns: dict[str, Column] = {}
     for (name, args), alias in zip(calls, aggregate_names, strict=True):
         if name == "count_distinct":  # Spark has no distinct window aggregates
-            value = F.size(F.collect_set(*args).over(over))
+            columns[alias] = F.size(F.collect_set(*args).over(over))
         else:
-            value = AGGREGATE_FORMS[name](*args).over(over)
-        columns.append(value.alias(alias))
+            columns[alias] = AGGREGATE_FORMS[name](*args).over(over)
     chosen = F.col(seq) if target is None else F.when(target, F.col(seq))
     for value, alias in zip(carryovers, carryover_names, strict=True):
         if target is None and frame.end == 0:
-            columns.append(value.alias(alias))  # the frame ends at the record itself
+            columns[alias] = value  # the frame ends at the record itself
         else:
-            columns.append(F.max_by(value, chosen).over(over).alias(alias))
+            columns[alias] = F.max_by(value, chosen).over(over)
+    columns[seq] = F.col(seq)
+    columns.update((name, F.col(name)) for name in kept)
     keep = None
     if target is not None:
         keep = F.max(chosen).over(over).isNotNull()
     elif not frame.holds_current_row:
         keep = F.count(F.lit(1)).over(over) > 0
-    if keep is not None:
-        columns.append(keep.alias(temp("keep")))
-    out = df.select(*columns, F.col(seq), *[F.col(name) for name in kept])
-    if keep is not None:
-        out = out.where(F.col(temp("keep"))).drop(temp("keep"))
-    return out
+    if keep is None:
+        return Collapsed(df, columns)
+    out = Collapsed(df, {**columns, temp("keep"): keep}).select()
+    return Collapsed(out.where(F.col(temp("keep"))), {name: F.col(name) for name in columns})
 
 
 def target_is_true(value: Typed) -> Column:
@@ -275,25 +278,22 @@ def target_is_true(value: Typed) -> Column:
     return F.lit(False)
 
 
-def running_rows(
-    df: DataFrame,
-    typed_calls: Sequence[TypedCall],
-    *,
-    partition: str | Sequence[Column] | None,
-    seq: str,
-    names: Sequence[str],
-) -> DataFrame:
-    """``df`` with ``names[i]`` = the running value of ``calls[i]`` (see the module docstring);
-    ``partition`` names a column of run numbers (:func:`with_run_numbers`) or gives the columns
-    whose equal values are a run, None for one run."""
+def running_columns(
+    typed_calls: Sequence[TypedCall], *, partition: str | Sequence[Column] | None, seq: str
+) -> list[tuple[Column, T.DataType | None]]:
+    """The running value of each of ``calls`` (see the module docstring): a window Column and
+    its type (None where only Spark's analysis knows: decimal averages); ``partition`` names a
+    column of run numbers (:func:`with_run_numbers`) or gives the columns whose equal values
+    are a run, None for one run."""
     calls = prepare_arguments(typed_calls)
     columns = [partition] if isinstance(partition, str) else list(partition or [])
     ordered = (Window.partitionBy(*columns) if columns else Window).orderBy(seq)
     framed = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    for (name, args), alias in zip(calls, names, strict=True):
+    values: list[tuple[Column, T.DataType | None]] = []
+    for (name, args), (_, typed_args) in zip(calls, typed_calls, strict=True):
         if name == "row_number":
-            value = F.row_number().over(ordered).cast("long")
+            values.append((F.row_number().over(ordered).cast("long"), T.LongType()))
         else:
-            value = RUNNING_FORMS[name](*args).over(framed)
-        df = df.withColumn(alias, value)
-    return df
+            dtype = aggregate_type(name, [a.dtype for a in typed_args])
+            values.append((RUNNING_FORMS[name](*args).over(framed), dtype))
+    return values

@@ -14,7 +14,9 @@ elements and the sequence stays as it is: no position, no sequence pair.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from typing import NamedTuple
+
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -30,12 +32,22 @@ def element_type(dtype: T.DataType) -> T.DataType:
     return dtype.elementType if isinstance(dtype, T.ArrayType) else dtype
 
 
+class Flattened(NamedTuple):
+    """What :func:`flatten_rows` gives: ``frame`` with a row per element, the ``element`` of each
+    row (a column of ``frame`` or a value over it) and the rows' ``sequence`` value (None: the
+    input's, unchanged). The caller writes them in one select."""
+
+    frame: DataFrame
+    element: Typed
+    sequence: Column | None
+
+
 def flatten_rows(
     df: DataFrame, typed: Typed, *, seq: str, name: str, ordered: bool = True
-) -> DataFrame:
-    """``df`` with column ``name`` holding each element of ``typed`` (see the module docstring;
-    of type :func:`element_type`); the records' order is (record, element): a sequence pair, no
-    sort (``ordered``)."""
+) -> Flattened:
+    """A row of ``df`` per element of ``typed`` (see the module docstring; the element of type
+    :func:`element_type`, in column ``name`` where there is one); the rows' order is (record,
+    element): a sequence pair, no sort (``ordered``)."""
     value, dtype = typed.column, typed.dtype
     if isinstance(dtype, T.VariantType):
         # A UNION value: a variant array gives its elements, anything else (null included) itself.
@@ -44,10 +56,11 @@ def flatten_rows(
     elif isinstance(dtype, T.ArrayType):
         items = F.coalesce(value, F.array(F.lit(None).cast(dtype.elementType)))
     else:
-        return df.withColumn(name, value)
+        return Flattened(df, typed, None)  # the value itself, one row per record
+    element = Typed(F.col(name), element_type(dtype))
     if not ordered:
-        return df.select("*", F.explode(items).alias(name))
+        return Flattened(df.select("*", F.explode(items).alias(name)), element, None)
     exploded = df.select("*", F.posexplode(items).alias(FLATTEN_POSITION, name))
     seq_type = df.schema[seq].dataType
     order = sequence_pair(F.col(seq), seq_type, F.col(FLATTEN_POSITION), T.IntegerType())
-    return exploded.withColumn(seq, order).drop(FLATTEN_POSITION)
+    return Flattened(exploded, element, order)

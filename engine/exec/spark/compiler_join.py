@@ -80,6 +80,16 @@ def join_rows(
     """``left`` joined with ``right`` (see the module docstring); ``how`` is a Drill join type."""
     left_names, right_names = record_names(left, seq), record_names(right, seq)
     left_seq, right_seq = temp("join_lseq"), temp("join_rseq")
+    if not set(left_names) & set(right_names):
+        # No field on both sides: the conditions read each side's columns by name in the join
+        # itself, and only the right sequence is renamed (each DataFrame step is an analysis).
+        joined = left.join(
+            right.withColumnRenamed(seq, right_seq),
+            on=_all_hold([RELATIONSHIPS[r](lc, rc) for lc, r, rc in conditions]),
+            how=JOIN_TYPES[how],
+        )
+        merged = [F.col(_quoted(name)) for name in [*left_names, *right_names]]
+        return _with_join_sequence(joined, merged, left, right, how, seq, seq, right_seq, ordered)
     lhs = left.select(
         *[F.col(_quoted(n)).alias(temp(f"l{i}")) for i, n in enumerate(left_names)],
         *[c.alias(temp(f"jl{i}")) for i, (c, _, _) in enumerate(conditions)],
@@ -90,10 +100,12 @@ def join_rows(
         *[c.alias(temp(f"jr{i}")) for i, (_, _, c) in enumerate(conditions)],
         F.col(seq).alias(right_seq),
     )
-    matches: Column = F.lit(True)
-    for i, (_, relationship, _) in enumerate(conditions):
-        compare = RELATIONSHIPS[relationship](F.col(temp(f"jl{i}")), F.col(temp(f"jr{i}")))
-        matches = compare if i == 0 else matches & compare
+    matches = _all_hold(
+        [
+            RELATIONSHIPS[relationship](F.col(temp(f"jl{i}")), F.col(temp(f"jr{i}")))
+            for i, (_, relationship, _) in enumerate(conditions)
+        ]
+    )
     joined = lhs.join(rhs, on=matches, how=JOIN_TYPES[how])
     left_types = {f.name: f.dataType for f in left.schema.fields}
     right_types = {f.name: f.dataType for f in right.schema.fields}
@@ -109,6 +121,30 @@ def join_rows(
             merged.append(
                 deep_merge(l_col, r_col, left_types[name], right_types[name], name=name).alias(name)
             )
+    return _with_join_sequence(joined, merged, left, right, how, seq, left_seq, right_seq, ordered)
+
+
+def _all_hold(conditions: Sequence[Column]) -> Column:
+    """All ``conditions`` (none: every pair, a cartesian product)."""
+    matches = F.lit(True)
+    for i, condition in enumerate(conditions):
+        matches = condition if i == 0 else matches & condition
+    return matches
+
+
+def _with_join_sequence(
+    joined: DataFrame,
+    merged: Sequence[Column],
+    left: DataFrame,
+    right: DataFrame,
+    how: str,
+    seq: str,
+    left_seq: str,
+    right_seq: str,
+    ordered: bool,
+) -> DataFrame:
+    """The joined records (``merged``) with their sequence, from the columns ``left_seq`` and
+    ``right_seq`` of ``joined`` holding each side's (``seq`` of ``left`` and ``right``)."""
     if not ordered:
         return joined.select(*merged, _unordered().alias(seq))
     left_type, right_type = left.schema[seq].dataType, right.schema[seq].dataType

@@ -38,6 +38,7 @@ from engine.exec.spark.compiler import (
     frame_collapses,
     fused_operators,
     nullable_everywhere,
+    store_inputs,
     unnumbered_segments,
 )
 from engine.exec.spark.compiler_order import (
@@ -149,6 +150,7 @@ class SparkPlanRun:
             self.planned, self.ctx.fused
         )
         self.ctx.frame_passes = frame_collapses(self.planned, self.ctx.fused)
+        self.ctx.store_inputs = store_inputs(plan) & store_inputs(self.planned)
         # The Dagster ops compile the plan as given, the executor as planned: either's limits.
         self.ctx.limited = limit_inputs(plan.query) | limit_inputs(self.planned.query)
         self.compiler = SparkCompiler(spark, self.ctx)

@@ -369,6 +369,43 @@ def remove_in(target: Typed, path: Sequence[str | int]) -> Typed:
     return _null_where(target.column.isNull(), make_struct(members))
 
 
+class TopColumns:
+    """A DataFrame's top-level columns as values, changed path by path without a DataFrame step
+    each (:meth:`write`, :meth:`drop`) and selected once (:meth:`select`); :meth:`read` sees what
+    was written, so later values may read earlier ones.
+    """
+
+    def __init__(self, schema: T.StructType) -> None:
+        self.values = {f.name: Typed(top_column(f.name), f.dataType) for f in schema.fields}
+
+    def read(self, path: Sequence[str | int]) -> Typed:
+        """The value at ``path`` (a missing column or member is a NullType null)."""
+        head = path[0]
+        if not isinstance(head, str) or head not in self.values:
+            return null_typed()
+        return get_in(self.values[head], path[1:])
+
+    def write(self, path: Sequence[str | int], value: Typed) -> None:
+        """``value`` written at ``path``, as :func:`with_path` writes it."""
+        names = check_writable(path)
+        self.values[names[0]] = write_in(self.values.get(names[0]), names[1:], value, merge=False)
+
+    def drop(self, path: Sequence[str | int]) -> None:
+        """The value at ``path`` removed, as :func:`drop_path` removes it."""
+        head, rest = path[0], path[1:]
+        if not isinstance(head, str) or head not in self.values:
+            return
+        if rest:
+            self.values[head] = remove_in(self.values[head], rest)
+        else:
+            del self.values[head]
+
+    def select(self, df: DataFrame, *extra: Column) -> DataFrame:
+        """``df`` with these columns (Columns over ``df``), then ``extra``, in one step."""
+        columns = [value.column.alias(name) for name, value in self.values.items()]
+        return df.select(*columns, *extra)
+
+
 def build_columns(
     df: DataFrame, columns: Sequence[tuple[Sequence[str | int], Column | Typed]]
 ) -> DataFrame:

@@ -11,8 +11,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.exec.spark.compiler_aggregate import AggregateError, collapse_rows, running_rows
-from engine.exec.spark.compiler_flatten import element_type, flatten_rows
+from engine.exec.spark.compiler_aggregate import AggregateError, collapse_rows, running_columns
+from engine.exec.spark.compiler_flatten import Flattened, element_type, flatten_rows
 from engine.exec.spark.compiler_join import join_rows, union_rows
 from engine.exec.spark.compiler_order import (
     limit_rows,
@@ -144,7 +144,7 @@ def test_collapse_runs_with_target_and_carryovers(spark: Any) -> None:
         seq=SEQ,
         aggregate_names=["rows", "n", "total"],
         carryover_names=["carried"],
-    )
+    ).select()
     # Runs: g=1 (3 rows), g=2 (no true target: no record), g=1 again (1 row).
     assert rows(out, "rows", "n", "total", "carried") == [(3, 2, 12, None), (1, 1, 2, 2)]
 
@@ -160,7 +160,7 @@ def test_collapse_of_nothing_without_within_gives_one_record(spark: Any) -> None
         seq=SEQ,
         aggregate_names=["n", "s", "d"],
         carryover_names=[],
-    )
+    ).select()
     assert rows(out, "n", "s", "d") == [(0, None, 0)]
 
 
@@ -182,8 +182,7 @@ def test_sum_of_strings_is_refused(spark: Any) -> None:
 def test_running_aggregates_restart_with_within(spark: Any) -> None:
     df = frame(spark, "g long, x long", [(1, 1), (1, None), (1, 3), (2, 4), (1, 5)])
     df = with_run_numbers(df, F.col("g"), seq=SEQ, name="run")
-    out = running_rows(
-        df,
+    values = running_columns(
         [
             ("row_number", []),
             ("sum", [typed(df, "x")]),
@@ -192,8 +191,9 @@ def test_running_aggregates_restart_with_within(spark: Any) -> None:
         ],
         partition="run",
         seq=SEQ,
-        names=["rn", "s", "c", "m"],
     )
+    assert [dtype for _, dtype in values] == [T.LongType()] * 4
+    out = df.select(SEQ, *[c.alias(n) for (c, _), n in zip(values, ["rn", "s", "c", "m"])])
     assert rows(out, "rn", "s", "c", "m") == [
         (1, 1, 1, 1),
         (2, 1, 1, 1),
@@ -260,11 +260,16 @@ def test_union_keeps_input_order_and_distinct_keeps_first(spark: Any) -> None:
     ]
 
 
+def flattened(rows: Flattened) -> DataFrame:
+    sequence = [F.col(SEQ)] if rows.sequence is None else [rows.sequence.alias(SEQ)]
+    return rows.frame.select("id", rows.element.column.alias("e"), *sequence)
+
+
 def test_flatten_arrays_empty_null_and_scalars(spark: Any) -> None:
     df = frame(spark, "id long, a array<long>", [(1, [7, 8]), (2, []), (3, None), (4, [9])])
     array = Typed(F.col("a"), T.ArrayType(T.LongType()))
     assert element_type(array.dtype) == T.LongType()
-    assert rows(flatten_rows(df, array, seq=SEQ, name="e"), "id", "e") == [
+    assert rows(flattened(flatten_rows(df, array, seq=SEQ, name="e")), "id", "e") == [
         (1, 7),
         (1, 8),
         (3, None),
@@ -272,4 +277,6 @@ def test_flatten_arrays_empty_null_and_scalars(spark: Any) -> None:
     ]
     scalar = Typed(F.col("id"), T.LongType())
     assert element_type(scalar.dtype) == T.LongType()
-    assert rows(flatten_rows(df, scalar, seq=SEQ, name="e"), "e") == [(1,), (2,), (3,), (4,)]
+    one_each = flatten_rows(df, scalar, seq=SEQ, name="e")
+    assert one_each.frame is df and one_each.sequence is None  # no step: the value itself
+    assert rows(flattened(one_each), "e") == [(1,), (2,), (3,), (4,)]
