@@ -299,10 +299,15 @@ class SparkCompiler:
         (df,) = inputs
         written = [writable_path(t.ref, "transform ref") for t in op.transforms]
         self._key_order[op.id] = _unwritten(self._key_order.get(op.input or "", []), written)
+        # Every transform in one select; a later one reads what earlier ones wrote.
+        record = TopColumns(df.schema)
         for transform in op.transforms:
             path = writable_path(transform.ref, "transform ref")
-            df = with_path(df, path, self.typed(transform.expr, df))
-        return df
+            tree = parse_cached(transform.expr)
+            record.write(
+                path, compile_typed(tree, df.schema, resolve=lambda r: record.read(r.path))
+            )
+        return record.select(df)
 
     def visit_project(self, op: Project, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs

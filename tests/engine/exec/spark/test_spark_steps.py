@@ -1,0 +1,68 @@
+"""Operators that change records path by path do it in one DataFrame step (each step is an
+analysis on the driver): every transform of a ``transform``, a later one reading what an earlier
+one wrote; a ``flatten``'s element, dropped source and new sequence. The records stay the local
+executor's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from py4j_calls import counted
+
+from engine.exec.spark.compiler import SparkCompiler, SparkRunContext
+from engine.exec.spark.executor import SparkPlanRun
+from engine.plan import parse_plan
+from engine.run import build_engines, run_plan
+
+RECORDS = [
+    {"id": 1, "m": {"a": 2, "tags": ["x", "y"]}},
+    {"id": 2, "m": {"a": None, "tags": []}},
+    {"id": 3, "m": None},
+]
+
+
+def plan_of(op: dict[str, Any]) -> Any:
+    return parse_plan(
+        {
+            "storage": {"q": {"type": "queue"}},
+            "query": [
+                {"@id": 1, "op": "constant", "content": RECORDS},
+                {"@id": 2, "input": 1, **op},
+                {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {}},
+            ],
+        }
+    )
+
+
+TRANSFORM = {
+    "op": "transform",
+    "transforms": [
+        {"ref": "m.b", "expr": "m.a * 10"},
+        {"ref": "c", "expr": "m.b + 1"},  # reads the member the first one wrote
+        {"ref": "m.a", "expr": "c * 2"},
+        {"ref": "id", "expr": "concat('x', cast(id as VARCHAR))"},
+    ],
+}
+FLATTEN = {"op": "flatten", "ref": "tag", "expr": "m.tags", "drop": True}
+
+
+@pytest.mark.parametrize(
+    ("op", "steps"), [(TRANSFORM, 1), (FLATTEN, 2)], ids=["transform", "flatten"]
+)
+def test_one_operator_few_steps_the_local_records(
+    op: dict[str, Any], steps: int, spark: Any
+) -> None:
+    plan = plan_of(op)
+    engines = build_engines(plan, base_dir=None, classpath=[])
+    source = SparkPlanRun(plan, spark, engines=engines, params={}).compiler.compile(
+        plan.operator("1"), []
+    )
+    compiler = SparkCompiler(spark, SparkRunContext(engines=engines))
+    with counted() as counts:
+        compiler.compile(plan.operator("2"), [source])
+    assert counts.frames == steps
+    assert (
+        run_plan(plan, executor="spark", spark=spark).records()
+        == run_plan(plan, executor="local").records()
+    )
