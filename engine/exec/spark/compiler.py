@@ -126,6 +126,8 @@ class SparkRunContext:
     frame_passes: dict[str, str] = field(default_factory=dict)
     # projects whose one reader is a store (:func:`store_inputs`)
     store_inputs: set[str] = field(default_factory=set)
+    # orders only top-N limits read (:func:`top_n_orders`)
+    top_n_orders: set[str] = field(default_factory=set)
 
     def engine(self, name: str) -> Any:
         try:
@@ -375,6 +377,8 @@ class SparkCompiler:
         tie_break = op.id not in self.ctx.total
         self._orders[op.id] = (df, keys, tie_break)
         self._key_order[op.id] = [parse_cached(o.expr) for o in op.orderings]
+        if op.id in self.ctx.top_n_orders:
+            return df  # its limits sort `df` by `keys` themselves: no sequence to build
         ordered = order_rows(df, keys, seq=SEQ_COLUMN, types=types, tie_break=tie_break)
         if ordered.schema[SEQ_COLUMN].dataType == T.LongType():
             self._sorted.add(op.id)  # no lazy order for these keys: sorted and numbered again
@@ -705,6 +709,21 @@ def store_inputs(plan: LogicalPlan) -> set[str]:
         if isinstance(op, Project)
         and len(readers.get(op.id, [])) == 1
         and isinstance(readers[op.id][0], Store)
+    }
+
+
+def top_n_orders(plan: LogicalPlan) -> set[str]:
+    """The ids of the orders (without ``within``) of ``plan`` that only limits with an end read:
+    each such limit runs with its order as one top-N over the order's input
+    (:meth:`SparkCompiler.visit_limit`), so the order's own DataFrame is never used."""
+    readers = consumers(plan)
+    return {
+        op.id
+        for op in plan.query
+        if isinstance(op, Order)
+        and not op.within
+        and readers.get(op.id)
+        and all(isinstance(r, Limit) and r.last is not None for r in readers[op.id])
     }
 
 

@@ -340,17 +340,6 @@ def with_path(
     return df.withColumn(names[0], new.column)
 
 
-def drop_path(df: DataFrame, path: Sequence[str | int]) -> DataFrame:
-    """``df`` without the value at ``path`` (unchanged if there is none)."""
-    head, rest = path[0], tuple(path[1:])
-    top = column_of(df.schema, head) if isinstance(head, str) else None
-    if top is None:
-        return df
-    if not rest:
-        return df.select(*[F.col(quote_name(n)) for n in df.columns if n != head])
-    return df.withColumn(str(head), remove_in(top, rest).column)
-
-
 def remove_in(target: Typed, path: Sequence[str | int]) -> Typed:
     """``target`` without the member at ``path``; removing the last member leaves ``{}``."""
     head, rest = path[0], path[1:]
@@ -377,6 +366,7 @@ class TopColumns:
 
     def __init__(self, schema: T.StructType) -> None:
         self.values = {f.name: Typed(top_column(f.name), f.dataType) for f in schema.fields}
+        self._changed: set[str] = set()  # the others keep their names unaliased (py4j calls)
 
     def read(self, path: Sequence[str | int]) -> Typed:
         """The value at ``path`` (a missing column or member is a NullType null)."""
@@ -389,20 +379,26 @@ class TopColumns:
         """``value`` written at ``path``, as :func:`with_path` writes it."""
         names = check_writable(path)
         self.values[names[0]] = write_in(self.values.get(names[0]), names[1:], value, merge=False)
+        self._changed.add(names[0])
 
     def drop(self, path: Sequence[str | int]) -> None:
-        """The value at ``path`` removed, as :func:`drop_path` removes it."""
+        """The value at ``path`` removed (unchanged if there is none); removing a map's last
+        member leaves ``{}``."""
         head, rest = path[0], path[1:]
         if not isinstance(head, str) or head not in self.values:
             return
         if rest:
             self.values[head] = remove_in(self.values[head], rest)
+            self._changed.add(head)
         else:
             del self.values[head]
 
     def select(self, df: DataFrame, *extra: Column) -> DataFrame:
         """``df`` with these columns (Columns over ``df``), then ``extra``, in one step."""
-        columns = [value.column.alias(name) for name, value in self.values.items()]
+        columns = [
+            value.column.alias(name) if name in self._changed else value.column
+            for name, value in self.values.items()
+        ]
         return df.select(*columns, *extra)
 
 

@@ -7,12 +7,14 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from engine.exec.local import trees
 from engine.exec.local.trees import TreePathError
 from engine.exec.spark.paths import (
+    TopColumns,
+    Typed,
     build_columns,
-    drop_path,
     get_path,
     quote_name,
     with_path,
@@ -30,6 +32,12 @@ RECORDS = [
         "v": 40,
     },
 ]
+
+
+def dropped(df, path):
+    record = TopColumns(df.schema)
+    record.drop(path)
+    return record.select(df)
 
 
 @pytest.fixture(scope="module")
@@ -126,13 +134,13 @@ def test_writing_at_an_index_or_an_empty_path_is_refused(data) -> None:
 )
 def test_drops_agree_with_the_local_trees(data, path) -> None:
     batch, df = data
-    assert rows(drop_path(df, path)) == trees.remove_path(batch, path).to_pylist()
+    assert rows(dropped(df, path)) == trees.remove_path(batch, path).to_pylist()
 
 
 def test_dropping_the_last_member_leaves_an_empty_map_and_nulls_stay_null(spark) -> None:
     batch = pa.RecordBatch.from_pylist([{"m": {"k": 1}}, {"m": None}])
     df = spark.createDataFrame(pa.Table.from_batches([batch]))
-    assert rows(drop_path(df, ("m", "k"))) == [{"m": {}}, {"m": None}]
+    assert rows(dropped(df, ("m", "k"))) == [{"m": {}}, {"m": None}]
     assert trees.remove_path(batch, ("m", "k")).to_pylist() == [{"m": {}}, {"m": None}]
 
 
@@ -167,3 +175,17 @@ def test_names_with_dots_and_backquotes_are_literal(spark) -> None:
     got = df.select(get_path(df, ("a.b",)), get_path(df, ("m", "x.y"))).collect()[0]
     assert tuple(got) == (1, 2)
     assert quote_name("we`ird") == "`we``ird`"
+
+
+def test_top_columns_read_what_they_wrote_and_select_once(data) -> None:
+    _, df = data
+    record = TopColumns(df.schema)
+    record.write(("e", "twice"), Typed(F.col("v") * 2, T.LongType()))
+    doubled = record.read(("e", "twice"))
+    record.write(("w",), Typed(doubled.column + 1, doubled.dtype))
+    record.drop(("items",))
+    record.drop(("e", "tags"))
+    assert [(r["e"] or {}).get("twice") for r in rows(record.select(df))] == [20, None, 60, 80]
+    assert [r["w"] for r in rows(record.select(df))] == [21, None, 61, 81]
+    assert "items" not in record.select(df).columns
+    assert record.read(("missing",)).dtype == T.NullType()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from py4j_calls import counted
 
-from engine.exec.spark.compiler import SparkCompiler, SparkRunContext
+from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, top_n_orders
 from engine.exec.spark.executor import SparkPlanRun
 from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
@@ -66,3 +66,31 @@ def test_one_operator_few_steps_the_local_records(
         run_plan(plan, executor="spark", spark=spark).records()
         == run_plan(plan, executor="local").records()
     )
+
+
+def test_an_order_only_top_n_limits_read_builds_nothing(spark: Any) -> None:
+    """An order read only by limits with an end runs as their top-N (one sort of its input):
+    its own DataFrame is its input, untouched."""
+    order = {"op": "order", "orderings": [{"order": "desc", "expr": "id"}]}
+    limit = {"@id": 4, "op": "limit", "input": 2, "first": 1, "last": 3}
+    plan = parse_plan(
+        {
+            "storage": {"q": {"type": "queue"}},
+            "query": [
+                {"@id": 1, "op": "constant", "content": RECORDS},
+                {"@id": 2, "input": 1, **order},
+                limit,
+                {"@id": 5, "op": "store", "input": 4, "storageengine": "q", "target": {}},
+            ],
+        }
+    )
+    assert top_n_orders(plan) == {"2"}
+    assert top_n_orders(plan_of(order)) == set()  # a store reads it
+    run = SparkPlanRun(
+        plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
+    )
+    source = run.compiler.compile(plan.operator("1"), [])
+    assert run.compiler.compile(plan.operator("2"), [source]) is source
+    on_spark = run_plan(plan, executor="spark", spark=spark).records()
+    assert on_spark == run_plan(plan, executor="local").records()
+    assert [r["id"] for r in on_spark] == [2, 1]
