@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from py4j_calls import counted
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -226,6 +227,18 @@ def test_outer_join_order_merge_and_null_keys(spark: Any) -> None:
         ("z", 2, (None, 7)),
         (None, 5, None),
     ]
+
+
+def test_a_join_of_records_with_no_field_in_common_renames_only_the_right_sequence(
+    spark: Any,
+) -> None:
+    left = frame(spark, "e struct<k:long>", [({"k": 1},), ({"k": None},), ({"k": 2},)])
+    right = frame(spark, "d struct<k:long>", [({"k": 2},), ({"k": 1},), ({"k": 5},)])
+    with counted() as counts:
+        joined = join_rows(left, right, [(F.col("e.k"), "==", F.col("d.k"))], how="outer", seq=SEQ)
+    assert counts.frames == 3  # the right side's sequence renamed, the join, the records
+    got = [(r[0] and r[0]["k"], r[1] and r[1]["k"]) for r in rows(joined, "e", "d")]
+    assert got == [(1, 1), (None, None), (2, 2), (None, 5)]
 
 
 def test_inner_join_needs_every_condition_and_no_condition_is_cartesian(spark: Any) -> None:
