@@ -60,6 +60,7 @@ from engine.exec.spark.metrics import (
 from engine.exec.spark.py4j_round_trips import fewer_round_trips
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
 from engine.exec.spark.unions import collect_arrow
+from engine.exec.spark.unread_member import without_unread
 from engine.plan import LogicalPlan
 from engine.plan.operators import Operator, Store, WindowFrame
 from engine.planner.rules.filter_pushdown import remaining_conditions
@@ -286,7 +287,7 @@ def collect_records(df: DataFrame) -> pa.Table:
     if SEQ_COLUMN in df.columns:
         df = df.orderBy(*sequence_order(df, SEQ_COLUMN))
     df = df.drop(*[name for name in df.columns if name.startswith(TEMP_PREFIX)])
-    return collect_arrow(nullable_everywhere(df))
+    return collect_arrow(nullable_everywhere(without_unread(df)))
 
 
 Blame = Callable[[DrillError], "tuple[Operator, int | None] | None"]

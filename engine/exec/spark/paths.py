@@ -33,6 +33,7 @@ from pyspark.sql import types as T
 from pyspark.sql.utils import is_remote
 
 from engine.exec.local.trees import TreePathError
+from engine.exec.spark.unread_member import drop_unread
 
 Path = tuple[str | int, ...]
 
@@ -149,7 +150,12 @@ def get_typed(schema: T.StructType, path: Sequence[str | int]) -> Typed:
     top = column_of(schema, head) if isinstance(head, str) else None
     if top is None:
         return null_typed()
-    return get_in(top, path[1:])
+    return get_in(top, path[1:]) if len(path) > 1 else _whole(top)
+
+
+def _whole(record: Typed) -> Typed:
+    """A top-level column read whole: a record without its unread member."""
+    return Typed(*drop_unread(record.column, record.dtype))
 
 
 def get_in(value: Typed, path: Sequence[str | int]) -> Typed:
@@ -373,7 +379,7 @@ class TopColumns:
         head = path[0]
         if not isinstance(head, str) or head not in self.values:
             return null_typed()
-        return get_in(self.values[head], path[1:])
+        return get_in(self.values[head], path[1:]) if len(path) > 1 else _whole(self.values[head])
 
     def write(self, path: Sequence[str | int], value: Typed) -> None:
         """``value`` written at ``path``, as :func:`with_path` writes it."""

@@ -88,6 +88,7 @@ from engine.exec.spark.datasource import (
 )
 from engine.exec.spark.paths import cast_column, top_column
 from engine.exec.spark.unions import collect_arrow, revive, storage_schema
+from engine.exec.spark.unread_member import with_unread, with_unread_type, without_unread
 from engine.expr import Call, Cast, Expr, FieldRef, IfElse, field_refs
 from engine.expr import Literal as LiteralNode
 from engine.planner.rules.filter_pushdown import constant_date
@@ -309,9 +310,15 @@ def scan_plan_dataframe(
 
     def record_of(values: Mapping[str, Column]) -> Column:
         # The cast gives both readers' records the declared (nullable) types, literals
-        # included; UNION columns come as JSON text and become variants.
-        record = F.struct(*[values[c] for c in columns])
-        return revive(record.cast(storage_schema(resolved.spark_schema)), resolved.spark_schema)
+        # included; UNION columns come as JSON text and become variants. A record under a
+        # ref carries the unread member: Spark then carries only the members read (see
+        # unread_member); without a ref the members are columns of their own.
+        members = [values[c] for c in columns]
+        stored, target = storage_schema(resolved.spark_schema), resolved.spark_schema
+        if not ref or not members:
+            return revive(F.struct(*members).cast(stored), target)
+        record = with_unread(members).cast(with_unread_type(stored))
+        return revive(record, with_unread_type(target))
 
     if not resolved.files:
         schema = StructType([*resolved.spark_schema.fields, StructField(SEQ_COLUMN, LongType())])
@@ -843,6 +850,7 @@ def store_dataframe(
     """
     if SEQ_COLUMN in df.columns:
         df = df.drop(SEQ_COLUMN)
+    df = without_unread(df)
     if isinstance(engine, ConsoleEngine | QueueEngine):
         from engine.storage.store import write_store
 

@@ -26,6 +26,7 @@ from engine.exec.spark.sources import (
     scan_plan_dataframe,
     translate_spark_error,
 )
+from engine.exec.spark.unread_member import without_unread
 from engine.scan.framework import FileScan
 from engine.storage.engines import create_engine
 
@@ -91,7 +92,7 @@ def test_spark_reader_and_data_source_give_identical_rows(spark, root: Path, fmt
     drill = plan_scan(engine, selection, file_columns=["filename"], reader="drill")
     assert native.reader == f"spark-{fmt}", native.reason
     frames = {
-        label: scan_plan_dataframe(spark, plan, "r").withColumn("via", F.lit(label))
+        label: without_unread(scan_plan_dataframe(spark, plan, "r")).withColumn("via", F.lit(label))
         for label, plan in (("spark", native), ("drill", drill))
     }
     # The same columns and types; only the Spark reader's parquet sequence knows its width
