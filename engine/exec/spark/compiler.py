@@ -2,7 +2,8 @@
 
 :class:`SparkCompiler` has one ``visit_<op>(op, inputs) -> DataFrame`` per logical operator; each
 DataFrame holds the record's top-level fields as columns plus :data:`SEQ_COLUMN`, the record order
-(see :mod:`engine.exec.spark.compiler_order`). Expressions become Columns through
+(see :mod:`engine.exec.spark.compiler_order`); a scanned record's struct carries a member no one
+reads (see :mod:`engine.exec.spark.unread_member`). Expressions become Columns through
 :func:`engine.exec.spark.columns.compile_expression`, values are written at paths with
 :mod:`engine.exec.spark.paths`. The operator semantics are those of the local executor and of the
 conformance corpus (CASES.md); the work per operator lives in the ``compiler_*`` modules.
@@ -498,7 +499,11 @@ class SparkCompiler:
                 names.append(f"{prefix}{c}")
         carry_paths = [writable_path(name, "carryover") for name in op.carryovers]
         carry_names = [temp(f"carry{i}") for i in range(len(carry_paths))]
-        carried = [self.typed(parse_field_ref(name), df) for name in op.carryovers]
+        # Carried as they are: a record keeps its unread member (Spark may still prune it).
+        carried = [
+            get_typed(df.schema, parse_field_ref(name).path, keep_unread=True)
+            for name in op.carryovers
+        ]
         target = target_is_true(self.typed(parse_field_ref(op.target), df)) if op.target else None
         collapsed = collapse_rows(
             df,

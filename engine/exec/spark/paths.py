@@ -144,13 +144,19 @@ def get_path(df_or_schema: DataFrame | T.StructType, path: Sequence[str | int]) 
     return get_typed(_schema_of(df_or_schema), path).column
 
 
-def get_typed(schema: T.StructType, path: Sequence[str | int]) -> Typed:
-    """The value at ``path`` with its type; a missing column or member is a NullType null."""
+def get_typed(
+    schema: T.StructType, path: Sequence[str | int], *, keep_unread: bool = False
+) -> Typed:
+    """The value at ``path`` with its type; a missing column or member is a NullType null. A
+    record read whole loses its unread member (:mod:`~engine.exec.spark.unread_member`) unless
+    ``keep_unread``: a value carried along as it is keeps it."""
     head = path[0]
     top = column_of(schema, head) if isinstance(head, str) else None
     if top is None:
         return null_typed()
-    return get_in(top, path[1:]) if len(path) > 1 else _whole(top)
+    if len(path) == 1:
+        return top if keep_unread else _whole(top)
+    return get_in(top, path[1:])
 
 
 def _whole(record: Typed) -> Typed:

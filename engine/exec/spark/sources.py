@@ -14,7 +14,8 @@
 Both give identical rows and the same Spark schema. The result has one struct column named after
 the scan's ``ref`` holding the record (the columns themselves when ``ref`` is None) and
 :data:`SEQ_COLUMN`, a long that orders rows as the local executor reads them (file order, then
-file position).
+file position). The record's struct carries one more member, never read, so that Spark carries
+only the members a plan reads (:mod:`engine.exec.spark.unread_member`); a store drops it.
 
 **Store** (:func:`store_dataframe`): queue and console sinks collect the (small) result; ``fs``
 stores write with Spark into the staging directory of :mod:`engine.storage.commit` and commit with
