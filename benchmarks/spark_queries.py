@@ -14,6 +14,7 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/spark_queries.py --scale 1 --repeat 5
     .venv/bin/python benchmarks/spark_queries.py --scale 0.1 --query q1_pricing_summary
+    .venv/bin/python benchmarks/spark_queries.py --scale 1 --cpu   # executor CPU too
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from spark_queries.check import round_spread, run_ours, same_records, stored_rows, written_rows
 from spark_queries.data import generate
+from spark_queries.executor_cpu import ExecutorCpu
 from spark_queries.handwritten import ORDERED, QUERIES
 
 from engine.exec.spark.session import SparkConfig, create_session
@@ -43,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
     parser.add_argument("--record", type=Path, help="write the figures as JSON here")
+    parser.add_argument(
+        "--cpu", action="store_true", help="also compare the executors' CPU time (steadier)"
+    )
     args = parser.parse_args(argv)
 
     data = generate(args.data_dir, scale=args.scale)
@@ -55,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     names = args.query or list(QUERIES)
     figures = {}
+    cpu = ExecutorCpu(spark) if args.cpu else None
     for name in names:
         hand_out = out / "handwritten" / name
 
@@ -70,13 +76,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: ours and hand-written differ", file=sys.stderr)
             return 1
         times: dict[str, list[float]] = {"ours": [], "handwritten": []}
+        cpu_ms: dict[str, list[float]] = {"ours": [], "handwritten": []}
+        if cpu is not None:
+            cpu.take()  # the check's runs above
         for round_ in range(args.warmup + args.repeat):
             pair = [("ours", ours), ("handwritten", handwritten)]
             for label, run in pair if round_ % 2 == 0 else pair[::-1]:
                 start = time.perf_counter()
                 run()
+                elapsed = time.perf_counter() - start
+                used = cpu.take() if cpu is not None else None
                 if round_ >= args.warmup:
-                    times[label].append(time.perf_counter() - start)
+                    times[label].append(elapsed)
+                    if used is not None:
+                        cpu_ms[label].append(used)
         median = {label: statistics.median(values) for label, values in times.items()}
         ratio = median["ours"] / median["handwritten"]
         low, high = round_spread(times["ours"], times["handwritten"])
@@ -87,10 +100,15 @@ def main(argv: list[str] | None = None) -> int:
             "rounds": [low, high],
             "runs": times,
         }
+        cpu_column = ""
+        if cpu_ms["ours"] and cpu_ms["handwritten"]:
+            cpu_ratio = statistics.median(cpu_ms["ours"]) / statistics.median(cpu_ms["handwritten"])
+            figures[name].update(cpu_ratio=cpu_ratio, cpu_ms=cpu_ms)
+            cpu_column = f"  executor cpu ratio {cpu_ratio:5.2f}"
         print(
             f"{name:24s} rows {len(ours_rows):>9,}  ours {median['ours']:6.2f} s  "
             f"hand-written {median['handwritten']:6.2f} s  ratio {ratio:5.2f}  "
-            f"rounds {low:4.2f}-{high:4.2f}",
+            f"rounds {low:4.2f}-{high:4.2f}{cpu_column}",
             flush=True,
         )
     ratios = [f["ratio"] for f in figures.values()]

@@ -25,6 +25,7 @@ from spark_queries.check import (  # noqa: E402
     written_rows,
 )
 from spark_queries.data import generate  # noqa: E402
+from spark_queries.executor_cpu import ExecutorCpu  # noqa: E402
 from spark_queries.handwritten import ORDERED, QUERIES  # noqa: E402
 
 
@@ -78,3 +79,12 @@ def test_sessionize_shuffles_once_by_user_and_reads_only_what_it_uses(
 def test_the_rounds_spread_is_the_quartiles_of_their_ratios() -> None:
     assert round_spread([1.0, 2.0, 3.0, 4.0], [1.0, 1.0, 1.0, 1.0]) == (1.25, 3.75)
     assert round_spread([3.0], [2.0]) == (1.5, 1.5)
+
+
+def test_executor_cpu_counts_each_stage_once(spark: Any) -> None:
+    cpu = ExecutorCpu(spark)
+    spark.range(200_000).selectExpr("sum(id * id)").collect()
+    first = cpu.take()
+    assert first is not None and first > 0
+    assert cpu.take() == 0  # nothing ran since
+    assert ExecutorCpu(object()).take() is None  # no status store: no figure
