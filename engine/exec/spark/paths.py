@@ -154,14 +154,15 @@ def get_typed(
     top = column_of(schema, head) if isinstance(head, str) else None
     if top is None:
         return null_typed()
-    if len(path) == 1:
-        return top if keep_unread else _whole(top)
-    return get_in(top, path[1:])
+    return _read(top, path[1:], keep_unread=keep_unread)
 
 
-def _whole(record: Typed) -> Typed:
-    """A top-level column read whole: a record without its unread member."""
-    return Typed(*drop_unread(record.column, record.dtype))
+def _read(top: Typed, rest: Sequence[str | int], *, keep_unread: bool = False) -> Typed:
+    """The value at ``rest`` inside top-level column ``top``; ``top`` itself, read whole, without
+    its unread member unless ``keep_unread``."""
+    if rest or keep_unread:
+        return get_in(top, rest)
+    return Typed(*drop_unread(top.column, top.dtype))
 
 
 def get_in(value: Typed, path: Sequence[str | int]) -> Typed:
@@ -385,7 +386,7 @@ class TopColumns:
         head = path[0]
         if not isinstance(head, str) or head not in self.values:
             return null_typed()
-        return get_in(self.values[head], path[1:]) if len(path) > 1 else _whole(self.values[head])
+        return _read(self.values[head], path[1:])
 
     def write(self, path: Sequence[str | int], value: Typed) -> None:
         """``value`` written at ``path``, as :func:`with_path` writes it."""

@@ -59,18 +59,16 @@ def drop_unread(column: Column, dtype: T.DataType) -> tuple[Column, T.DataType]:
 
 def without_unread(df: DataFrame) -> DataFrame:
     """``df`` with no record carrying the unread member (``df`` itself when none does)."""
+    from engine.exec.spark.paths import top_column  # paths imports this module
+
     fields = df.schema.fields
     if not any(has_unread(f.dataType) for f in fields):
         return df
     return df.select(
         *[
-            drop_unread(_column(f.name), f.dataType)[0].alias(f.name)
+            drop_unread(top_column(f.name), f.dataType)[0].alias(f.name)
             if has_unread(f.dataType)
-            else _column(f.name)
+            else top_column(f.name)
             for f in fields
         ]
     )
-
-
-def _column(name: str) -> Column:
-    return F.col("`" + name.replace("`", "``") + "`")  # dots and spaces are part of the name
