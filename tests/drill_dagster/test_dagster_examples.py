@@ -300,3 +300,29 @@ def test_a_three_day_range_on_spark_is_one_run_overwriting_exactly_its_partition
     }
     assert ds.dataset(lake / f"day={DAYS[2]}", format="parquet").count_rows() == per_day[DAYS[2]]
     assert event.metadata["drill/schema_version"].value == 1  # the same schema every run
+
+
+@pytest.mark.spark
+def test_sessions_on_spark_count_the_windows_they_never_build_as_the_local_executor(
+    example: Example, one_partition: dict[str, Any], tmp_path: Path, spark: Any
+) -> None:
+    """The sessions plan's windowframe (5) and the segment grouping its windows (6) are fused
+    into the aggregate over each event's frame on Spark: their rows are still every member of
+    every window (each event with the user's previous one), as the local executor counts them."""
+    shutil.copytree(example.root / "plans", tmp_path / "plans")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "raw").symlink_to(example.raw)
+    on_spark = Example(tmp_path, DagsterInstance.ephemeral())
+    defs = on_spark.defs("spark")
+    selection = AssetSelection.assets("events_cleaned", "user_sessions")
+    result = materialize_ok(defs, on_spark.instance, selection=selection, partition_key=FIRST)
+    (sessions,) = _by_key(result)["user_sessions"]
+    counters = sessions.metadata["drill/operator_counters"].value
+    (local,) = one_partition["events"]["user_sessions"]
+    expected = local.metadata["drill/operator_counters"].value
+    users = pq.read_table(on_spark.lake / "events_cleaned", columns=["user_id"])["user_id"]
+    members = 2 * len(users) - len(users.unique())  # a user's first event has no previous one
+    assert counters["5"]["rows"] == counters["6"]["rows"] == members
+    assert {k: v["rows"] for k, v in counters.items()} == {
+        k: v["rows"] for k, v in expected.items()
+    }

@@ -186,6 +186,8 @@ class SparkCompiler:
         self.scan_observers: dict[str, Callable[[DataFrame], DataFrame]] = {}
         # collapsingaggregate id -> what observes the rows it counts per group (another op's)
         self.input_counters: dict[str, Callable[[DataFrame, str], DataFrame]] = {}
+        # fused windowframe id -> what observes its rows, summed over its aggregate's frames
+        self.frame_counters: dict[str, Callable[[DataFrame, str], DataFrame]] = {}
 
     def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:
         """``op``'s DataFrame from its inputs' DataFrames."""
@@ -466,8 +468,11 @@ class SparkCompiler:
         group_by = None
         frame = None
         carried_keys: dict[int, int] = {}
+        count_input = self.input_counters.get(op.id)
         windows = self._frames.get(segment.input_id) if segment is not None else None
         if segment is not None and windows is not None and windows.fuses_with(segment, op):
+            # The first aggregate over the windows counts them (an observation is used once).
+            count_input = self.frame_counters.pop(windows.op.id, None)
             # Collapsing each window of a windowframe again: aggregates over each record's frame.
             df, partition, _, keys = self._runs(windows.input_id, windows.op.within, windows.input)
             spec = (Window.partitionBy(*partition) if partition else Window).orderBy(SEQ_COLUMN)
@@ -519,7 +524,7 @@ class SparkCompiler:
             frame=frame,
             ordered=op.id not in self.ctx.unordered,
             kept=[name for name, _ in self._keys.get(op.id, {}).values()],
-            count_input=self.input_counters.get(op.id) if frame is None else None,
+            count_input=count_input,
         )
         # The collapsed record's schema, known without asking Spark (but for decimal averages).
         types = [

@@ -155,13 +155,22 @@ def collapse_rows(
     ``carried_keys`` maps a carryover that is key ``j`` to ``j`` (read from the group's key, so the
     aggregation stays a hash aggregate). ``frame`` replaces runs by each record's window frame.
     With ``group_by`` and not ``ordered`` (nothing observes the groups' order), ``seq`` is 0.
-    With ``frame``, the columns ``kept`` of ``df`` are kept as they are. ``count_input`` (not
-    with ``frame``) is given the aggregated DataFrame and the name of a column holding each
-    group's input rows, to observe them."""
+    With ``frame``, the columns ``kept`` of ``df`` are kept as they are. ``count_input`` is
+    given the aggregated DataFrame and the name of a column holding each group's input rows
+    (with ``frame``: each record's frame rows, the records of the windows), to observe them."""
     calls = prepare_arguments(typed_calls)
     if frame is not None:
         return _collapse_frames(
-            df, calls, carryovers, target, frame, seq, aggregate_names, carryover_names, kept
+            df,
+            calls,
+            carryovers,
+            target,
+            frame,
+            seq,
+            aggregate_names,
+            carryover_names,
+            kept,
+            count_frames=count_input,
         )
     counted = [F.count(F.lit(1)).alias(INPUT_ROWS)] if count_input is not None else []
     aggregates = [
@@ -213,6 +222,10 @@ def collapse_rows(
 INPUT_ROWS = temp("input_rows")
 """The hidden aggregate counting a group's input rows (``collapse_rows(count_input=...)``)."""
 
+FRAME_ROWS = temp("frame_rows")
+"""The hidden window count of a record's frame rows (``collapse_rows(frame=..., count_input=...)``):
+their sum is the rows of the windowframe the aggregate collapses."""
+
 
 class FrameSpec:
     """A window frame over the records: ``spec`` (partitioned by runs, ordered by the sequence,
@@ -240,11 +253,15 @@ def _collapse_frames(
     aggregate_names: Sequence[str],
     carryover_names: Sequence[str],
     kept: Sequence[str] = (),
+    *,
+    count_frames: Callable[[DataFrame, str], DataFrame] | None = None,
 ) -> Collapsed:
     """One row per record whose frame is not empty: the aggregates and carryovers of its frame
     (carryovers from the frame's last record, or its last whose target is true), and the
     columns ``kept`` of its record. Where every record's frame holds one, the window functions
-    are the output columns over ``df`` itself (no step of their own)."""
+    are the output columns over ``df`` itself (no step of their own). ``count_frames`` is given
+    ``df`` (every record, empty frames and frames without a target too) with a column, named
+    second, of each record's frame rows, to observe them."""
     over = frame.spec
     columns: dict[str, Column] = {}
     for (name, args), alias in zip(calls, aggregate_names, strict=True):
@@ -260,6 +277,8 @@ def _collapse_frames(
             columns[alias] = F.max_by(value, chosen).over(over)
     columns[seq] = F.col(seq)
     columns.update((name, F.col(name)) for name in kept)
+    if count_frames is not None:
+        df = count_frames(df.withColumn(FRAME_ROWS, F.count(F.lit(1)).over(over)), FRAME_ROWS)
     keep = None
     if target is not None:
         keep = F.max(chosen).over(over).isNotNull()

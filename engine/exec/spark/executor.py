@@ -158,6 +158,13 @@ class SparkPlanRun:
         self.ctx.limited = limit_inputs(plan.query) | limit_inputs(self.planned.query)
         self.compiler = SparkCompiler(spark, self.ctx)
         self.metrics = OperatorMetrics(read=self.ctx.read_rows)
+        self.compiler.frame_counters = self.metrics.count_frames(
+            [
+                op.id
+                for op in self.planned.query
+                if op.id in self.ctx.fused and op.op == "windowframe"
+            ]
+        )
         self.frames: dict[str, DataFrame] = {}
 
     def run(self) -> RunResult:
@@ -275,7 +282,7 @@ def _aggregate_counts(
         and op.op not in ONE_TO_ONE
         and op.op != "store"
         and op.id not in passes_all
-        and op.id not in fused  # never run: no count
+        and op.id not in fused  # counted by the aggregate over its frames (count_frames)
         and not (op.op == "collapsingaggregate" and op.within is None and op.target is None)
     }
     return aggregate_counted(ops, passes_all=passes_all, observed=observed), observed

@@ -161,8 +161,9 @@ def test_a_windowframe_collapsed_per_record_passes_its_inputs_count_to_the_store
     root: Path, spark: Any
 ) -> None:
     """Its aggregate gives one record per record of the windowframe's input, so the scan, the
-    order and the segment below count what the store wrote: no observation at all. The
-    windowframe's members and their segment are never built, so they have no count."""
+    order and the segment below count what the store wrote. The windowframe's members and their
+    segment are never built: the aggregate sums each record's frame rows into their count, the
+    run's one observation."""
     from engine.exec.spark.compiler import frame_collapses
     from engine.exec.spark.metrics import store_counted
 
@@ -178,10 +179,38 @@ def test_a_windowframe_collapsed_per_record_passes_its_inputs_count_to_the_store
     result = run.run()
     local = run_plan(plan, executor="local")
     assert result.records() == local.records()
-    assert run.metrics._observations == {}
+    assert set(run.metrics._observations) == {"4"}
     rows = {k: v["rows"] for k, v in result.metrics.items() if "rows" in v}
-    expected = {k: v["rows"] for k, v in local.metrics.items() if k not in ("4", "5")}
-    assert rows == expected == {k: 6 for k in ("1", "2", "3", "6", "7", "99")}
+    expected = {k: v["rows"] for k, v in local.metrics.items() if "rows" in v}
+    # 6 records in 3 user runs (1, 2 and null): each record's frame holds it and the one before.
+    assert rows == expected == {**{k: 6 for k in ("1", "2", "3", "6", "7", "99")}, "4": 9, "5": 9}
+
+
+@pytest.mark.parametrize(
+    ("frame", "collapse"),
+    [
+        ({"start": 1, "end": 2}, {}),  # frames without their own record: some are empty
+        ({"start": None, "end": 0}, {}),  # each record's run up to it
+        ({"start": -2, "end": 0}, {"target": "e.v"}),  # only frames holding a true target stay
+        ({"start": 0, "end": 1, "within": None}, {}),  # one run: all the records
+    ],
+    ids=["ahead", "run-so-far", "target", "no-within"],
+)
+def test_a_fused_windowframe_counts_its_members_as_the_local_executor(
+    frame: dict[str, Any], collapse: dict[str, Any], root: Path, spark: Any
+) -> None:
+    """The rows of a windowframe whose members are never built, and of the segment that
+    groups them, are the local executor's: every member of every frame, empty frames and
+    frames without a target included."""
+    windows = {k: v for k, v in {**FRAME, **frame}.items() if v is not None}  # None: absent
+    plan = plan_of(SCAN, ORDER, USER, windows, PAIR, {**PAIRS, **collapse}, root=root)
+    assert fused_operators(plan) == {"4", "5"}
+    on_spark = run_plan(plan, executor="spark", spark=spark)
+    local = run_plan(plan, executor="local")
+    assert on_spark.records() == local.records()
+    for op_id in ("4", "5", "6"):
+        assert on_spark.metrics[op_id]["rows"] == local.metrics[op_id]["rows"], op_id
+    assert on_spark.metrics["4"]["rows"] > 0
 
 
 def test_a_windowframe_whose_frames_skip_their_own_record_is_not_passed() -> None:
