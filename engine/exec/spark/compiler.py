@@ -32,6 +32,7 @@ from engine.errors import DrillError, PlanningError
 from engine.exec.local.aggregate_functions import split_calls
 from engine.exec.spark.columns import compile_expression, compile_typed
 from engine.exec.spark.compiler_aggregate import (
+    FRAME_ROWS,
     FrameSpec,
     aggregate_type,
     collapse_rows,
@@ -188,6 +189,8 @@ class SparkCompiler:
         self.input_counters: dict[str, Callable[[DataFrame, str], DataFrame]] = {}
         # fused windowframe id -> what observes its rows, summed over its aggregate's frames
         self.frame_counters: dict[str, Callable[[DataFrame, str], DataFrame]] = {}
+        # op id -> counts its DataFrame carries in a column, observed further on (_flush)
+        self._deferred: dict[str, list[tuple[str, Callable[[DataFrame, str], DataFrame]]]] = {}
 
     def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:
         """``op``'s DataFrame from its inputs' DataFrames."""
@@ -204,6 +207,11 @@ class SparkCompiler:
             # selects only what it writes.
             if dropped and op.op != "project":
                 inputs = [*inputs[:i], inputs[i].drop(*dropped), *inputs[i + 1 :]]
+        deferred = [entry for ref in input_ids for entry in self._deferred.get(ref, [])]
+        if deferred and op.op in _DEFERRED_CARRIERS and op.id not in self.ctx.fused:
+            self._deferred[op.id] = deferred
+        elif deferred and not (op.op == "project" and op.id in self.ctx.store_inputs):
+            inputs = [self.flushed(ref, df) for ref, df in zip(input_ids, inputs)]
         frame = visit(op, inputs)
         if kept:
             self._keys[op.id] = {**kept, **self._keys.get(op.id, {})}
@@ -212,6 +220,13 @@ class SparkCompiler:
         if op.op in _KEEPS_PARTITION_ORDER and input_ids and input_ids[0] in self._sorted:
             self._sorted.add(op.id)
         return frame
+
+    def flushed(self, op_id: str, df: DataFrame) -> DataFrame:
+        """``df``, operator ``op_id``'s DataFrame, with the counts it carries for operators
+        before it observed, and their columns dropped (see :data:`_DEFERRED_CARRIERS`)."""
+        for column, counter in self._deferred.pop(op_id, []):
+            df = counter(df, column).drop(column)
+        return df
 
     # -- expressions -----------------------------------------------------------------------
 
@@ -326,7 +341,11 @@ class SparkCompiler:
             # The store sorts, if it does, by the sequence of the project's input (Spark carries
             # it through the project for the sort and drops it after): no step drops it.
             self._store_orders[op.id] = lambda: sequence_order(df, SEQ_COLUMN, value=df[SEQ_COLUMN])
-            return build_columns(df, columns)
+            # Counts carried this far are observed over the project's plain columns.
+            self._deferred[op.id] = self._deferred.pop(op.input or "", [])
+            long = T.LongType()
+            carried = [((c,), Typed(F.col(c), long)) for c, _ in self._deferred[op.id]]
+            return self.flushed(op.id, build_columns(df, [*columns, *carried]))
         return build_columns(df, [*columns, ((SEQ_COLUMN,), _seq(df))])
 
     def visit_limit(self, op: Limit, inputs: list[DataFrame]) -> DataFrame:
@@ -469,10 +488,16 @@ class SparkCompiler:
         frame = None
         carried_keys: dict[int, int] = {}
         count_input = self.input_counters.get(op.id)
+        frame_rows = False
         windows = self._frames.get(segment.input_id) if segment is not None else None
         if segment is not None and windows is not None and windows.fuses_with(segment, op):
             # The first aggregate over the windows counts them (an observation is used once).
             count_input = self.frame_counters.pop(windows.op.id, None)
+            if count_input is not None and op.id in self.ctx.frame_passes.values():
+                # One record per record: the frame rows ride on, to be observed where no
+                # record is left whole (an observation there would keep Spark from pruning it).
+                self._deferred[op.id] = [(FRAME_ROWS, count_input)]
+                count_input, frame_rows = None, True
             # Collapsing each window of a windowframe again: aggregates over each record's frame.
             df, partition, _, keys = self._runs(windows.input_id, windows.op.within, windows.input)
             spec = (Window.partitionBy(*partition) if partition else Window).orderBy(SEQ_COLUMN)
@@ -525,6 +550,7 @@ class SparkCompiler:
             ordered=op.id not in self.ctx.unordered,
             kept=[name for name, _ in self._keys.get(op.id, {}).values()],
             count_input=count_input,
+            frame_rows=frame_rows,
         )
         # The collapsed record's schema, known without asking Spark (but for decimal averages).
         types = [
@@ -553,7 +579,10 @@ class SparkCompiler:
         aggregates = {name: output(name) for name in names}
         no_record = T.StructType([])  # an aggregation reads nothing of the record outside calls
         columns += [(path, _scalar_column(s, aggregates, no_record)) for path, s in scalars]
-        kept = self._keys.get(op.id, {}).values()
+        kept = [
+            *self._keys.get(op.id, {}).values(),
+            *([(FRAME_ROWS, T.LongType())] if frame_rows else []),
+        ]
         columns += [((n,), Typed(collapsed.columns[n], t)) for n, t in kept]
         return build_columns(collapsed.frame, [*columns, ((SEQ_COLUMN,), output(SEQ_COLUMN))])
 
@@ -736,6 +765,12 @@ def top_n_orders(plan: LogicalPlan) -> set[str]:
         and all(isinstance(r, Limit) and r.last is not None for r in readers[op.id])
     }
 
+
+_DEFERRED_CARRIERS = frozenset({"transform", "segment", "runningaggregate"})
+"""Operators that pass on a count their input carries in a column (``SparkCompiler._deferred``):
+one record per record, every column kept (a fused segment does not: its reader reads its input).
+Any other observes it over its input and drops the column, but a project a store reads, which
+observes it over its own output."""
 
 _KEEPS_PARTITION_ORDER = frozenset({"filter", "project", "transform", "flatten"})
 """Operators whose output rows keep their input's partitions and order within them."""

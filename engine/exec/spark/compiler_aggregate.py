@@ -145,6 +145,7 @@ def collapse_rows(
     ordered: bool = True,
     kept: Sequence[str] = (),
     count_input: Callable[[DataFrame, str], DataFrame] | None = None,
+    frame_rows: bool = False,
 ) -> Collapsed:
     """One row per run with ``aggregate_names[i]`` (aggregate of ``calls[i]``),
     ``carryover_names[i]`` (value of ``carryovers[i]``) and the run's first sequence number in
@@ -157,7 +158,9 @@ def collapse_rows(
     With ``group_by`` and not ``ordered`` (nothing observes the groups' order), ``seq`` is 0.
     With ``frame``, the columns ``kept`` of ``df`` are kept as they are. ``count_input`` is
     given the aggregated DataFrame and the name of a column holding each group's input rows
-    (with ``frame``: each record's frame rows, the records of the windows), to observe them."""
+    (with ``frame``: each record's frame rows, the records of the windows), to observe them.
+    ``frame_rows`` (with ``frame`` whose every record has a frame holding it, and no ``target``:
+    one output row per row) adds that column to the output instead, as :data:`FRAME_ROWS`."""
     calls = prepare_arguments(typed_calls)
     if frame is not None:
         return _collapse_frames(
@@ -171,6 +174,7 @@ def collapse_rows(
             carryover_names,
             kept,
             count_frames=count_input,
+            frame_rows=frame_rows,
         )
     counted = [F.count(F.lit(1)).alias(INPUT_ROWS)] if count_input is not None else []
     aggregates = [
@@ -255,13 +259,15 @@ def _collapse_frames(
     kept: Sequence[str] = (),
     *,
     count_frames: Callable[[DataFrame, str], DataFrame] | None = None,
+    frame_rows: bool = False,
 ) -> Collapsed:
     """One row per record whose frame is not empty: the aggregates and carryovers of its frame
     (carryovers from the frame's last record, or its last whose target is true), and the
     columns ``kept`` of its record. Where every record's frame holds one, the window functions
     are the output columns over ``df`` itself (no step of their own). ``count_frames`` is given
     ``df`` (every record, empty frames and frames without a target too) with a column, named
-    second, of each record's frame rows, to observe them."""
+    second, of each record's frame rows, to observe them; ``frame_rows`` outputs that column
+    (:data:`FRAME_ROWS`) instead."""
     over = frame.spec
     columns: dict[str, Column] = {}
     for (name, args), alias in zip(calls, aggregate_names, strict=True):
@@ -277,6 +283,8 @@ def _collapse_frames(
             columns[alias] = F.max_by(value, chosen).over(over)
     columns[seq] = F.col(seq)
     columns.update((name, F.col(name)) for name in kept)
+    if frame_rows:
+        columns[FRAME_ROWS] = F.count(F.lit(1)).over(over)
     if count_frames is not None:
         df = count_frames(df.withColumn(FRAME_ROWS, F.count(F.lit(1)).over(over)), FRAME_ROWS)
     keep = None

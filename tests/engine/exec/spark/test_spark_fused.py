@@ -213,6 +213,41 @@ def test_a_fused_windowframe_counts_its_members_as_the_local_executor(
     assert on_spark.metrics["4"]["rows"] > 0
 
 
+@pytest.mark.parametrize(
+    "after",
+    [
+        (),  # the store reads the aggregate: observed over its input
+        ({"@id": 7, "op": "filter", "input": 6, "expr": "rows > 1"},),  # before the filter
+        (
+            {"@id": 7, "op": "transform", "input": 6, "transforms": [{"ref": "x", "expr": "gap * 2"}]},
+            {"@id": 8, "op": "project", "input": 7, "projections": [
+                {"ref": "output.user", "expr": "e.user"}, {"ref": "output.x", "expr": "x"}]},
+        ),  # carried through the transform, observed over the project's own columns
+        (
+            {"@id": 7, "op": "segment", "input": 6, "ref": "u", "exprs": ["e.user"]},
+            {"@id": 8, "op": "collapsingaggregate", "input": 7, "within": "u",
+             "carryovers": ["e.user"], "aggregations": [{"ref": "n", "expr": "sum(rows)"}]},
+        ),  # carried through the segment, observed before the grouping aggregate
+    ],
+    ids=["store", "filter", "transform-project", "segment-collapse"],
+)  # fmt: skip
+def test_the_count_of_a_windowframe_collapsed_per_record_is_observed_further_on(
+    after: tuple[dict[str, Any], ...], root: Path, spark: Any
+) -> None:
+    """The frame rows of an aggregate giving one record per record ride on in a column until
+    an operator that does not pass every record on as it is, or the project a store reads:
+    the windowframe's count is the local executor's wherever that is, and no record shows
+    the column."""
+    plan = plan_of(SCAN, ORDER, USER, FRAME, PAIR, PAIRS, *after, root=root)
+    on_spark = run_plan(plan, executor="spark", spark=spark)
+    local = run_plan(plan, executor="local")
+    assert on_spark.records() == local.records()
+    assert len(on_spark.records()) > 0
+    rows = {k: v["rows"] for k, v in on_spark.metrics.items() if "rows" in v}
+    assert rows == {k: v["rows"] for k, v in local.metrics.items() if "rows" in v}
+    assert rows["4"] == rows["5"] == 9
+
+
 def test_a_windowframe_whose_frames_skip_their_own_record_is_not_passed() -> None:
     from engine.exec.spark.compiler import frame_collapses
 
