@@ -189,7 +189,7 @@ class SparkCompiler:
         self.input_counters: dict[str, Callable[[DataFrame, str], DataFrame]] = {}
         # fused windowframe id -> what observes its rows, summed over its aggregate's frames
         self.frame_counters: dict[str, Callable[[DataFrame, str], DataFrame]] = {}
-        # op id -> counts its DataFrame carries in a column, observed further on (_flush)
+        # op id -> counts its DataFrame carries in a column, observed further on (flushed)
         self._deferred: dict[str, list[tuple[str, Callable[[DataFrame, str], DataFrame]]]] = {}
 
     def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:

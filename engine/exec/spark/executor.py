@@ -212,7 +212,8 @@ class SparkPlanRun:
         for op in roots:
             if not isinstance(op, Store):
                 with _failures_named(op, self.fragments.get(op.id), self._reader_of):
-                    outputs[op.id] = collect_records(self.frames[op.id])
+                    frame = self.compiler.flushed(op.id, self.frames[op.id])
+                    outputs[op.id] = collect_records(frame)
         for store_id, written in self.ctx.store_results.items():
             self.metrics.stored(store_id, written.row_count)
         metrics = self.metrics.collect()

@@ -25,9 +25,12 @@ without the scan's observation, 0.31 s with it).
 
 A windowframe the compiler fuses into the ``collapsingaggregate`` over its windows (its members
 are never built, ``compiler.fused_operators``) is counted there: the aggregate adds a hidden
-window ``count(1)`` over each record's frame, and one observation sums it (its records before
-those with an empty frame, or no target, go: :meth:`OperatorMetrics.count_frames`). The
-segment grouping the windows is one-to-one, so it counts the same.
+window ``count(1)`` over each record's frame, and one observation sums it
+(:meth:`OperatorMetrics.count_frames`): over its records before those with an empty frame, or
+no target, go; or, where it gives one record per record, further on, where no record is left
+whole to keep Spark from pruning (the compiler carries the column to the project a store reads,
+``compiler._DEFERRED_CARRIERS``). The segment grouping the windows is one-to-one, so it counts
+the same.
 
 A scan that skips bad records (``onError: skip``) carries, from the Drill data source, rows that
 count what each file skipped (:data:`~engine.exec.spark.datasource.SKIPPED_COLUMN`); the same
@@ -50,7 +53,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation
@@ -208,7 +211,9 @@ class OperatorMetrics:
             self._later.add(operator_id)
             self._observations[operator_id] = self._new_observation()
 
-    def count_frames(self, frame_ids: Collection[str]) -> dict[str, Any]:
+    def count_frames(
+        self, frame_ids: Collection[str]
+    ) -> dict[str, Callable[[DataFrame, str], DataFrame]]:
         """Fused windowframes (``compiler.fused_operators``): never built, so the aggregate over
         their frames counts their rows. Their observations are made now (:meth:`track` leaves
         them as they are); returns ``{frame id: what attaches it}``, a callable given the

@@ -248,6 +248,17 @@ def test_the_count_of_a_windowframe_collapsed_per_record_is_observed_further_on(
     assert rows["4"] == rows["5"] == 9
 
 
+def test_the_count_of_a_windowframe_reaching_an_output_with_no_store_is_observed(
+    root: Path, spark: Any
+) -> None:
+    storage = {"fs": {"type": "fs", "root": str(root)}}
+    plan = parse_plan({"storage": storage, "query": [SCAN, ORDER, USER, FRAME, PAIR, PAIRS]})
+    on_spark = run_plan(plan, executor="spark", spark=spark)
+    local = run_plan(plan, executor="local")
+    assert on_spark.outputs["6"].to_pylist() == local.outputs["6"].to_pylist()
+    assert on_spark.metrics["4"] == on_spark.metrics["5"] == {"rows": 9}
+
+
 def test_a_windowframe_whose_frames_skip_their_own_record_is_not_passed() -> None:
     from engine.exec.spark.compiler import frame_collapses
 
