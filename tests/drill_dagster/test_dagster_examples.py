@@ -272,6 +272,8 @@ def test_a_three_day_range_on_spark_is_one_run_overwriting_exactly_its_partition
         for _ in p.open()
     )
     assert counters["1"]["rows"] == scanned  # the scans read exactly the range's directories
+    listed = [p for day in DAYS[1:] for p in (example.raw / "events" / day).glob("*.json")]
+    assert counters["1"]["files"] == len(listed)  # as the local executor counts them
     assert counters["3"]["rows"] == sum(per_day[day] for day in DAYS[1:])  # the store
     assert (
         f"| store 3 | rows={counters['3']['rows']}"

@@ -112,6 +112,8 @@ class SparkRunContext:
     broadcast: dict[str, str] = field(default_factory=dict)  # join id -> "left" | "right"
     store_results: dict[str, Any] = field(default_factory=dict)  # store id -> StoreResult
     scan_files: dict[str, str] = field(default_factory=dict)  # file path -> id of a scan of it
+    # scan id -> the files it reads, where Spark reads them all (no limit reads the scan)
+    files_read: dict[str, int] = field(default_factory=dict)
     sink_records: list[Any] = field(default_factory=list)  # queue/console records, in order
     # filter id -> what its scan's pushed filter left it to test (planner's remaining_conditions)
     remaining: dict[str, Remaining] = field(default_factory=dict)
@@ -258,6 +260,8 @@ class SparkCompiler:
         for file in plan.resolved.files:  # a read that fails in a store's job names this scan
             self.ctx.scan_files.setdefault(str(file.path), op.id)
             self.ctx.scan_files.setdefault(str(file.real_path), op.id)
+        if op.pushed_limit is None and op.id not in self.ctx.limited:
+            self.ctx.files_read[op.id] = len(plan.resolved.files)
         df = scan_plan_dataframe(
             self.spark,
             plan,

@@ -157,7 +157,7 @@ class SparkPlanRun:
         # The Dagster ops compile the plan as given, the executor as planned: either's limits.
         self.ctx.limited = limit_inputs(plan.query) | limit_inputs(self.planned.query)
         self.compiler = SparkCompiler(spark, self.ctx)
-        self.metrics = OperatorMetrics(read=self.ctx.read_rows)
+        self.metrics = OperatorMetrics(read=self.ctx.read_rows, files=self.ctx.files_read)
         self.compiler.frame_counters = self.metrics.count_frames(
             [
                 op.id

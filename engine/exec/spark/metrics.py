@@ -67,6 +67,9 @@ ROWS = "rows"
 SKIPPED = "skipped_records"
 """The metric name of the bad records a scan skipped (``onError: skip``), as the local executor's."""
 
+FILES = "files"
+"""The metric name of the files a scan read, as the local executor's."""
+
 GROUPS = "groups"
 """An aggregate's rows, observed together with the rows of its input it counts."""
 
@@ -191,9 +194,13 @@ def _inputs(op: Any) -> list[str]:
 class OperatorMetrics:
     """Observations of the operators of one run, by operator id."""
 
-    def __init__(self, read: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self, read: Mapping[str, int] | None = None, files: Mapping[str, int] | None = None
+    ) -> None:
         # scan id -> the rows it reads, known from its parquet footers (filled as scans compile)
         self._read: Mapping[str, int] = {} if read is None else read
+        # scan id -> the files it reads, every one of them (filled as scans compile)
+        self._files: Mapping[str, int] = {} if files is None else files
         self._observations: dict[str, Observation] = {}
         self._same: dict[str, str] = {}
         self._fixed: dict[str, int] = {}
@@ -315,7 +322,8 @@ class OperatorMetrics:
 
     def collect(self) -> dict[str, dict[str, Any]]:
         """``{operator id: {"rows": n}}`` for every observed operator Spark executed
-        (``skipped_records`` too for a scan that counts them)."""
+        (``skipped_records`` too for a scan that counts them, and ``files`` for a scan that
+        reads every file it lists, as the local executor counts them)."""
         known = {**self._read, **self._fixed, **self._known}
         found: dict[str, dict[str, Any]] = {k: {ROWS: n} for k, n in known.items()}
         for operator_id, observation in self._observations.items():
@@ -334,6 +342,9 @@ class OperatorMetrics:
             for operator_id, other_id in resolved.items():
                 found[operator_id] = {ROWS: found[other_id][ROWS]}
                 del pending[operator_id]
+        for scan_id, files in self._files.items():
+            if scan_id in found:  # it ran
+                found[scan_id] = {FILES: files, **found[scan_id]}
         return found
 
 

@@ -22,7 +22,7 @@ from engine.exec.spark.sources import (
     store_dataframe,
 )
 from engine.plan import parse_plan
-from engine.run import build_engines
+from engine.run import build_engines, run_plan
 from engine.storage.engines import create_engine
 
 ROWS = [{"id": i, "day": f"d{i % 3}", "v": i * 1.5} for i in range(10)]
@@ -194,6 +194,29 @@ def test_a_json_scan_still_observes(spark: Any, data: Path) -> None:
         spark, data, scan, PROJECT, {**STORE, "input": 2}, {**STORE, "@id": 5, "input": 1}
     )
     assert result.metrics["1"]["rows"] == 3 and observed_in(again, "1")
+
+
+@pytest.mark.parametrize(
+    ("scan", "reader", "files"),
+    [
+        (SCAN, PROJECT, 3),  # every parquet file, the one without rows too
+        ({**SCAN, "selection": {"path": "j", "format": "json"}}, PROJECT, 1),
+        (SCAN, {"@id": 2, "op": "filter", "input": 1, "expr": "t.x > 2"}, 3),  # pushed filter
+        (SCAN, {"@id": 2, "op": "limit", "input": 1, "first": 0, "last": 2}, None),
+    ],
+    ids=["parquet", "json", "filtered", "limited"],
+)
+def test_a_scan_counts_the_files_it_reads_as_the_local_executor(
+    scan: dict[str, Any], reader: dict[str, Any], files: int | None, spark: Any, data: Path
+) -> None:
+    """A scan Spark reads whole counts the files it lists, as the local executor counts the
+    files it reads; under a limit Spark may stop early, so it gives no count of files."""
+    run, result = run_of(spark, data, scan, reader, COUNT, STORE)
+    local = run_plan(run.plan, executor="local")
+    assert result.metrics["1"].get("files") == files
+    if files is not None:
+        assert local.metrics["1"]["files"] == files
+        assert result.metrics["1"]["rows"] == local.metrics["1"]["rows"]
 
 
 def test_scan_plan_dataframe_gives_the_footers_rows_only_for_a_whole_parquet_read(
