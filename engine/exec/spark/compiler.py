@@ -50,6 +50,7 @@ from engine.exec.spark.compiler_order import (
     with_run_numbers,
 )
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
+from engine.exec.spark.metrics import RowCounter
 from engine.exec.spark.nested_filter import filter_records
 from engine.exec.spark.paths import (
     TopColumns,
@@ -188,11 +189,12 @@ class SparkCompiler:
         # scan id -> what counts its rows as they are read (the run's observation of the scan)
         self.scan_observers: dict[str, Callable[[DataFrame], DataFrame]] = {}
         # collapsingaggregate id -> what observes the rows it counts per group (another op's)
-        self.input_counters: dict[str, Callable[[DataFrame, str], DataFrame]] = {}
+        self.input_counters: dict[str, RowCounter] = {}
         # fused windowframe id -> what observes its rows, summed over its aggregate's frames
-        self.frame_counters: dict[str, Callable[[DataFrame, str], DataFrame]] = {}
-        # op id -> counts its DataFrame carries in a column, observed further on (flushed)
-        self._deferred: dict[str, list[tuple[str, Callable[[DataFrame, str], DataFrame]]]] = {}
+        self.frame_counters: dict[str, RowCounter] = {}
+        # op id -> counts its DataFrame carries in a column, observed further on (flushed);
+        # None once a reader took the count, the column still to drop for the others
+        self._deferred: dict[str, list[tuple[str, RowCounter | None]]] = {}
 
     def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:
         """``op``'s DataFrame from its inputs' DataFrames."""
@@ -209,11 +211,11 @@ class SparkCompiler:
             # selects only what it writes.
             if dropped and op.op != "project":
                 inputs = [*inputs[:i], inputs[i].drop(*dropped), *inputs[i + 1 :]]
-        deferred = [entry for ref in input_ids for entry in self._deferred.get(ref, [])]
-        if deferred and op.op in _DEFERRED_CARRIERS and op.id not in self.ctx.fused:
-            self._deferred[op.id] = deferred
-        elif deferred and not (op.op == "project" and op.id in self.ctx.store_inputs):
-            inputs = [self.flushed(ref, df) for ref, df in zip(input_ids, inputs)]
+        if any(ref in self._deferred for ref in input_ids):
+            if op.op in _DEFERRED_CARRIERS and op.id not in self.ctx.fused:
+                self._deferred[op.id] = self._take_deferred(input_ids[0])
+            elif not (op.op == "project" and op.id in self.ctx.store_inputs):
+                inputs = [self.flushed(ref, df) for ref, df in zip(input_ids, inputs)]
         frame = visit(op, inputs)
         if kept:
             self._keys[op.id] = {**kept, **self._keys.get(op.id, {})}
@@ -226,9 +228,17 @@ class SparkCompiler:
     def flushed(self, op_id: str, df: DataFrame) -> DataFrame:
         """``df``, operator ``op_id``'s DataFrame, with the counts it carries for operators
         before it observed, and their columns dropped (see :data:`_DEFERRED_CARRIERS`)."""
-        for column, counter in self._deferred.pop(op_id, []):
-            df = counter(df, column).drop(column)
+        for column, counter in self._take_deferred(op_id):
+            df = (df if counter is None else counter(df, column)).drop(column)
         return df
+
+    def _take_deferred(self, op_id: str) -> list[tuple[str, RowCounter | None]]:
+        """The counts ``op_id``'s DataFrame carries, for one reader to observe: its other
+        readers get the columns only, to drop (an observation is attached once)."""
+        taken = self._deferred.get(op_id, [])
+        if taken:
+            self._deferred[op_id] = [(column, None) for column, _ in taken]
+        return taken
 
     # -- expressions -----------------------------------------------------------------------
 
@@ -346,7 +356,7 @@ class SparkCompiler:
             # it through the project for the sort and drops it after): no step drops it.
             self._store_orders[op.id] = lambda: sequence_order(df, SEQ_COLUMN, value=df[SEQ_COLUMN])
             # Counts carried this far are observed over the project's plain columns.
-            self._deferred[op.id] = self._deferred.pop(op.input or "", [])
+            self._deferred[op.id] = self._take_deferred(op.input or "")
             long = T.LongType()
             carried = [((c,), Typed(F.col(c), long)) for c, _ in self._deferred[op.id]]
             return self.flushed(op.id, build_columns(df, [*columns, *carried]))

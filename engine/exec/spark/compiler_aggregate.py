@@ -29,6 +29,7 @@ from pyspark.sql import types as T
 
 from engine.errors import DrillError
 from engine.exec.spark.compiler_order import temp, with_run_numbers
+from engine.exec.spark.metrics import RowCounter
 from engine.exec.spark.paths import Typed
 
 AggregateCall = tuple[str, Sequence[Column]]
@@ -144,7 +145,7 @@ def collapse_rows(
     frame: FrameSpec | None = None,
     ordered: bool = True,
     kept: Sequence[str] = (),
-    count_input: Callable[[DataFrame, str], DataFrame] | None = None,
+    count_input: RowCounter | None = None,
     frame_rows: bool = False,
 ) -> Collapsed:
     """One row per run with ``aggregate_names[i]`` (aggregate of ``calls[i]``),
@@ -258,7 +259,7 @@ def _collapse_frames(
     carryover_names: Sequence[str],
     kept: Sequence[str] = (),
     *,
-    count_frames: Callable[[DataFrame, str], DataFrame] | None = None,
+    count_frames: RowCounter | None = None,
     frame_rows: bool = False,
 ) -> Collapsed:
     """One row per record whose frame is not empty: the aggregates and carryovers of its frame
@@ -283,15 +284,17 @@ def _collapse_frames(
             columns[alias] = F.max_by(value, chosen).over(over)
     columns[seq] = F.col(seq)
     columns.update((name, F.col(name)) for name in kept)
+    rows = F.count(F.lit(1)).over(over)  # the rows of each record's frame
     if frame_rows:
-        columns[FRAME_ROWS] = F.count(F.lit(1)).over(over)
+        columns[FRAME_ROWS] = rows
     if count_frames is not None:
-        df = count_frames(df.withColumn(FRAME_ROWS, F.count(F.lit(1)).over(over)), FRAME_ROWS)
+        df = count_frames(df.withColumn(FRAME_ROWS, rows), FRAME_ROWS)
+        rows = F.col(FRAME_ROWS)
     keep = None
     if target is not None:
         keep = F.max(chosen).over(over).isNotNull()
     elif not frame.holds_current_row:
-        keep = F.count(F.lit(1)).over(over) > 0
+        keep = rows > 0
     if keep is None:
         return Collapsed(df, columns)
     out = Collapsed(df, {**columns, temp("keep"): keep}).select()

@@ -73,6 +73,9 @@ FILES = "files"
 GROUPS = "groups"
 """An aggregate's rows, observed together with the rows of its input it counts."""
 
+RowCounter = Callable[[DataFrame, str], DataFrame]
+"""Attaches an operator's observation to a DataFrame, summing its count column (named second)."""
+
 
 ONE_TO_ONE = frozenset({"transform", "project", "order", "segment", "runningaggregate"})
 """Operators whose row count is always their (single) input's."""
@@ -218,9 +221,7 @@ class OperatorMetrics:
             self._later.add(operator_id)
             self._observations[operator_id] = self._new_observation()
 
-    def count_frames(
-        self, frame_ids: Collection[str]
-    ) -> dict[str, Callable[[DataFrame, str], DataFrame]]:
+    def count_frames(self, frame_ids: Collection[str]) -> dict[str, RowCounter]:
         """Fused windowframes (``compiler.fused_operators``): never built, so the aggregate over
         their frames counts their rows. Their observations are made now (:meth:`track` leaves
         them as they are); returns ``{frame id: what attaches it}``, a callable given the

@@ -248,6 +248,28 @@ def test_the_count_of_a_windowframe_collapsed_per_record_is_observed_further_on(
     assert rows["4"] == rows["5"] == 9
 
 
+@pytest.mark.parametrize("store_first", [True, False], ids=["store-first", "transform-first"])
+def test_the_count_of_a_windowframe_read_by_two_readers_is_observed_once(
+    store_first: bool, root: Path, spark: Any
+) -> None:
+    """The aggregate's DataFrame feeds a store and a transform: one branch observes the count
+    (an observation is attached once), and neither shows the column carrying it."""
+    stored = {"@id": 98, "op": "store", "input": 6, "storageengine": "q", "target": {}}
+    doubled = {"@id": 7, "op": "transform", "input": 6, "transforms": [
+        {"ref": "x", "expr": "gap * 2"}]}  # fmt: skip
+    last = {**stored, "@id": 99, "input": 7}
+    readers = [stored, doubled, last] if store_first else [doubled, last, stored]
+    storage = {"q": {"type": "queue"}, "fs": {"type": "fs", "root": str(root)}}
+    plan = parse_plan(
+        {"storage": storage, "query": [SCAN, ORDER, USER, FRAME, PAIR, PAIRS, *readers]}
+    )
+    on_spark = run_plan(plan, executor="spark", spark=spark)
+    local = run_plan(plan, executor="local")
+    assert on_spark.records() == local.records()
+    assert all("__drill_frame_rows" not in record for record in on_spark.records())
+    assert on_spark.metrics["4"] == on_spark.metrics["5"] == {"rows": 9}
+
+
 def test_the_count_of_a_windowframe_reaching_an_output_with_no_store_is_observed(
     root: Path, spark: Any
 ) -> None:
