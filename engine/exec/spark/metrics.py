@@ -322,9 +322,9 @@ class OperatorMetrics:
         self._known[store_id] = rows
 
     def collect(self) -> dict[str, dict[str, Any]]:
-        """``{operator id: {"rows": n}}`` for every observed operator Spark executed
-        (``skipped_records`` too for a scan that counts them, and ``files`` for a scan that
-        reads every file it lists, as the local executor counts them)."""
+        """``{operator id: {"rows": n}}`` for every observed operator Spark executed, and for
+        a scan that reads every file it lists ``files`` and ``skipped_records`` too, as the
+        local executor counts them (0 skipped where the reader fails on a bad record)."""
         known = {**self._read, **self._fixed, **self._known}
         found: dict[str, dict[str, Any]] = {k: {ROWS: n} for k, n in known.items()}
         for operator_id, observation in self._observations.items():
@@ -344,8 +344,8 @@ class OperatorMetrics:
                 found[operator_id] = {ROWS: found[other_id][ROWS]}
                 del pending[operator_id]
         for scan_id, files in self._files.items():
-            if scan_id in found:  # it ran
-                found[scan_id] = {FILES: files, **found[scan_id]}
+            if scan_id in found:  # it ran; a reader that does not count skips fails instead
+                found[scan_id] = {FILES: files, SKIPPED: 0, **found[scan_id]}
         return found
 
 
