@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +69,7 @@ from engine.exec.spark.sources import (
     scan_plan_dataframe,
     store_dataframe,
 )
+from engine.exec.spark.spread import Member, Spread, spread
 from engine.expr import Expr, FieldRef, FunctionKind, field_refs, parse_field_ref
 from engine.plan import LogicalPlan
 from engine.plan.expressions import parse_cached
@@ -195,6 +196,8 @@ class SparkCompiler:
         # op id -> counts its DataFrame carries in a column, observed further on (flushed);
         # None once a reader took the count, the column still to drop for the others
         self._deferred: dict[str, list[tuple[str, RowCounter | None]]] = {}
+        # op id -> the record member each member of its sequence struct equals (see spread)
+        self._seq_members: dict[str, list[Member | None]] = {}
 
     def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:
         """``op``'s DataFrame from its inputs' DataFrames."""
@@ -239,6 +242,54 @@ class SparkCompiler:
         if taken:
             self._deferred[op_id] = [(column, None) for column, _ in taken]
         return taken
+
+    def _pass_members(
+        self,
+        op_id: str,
+        input_id: str | None,
+        written: Sequence[Path],
+        carried: Sequence[Path] | None = None,
+    ) -> None:
+        """``op_id`` keeps its input's sequence as it is: what its members equal stays known
+        unless ``op_id`` writes one of those record members (or, carrying only the paths
+        ``carried``, does not carry one)."""
+        members = self._seq_members.get(input_id or "")
+        if not members:
+            return
+        refs: list[Expr] = [FieldRef(m) for m in members if m is not None]
+        kept = _unwritten(refs, written) if carried is None else _carried(refs, carried, written)
+        if len(kept) == len(refs):
+            self._seq_members[op_id] = members
+
+    def _spread(
+        self,
+        df: DataFrame,
+        input_id: str | None,
+        keys: Mapping[Expr, tuple[str, T.DataType]],
+        *,
+        keep: Collection[str | int] = (),
+    ) -> Spread | None:
+        """``df``, ``input_id``'s records, spread for windows (see :mod:`spread`), if its
+        sequence's members are known to be members of its records, none of them a column in
+        ``keep``."""
+        members = self._seq_members.get(input_id or "")
+        if not members or SEQ_COLUMN in keep or any(m[0] in keep for m in members if m):
+            return None
+        equal = {name: m for e, (name, _) in keys.items() if (m := _member(e)) is not None}
+        return spread(df, SEQ_COLUMN, members, keys=equal)
+
+    def _spread_window(
+        self, spread_out: Spread, input_id: str | None, partition: list[Column], run: str | None
+    ) -> tuple[list[Column], list[Column]]:
+        """The partition and order of windows over ``spread_out``'s leaves: a segment's keys
+        that are record members by their leaves (one shuffled column each), then the
+        sequence's leaves (a key's leaf is the same in every row of a partition)."""
+        segment = self._segments.get(input_id or "")
+        if run is not None or segment is None or not partition:
+            return partition, [F.col(name) for name in spread_out.order]
+        leaves = [spread_out.leaf(e) for e in segment.exprs]
+        partition = [F.col(leaf) if leaf else p for leaf, p in zip(leaves, partition, strict=True)]
+        return partition, [F.col(n) for n in spread_out.order if n not in leaves]
 
     # -- expressions -----------------------------------------------------------------------
 
@@ -333,6 +384,7 @@ class SparkCompiler:
         (df,) = inputs
         written = [writable_path(t.ref, "transform ref") for t in op.transforms]
         self._key_order[op.id] = _unwritten(self._key_order.get(op.input or "", []), written)
+        self._pass_members(op.id, op.input, written)
         # Every transform in one select; a later one reads what earlier ones wrote.
         record = TopColumns(df.schema)
         for transform in op.transforms:
@@ -415,9 +467,17 @@ class SparkCompiler:
         self._key_order[op.id] = [parse_cached(o.expr) for o in op.orderings]
         if op.id in self.ctx.top_n_orders:
             return df  # its limits sort `df` by `keys` themselves: no sequence to build
-        ordered = order_rows(df, keys, seq=SEQ_COLUMN, types=types, tie_break=tie_break)
+        sources: list[int | None] = []
+        ordered = order_rows(
+            df, keys, seq=SEQ_COLUMN, types=types, tie_break=tie_break, sources=sources
+        )
         if ordered.schema[SEQ_COLUMN].dataType == T.LongType():
             self._sorted.add(op.id)  # no lazy order for these keys: sorted and numbered again
+        elif sources:
+            exprs = [parse_cached(o.expr) for o in op.orderings]
+            self._seq_members[op.id] = [
+                _member(exprs[i]) if i is not None else None for i in sources
+            ]
         return ordered
 
     def visit_segment(self, op: Segment, inputs: list[DataFrame]) -> DataFrame:
@@ -431,6 +491,7 @@ class SparkCompiler:
         leading = self._key_order.get(op.input or "", []) if grouped else list(exprs)
         self._key_order[op.id] = _unwritten(leading, [ref])
         if op.id in self.ctx.fused or (op.id in self.ctx.unnumbered and grouped):
+            self._pass_members(op.id, op.input, [])
             return df  # its readers group `df` by `keys` themselves: no numbers to build
         number = temp("segment_number")
         df = segment_rows(df, keys, seq=SEQ_COLUMN, name=number, grouped=grouped)
@@ -503,6 +564,7 @@ class SparkCompiler:
         carried_keys: dict[int, int] = {}
         count_input = self.input_counters.get(op.id)
         frame_rows = False
+        spread_out: Spread | None = None
         windows = self._frames.get(segment.input_id) if segment is not None else None
         if segment is not None and windows is not None and windows.fuses_with(segment, op):
             # The first aggregate over the windows counts them (an observation is used once).
@@ -513,8 +575,15 @@ class SparkCompiler:
                 self._deferred[op.id] = [(FRAME_ROWS, count_input)]
                 count_input, frame_rows = None, True
             # Collapsing each window of a windowframe again: aggregates over each record's frame.
-            df, partition, _, keys = self._runs(windows.input_id, windows.op.within, windows.input)
-            spec = (Window.partitionBy(*partition) if partition else Window).orderBy(SEQ_COLUMN)
+            df, partition, run, keys = self._runs(
+                windows.input_id, windows.op.within, windows.input
+            )
+            spread_out = self._spread(df, windows.input_id, keys)
+            order = [F.col(SEQ_COLUMN)]
+            if spread_out is not None:
+                df = spread_out.frame
+                partition, order = self._spread_window(spread_out, windows.input_id, partition, run)
+            spec = (Window.partitionBy(*partition) if partition else Window).orderBy(*order)
             frame = FrameSpec(spec, windows.op.start, windows.op.end)
             if windows.op.end == 0 and not op.target:
                 # One record per record, in its order, carrying the record's own values.
@@ -525,12 +594,18 @@ class SparkCompiler:
                 )
                 valid = _carried(list(keys), carried_paths, written)
                 self._keys[op.id] = {e: keys[e] for e in valid}
+                self._pass_members(op.id, windows.input_id, written, carried=carried_paths)
         elif segment is not None and segment.fuses_with(op):
             # The runs of a segment's number are its groups: group the segment's input instead.
             df, group_by = segment.input, segment.keys
             for i, name in enumerate(op.carryovers):
                 if parse_cached(name) in segment.exprs:
                     carried_keys[i] = segment.exprs.index(parse_cached(name))
+        resolve = spread_out.resolve if spread_out is not None else None
+
+        def typed(arg: Expr) -> Typed:  # window functions read a spread record's leaves
+            return compile_typed(arg, df.schema, resolve=resolve)
+
         scalars: list[tuple[Path, Expr]] = []
         calls: list[tuple[str, list[Typed]]] = []
         names: list[str] = []
@@ -539,16 +614,18 @@ class SparkCompiler:
             scalar, found = split_calls(aggregation.parsed, FunctionKind.AGGREGATE, prefix)
             scalars.append((writable_path(aggregation.ref, "aggregation ref"), scalar))
             for c, call in enumerate(found):
-                calls.append((call.name, [self.typed(arg, df) for arg in call.args]))
+                calls.append((call.name, [typed(arg) for arg in call.args]))
                 names.append(f"{prefix}{c}")
         carry_paths = [writable_path(name, "carryover") for name in op.carryovers]
         carry_names = [temp(f"carry{i}") for i in range(len(carry_paths))]
         # Carried as they are: a record keeps its unread member (Spark may still prune it).
         carried = [
-            get_typed(df.schema, parse_field_ref(name).path, keep_unread=True)
+            spread_out.value(parse_field_ref(name).path, keep_unread=True)
+            if spread_out is not None
+            else get_typed(df.schema, parse_field_ref(name).path, keep_unread=True)
             for name in op.carryovers
         ]
-        target = target_is_true(self.typed(parse_field_ref(op.target), df)) if op.target else None
+        target = target_is_true(typed(parse_field_ref(op.target))) if op.target else None
         collapsed = collapse_rows(
             df,
             calls,
@@ -565,6 +642,7 @@ class SparkCompiler:
             kept=[name for name, _ in self._keys.get(op.id, {}).values()],
             count_input=count_input,
             frame_rows=frame_rows,
+            rebuilt=spread_out.rebuilt if spread_out is not None else None,
         )
         # The collapsed record's schema, known without asking Spark (but for decimal averages).
         types = [
@@ -574,7 +652,11 @@ class SparkCompiler:
         if any(t is None for t in types):
             schema = collapsed.select().schema
         else:
-            seq_type = df.schema[SEQ_COLUMN].dataType
+            seq_type = (
+                spread_out.types[SEQ_COLUMN]
+                if spread_out is not None
+                else df.schema[SEQ_COLUMN].dataType
+            )
             if (group_by is None and op.within is None and frame is None) or (
                 group_by is not None and op.id in self.ctx.unordered
             ):
@@ -605,18 +687,37 @@ class SparkCompiler:
         df, partition, run, keys = self._runs(op.input, op.within, df)
         written = [writable_path(a.ref, "aggregation ref") for a in op.aggregations]
         self._keys[op.id] = {e: keys[e] for e in _unwritten(list(keys), written)}
+        self._pass_members(op.id, op.input, written)
+        order = [F.col(SEQ_COLUMN)]
+        # Not where an aggregation writes into a record or the sequence the spread takes apart.
+        roots = {path[0] for path in written}
+        spread_out = self._spread(df, op.input, keys, keep=roots)
+        if spread_out is not None:
+            df = spread_out.frame
+            partition, order = self._spread_window(spread_out, op.input, partition, run)
+
+        def resolve(ref: FieldRef) -> Typed:  # leaves, then what `df` holds now
+            if spread_out is None:
+                return get_typed(df.schema, ref.path)
+            return spread_out.value(ref.path, schema=df.schema)
+
         for i, aggregation in enumerate(op.aggregations):
             prefix = temp(f"running{i}_")
             scalar, found = split_calls(aggregation.parsed, FunctionKind.RUNNING, prefix)
-            calls = [(call.name, [self.typed(arg, df) for arg in call.args]) for call in found]
-            values = running_columns(calls, partition=partition, seq=SEQ_COLUMN)
+            calls = [
+                (call.name, [compile_typed(arg, df.schema, resolve=resolve) for arg in call.args])
+                for call in found
+            ]
+            values = running_columns(calls, partition=partition, order=order)
             if any(dtype is None for _, dtype in values):  # typed by Spark's analysis
                 fields = df.select(*[column for column, _ in values]).schema.fields
                 values = [(c, f.dataType) for (c, _), f in zip(values, fields, strict=True)]
             by_name = {f"{prefix}{c}": Typed(*value) for c, value in enumerate(values)}
             path = writable_path(aggregation.ref, "aggregation ref")
             # The window functions inside the value written: one step per aggregation.
-            df = with_path(df, path, _scalar_column(scalar, by_name, df.schema))
+            df = with_path(df, path, _scalar_column(scalar, by_name, df.schema, resolve))
+        if spread_out is not None:
+            df = spread_out.rebuild(df)
         return df.drop(run) if run else df
 
     # -- several inputs --------------------------------------------------------------------
@@ -858,6 +959,15 @@ def _keeps_key(op: Any, expr: Expr) -> bool:
     return bool(_unwritten([expr], written))
 
 
+def _member(expr: Expr) -> Member | None:
+    """The record member ``expr`` reads, if it reads one directly (``e.ts``)."""
+    if isinstance(expr, FieldRef) and len(expr.path) == 2:
+        record, name = expr.path
+        if isinstance(record, str) and isinstance(name, str):
+            return record, name
+    return None
+
+
 def _unwritten(leading: Sequence[Expr], written: Sequence[Path]) -> list[Expr]:
     """The leading keys before the first that reads a path in ``written``."""
     kept: list[Expr] = []
@@ -951,14 +1061,20 @@ def _seq(df: DataFrame) -> Typed:
     return Typed(F.col(SEQ_COLUMN), df.schema[SEQ_COLUMN].dataType)
 
 
-def _scalar_column(scalar: Expr, calls: Mapping[str, Typed], schema: T.StructType) -> Typed:
+def _scalar_column(
+    scalar: Expr,
+    calls: Mapping[str, Typed],
+    schema: T.StructType,
+    fields: Callable[[FieldRef], Typed] | None = None,
+) -> Typed:
     """The scalar part of an aggregation: ``calls`` are the values of its aggregate calls, by
-    the names the scalar reads them as; any other field is read from ``schema``."""
+    the names the scalar reads them as; any other field is read from ``schema`` (or by
+    ``fields``)."""
 
     def read(ref: FieldRef) -> Typed:
         head = ref.path[0]
         if isinstance(head, str) and head in calls:
             return get_in(calls[head], ref.path[1:])
-        return get_typed(schema, ref.path)
+        return get_typed(schema, ref.path) if fields is None else fields(ref)
 
     return compile_typed(scalar, schema, resolve=read)

@@ -30,7 +30,7 @@ from pyspark.sql import types as T
 from engine.errors import DrillError
 from engine.exec.spark.compiler_order import temp, with_run_numbers
 from engine.exec.spark.metrics import RowCounter
-from engine.exec.spark.paths import Typed
+from engine.exec.spark.paths import Typed, top_column
 
 AggregateCall = tuple[str, Sequence[Column]]
 """A registry function name and its compiled arguments."""
@@ -147,6 +147,7 @@ def collapse_rows(
     kept: Sequence[str] = (),
     count_input: RowCounter | None = None,
     frame_rows: bool = False,
+    rebuilt: Mapping[str, Column] | None = None,
 ) -> Collapsed:
     """One row per run with ``aggregate_names[i]`` (aggregate of ``calls[i]``),
     ``carryover_names[i]`` (value of ``carryovers[i]``) and the run's first sequence number in
@@ -176,6 +177,7 @@ def collapse_rows(
             kept,
             count_frames=count_input,
             frame_rows=frame_rows,
+            rebuilt=rebuilt or {},
         )
     counted = [F.count(F.lit(1)).alias(INPUT_ROWS)] if count_input is not None else []
     aggregates = [
@@ -261,6 +263,7 @@ def _collapse_frames(
     *,
     count_frames: RowCounter | None = None,
     frame_rows: bool = False,
+    rebuilt: Mapping[str, Column] | None = None,
 ) -> Collapsed:
     """One row per record whose frame is not empty: the aggregates and carryovers of its frame
     (carryovers from the frame's last record, or its last whose target is true), and the
@@ -268,7 +271,8 @@ def _collapse_frames(
     are the output columns over ``df`` itself (no step of their own). ``count_frames`` is given
     ``df`` (every record, empty frames and frames without a target too) with a column, named
     second, of each record's frame rows, to observe them; ``frame_rows`` outputs that column
-    (:data:`FRAME_ROWS`) instead."""
+    (:data:`FRAME_ROWS`) instead. ``rebuilt`` gives ``seq`` and columns ``kept`` that ``df``
+    holds taken apart (:mod:`~engine.exec.spark.spread`)."""
     over = frame.spec
     columns: dict[str, Column] = {}
     for (name, args), alias in zip(calls, aggregate_names, strict=True):
@@ -276,17 +280,28 @@ def _collapse_frames(
             columns[alias] = F.size(F.collect_set(*args).over(over))
         else:
             columns[alias] = AGGREGATE_FORMS[name](*args).over(over)
-    chosen = F.col(seq) if target is None else F.when(target, F.col(seq))
+    rebuilt = rebuilt or {}
+    sequence = rebuilt.get(seq, F.col(seq))
+    chosen = sequence if target is None else F.when(target, sequence)
+    plain: dict[str, Column] = {}  # values of the record itself, no window's
     for value, alias in zip(carryovers, carryover_names, strict=True):
         if target is None and frame.end == 0:
-            columns[alias] = value  # the frame ends at the record itself
+            plain[alias] = value  # the frame ends at the record itself
         else:
             columns[alias] = F.max_by(value, chosen).over(over)
-    columns[seq] = F.col(seq)
-    columns.update((name, F.col(name)) for name in kept)
+    plain[seq] = sequence
+    plain.update((name, rebuilt.get(name, F.col(name))) for name in kept)
     rows = F.count(F.lit(1)).over(over)  # the rows of each record's frame
     if frame_rows:
         columns[FRAME_ROWS] = rows
+    if rebuilt:
+        # ``df`` is taken apart: the windows in a select of their own, the records rebuilt
+        # after them (rebuilt in the windows' select, Spark would build them below the
+        # windows and shuffle their members twice).
+        df = df.select("*", *[value.alias(name) for name, value in columns.items()])
+        columns = {name: top_column(name) for name in columns}
+        rows = F.col(FRAME_ROWS) if frame_rows else rows
+    columns = {**plain, **columns}
     if count_frames is not None:
         df = count_frames(df.withColumn(FRAME_ROWS, rows), FRAME_ROWS)
         rows = F.col(FRAME_ROWS)
@@ -309,15 +324,19 @@ def target_is_true(value: Typed) -> Column:
 
 
 def running_columns(
-    typed_calls: Sequence[TypedCall], *, partition: str | Sequence[Column] | None, seq: str
+    typed_calls: Sequence[TypedCall],
+    *,
+    partition: str | Sequence[Column] | None,
+    order: Sequence[Column],
 ) -> list[tuple[Column, T.DataType | None]]:
     """The running value of each of ``calls`` (see the module docstring): a window Column and
     its type (None where only Spark's analysis knows: decimal averages); ``partition`` names a
     column of run numbers (:func:`with_run_numbers`) or gives the columns whose equal values
-    are a run, None for one run."""
+    are a run, None for one run; ``order`` is the records' order (their sequence, or its
+    members: :mod:`~engine.exec.spark.spread`)."""
     calls = prepare_arguments(typed_calls)
     columns = [partition] if isinstance(partition, str) else list(partition or [])
-    ordered = (Window.partitionBy(*columns) if columns else Window).orderBy(seq)
+    ordered = (Window.partitionBy(*columns) if columns else Window).orderBy(*order)
     framed = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     values: list[tuple[Column, T.DataType | None]] = []
     for (name, args), (_, typed_args) in zip(calls, typed_calls, strict=True):

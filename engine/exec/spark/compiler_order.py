@@ -124,24 +124,32 @@ def lazy_order(
     *,
     seq: str,
     tie_break: bool = True,
+    sources: list[int | None] | None = None,
 ) -> Column | None:
     """A sequence value that orders like :func:`sort_columns` (keys, then ``seq`` unless not
     ``tie_break``), or None when a key's type has no order-reversing encoding (``desc`` on
-    strings)."""
+    strings). ``sources``, if given, is filled with each member's key index where the member
+    is the key's value itself (ascending, nulls first), else None."""
     parts: list[Column] = []
-    for (value, direction, nulls), dtype in zip(keys, types, strict=True):
+    found: list[int | None] = []
+    for i, ((value, direction, nulls), dtype) in enumerate(zip(keys, types, strict=True)):
         # Spark puts a null member first; a flag places it otherwise, or before a descending
         # double's NaN (whose encoding leads with a NaN test that is false for NaN alone).
         if nulls == "last" or (
             direction == "desc" and isinstance(dtype, T.FloatType | T.DoubleType)
         ):
             parts.append(value.isNull() if nulls == "last" else value.isNotNull())
+            found.append(None)
         encoded = _ascending(value, dtype) if direction != "desc" else _descending(value, dtype)
         if encoded is None:
             return None
         parts.extend(encoded)
+        found.extend([i if direction != "desc" and nulls != "last" else None] * len(encoded))
     if tie_break:
         parts.append(F.col(seq))
+        found.append(None)
+    if sources is not None:
+        sources.extend(found)
     return F.struct(*[part.alias(f"k{i}") for i, part in enumerate(parts)])
 
 
@@ -210,13 +218,18 @@ def order_rows(
     within: Column | None = None,
     types: Sequence[T.DataType] | None = None,
     tie_break: bool = True,
+    sources: list[int | None] | None = None,
 ) -> DataFrame:
     """``df`` in stable ``keys`` order; with ``within``, inside each run of equal ``within`` values
     (runs stay in place). Without ``within``, and with the key ``types``, the order is a new
-    sequence value (:func:`lazy_order`) rather than a sort; without ``tie_break`` (no two
-    records tie) the input order is not part of it."""
+    sequence value (:func:`lazy_order`, which fills ``sources``) rather than a sort; without
+    ``tie_break`` (no two records tie) the input order is not part of it."""
     if within is None:
-        lazy = lazy_order(keys, types, seq=seq, tie_break=tie_break) if types is not None else None
+        lazy = (
+            lazy_order(keys, types, seq=seq, tie_break=tie_break, sources=sources)
+            if types is not None
+            else None
+        )
         if lazy is not None:
             return df.withColumn(seq, lazy)
         return renumber(df, sort_columns(keys, seq=seq, tie_break=tie_break), seq=seq)

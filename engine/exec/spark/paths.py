@@ -154,10 +154,10 @@ def get_typed(
     top = column_of(schema, head) if isinstance(head, str) else None
     if top is None:
         return null_typed()
-    return _read(top, path[1:], keep_unread=keep_unread)
+    return read_in(top, path[1:], keep_unread=keep_unread)
 
 
-def _read(top: Typed, rest: Sequence[str | int], *, keep_unread: bool = False) -> Typed:
+def read_in(top: Typed, rest: Sequence[str | int], *, keep_unread: bool = False) -> Typed:
     """The value at ``rest`` inside top-level column ``top``; ``top`` itself, read whole, without
     its unread member unless ``keep_unread``."""
     if rest or keep_unread:
@@ -386,7 +386,7 @@ class TopColumns:
         head = path[0]
         if not isinstance(head, str) or head not in self.values:
             return null_typed()
-        return _read(self.values[head], path[1:])
+        return read_in(self.values[head], path[1:])
 
     def write(self, path: Sequence[str | int], value: Typed) -> None:
         """``value`` written at ``path``, as :func:`with_path` writes it."""

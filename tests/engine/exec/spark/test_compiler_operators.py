@@ -191,7 +191,7 @@ def test_running_aggregates_restart_with_within(spark: Any) -> None:
             ("max", [typed(df, "x")]),
         ],
         partition="run",
-        seq=SEQ,
+        order=[F.col(SEQ)],
     )
     assert [dtype for _, dtype in values] == [T.LongType()] * 4
     out = df.select(SEQ, *[c.alias(n) for (c, _), n in zip(values, ["rn", "s", "c", "m"])])

@@ -53,12 +53,14 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # sessionize at 183 and 10, topn at 113 and 8, left_join_filter at 162 and 19, flatten_items at
 # 102 and 9. A fused windowframe's rows counted over its aggregate's frames (a window count
 # carried to the store's project, and an observation there): sessionize at 212 calls and 13
-# DataFrames.
+# DataFrames. Records and the order's sequence taken apart around windows (spread: two selects
+# taking apart, one rebuilding, the windows in a select of their own): sessionize at 321 calls
+# and 18 DataFrames, for 15% less executor CPU at scale 1.
 BOUNDS = {
     "q1_pricing_summary": (225, 12),
     "q3_shipping_priority": (460, 43),
     "q6_forecast_revenue": (135, 10),
-    "sessionize_windowframe": (225, 14),
+    "sessionize_windowframe": (335, 18),
     "topn_order_limit": (125, 8),
     "left_join_filter": (175, 19),
     "flatten_items": (115, 9),

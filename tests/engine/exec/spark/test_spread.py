@@ -1,0 +1,156 @@
+"""Records and an order's sequence taken apart around windows (engine.exec.spark.spread): the
+windows shuffle and sort each value once, as plain columns, and the records stay the local
+executor's."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import functions as F
+
+from engine import run_plan
+from engine.exec.spark.spread import spread
+from engine.plan import parse_plan
+
+EVENTS = [
+    {"id": 1, "user": "a", "ts": 30},
+    {"id": 2, "user": "b", "ts": 10},
+    {"id": 3, "user": "a", "ts": 20},
+    {"id": 4, "user": "a", "ts": 20},
+    {"id": 5, "user": "b", "ts": 2000},
+]
+# Sessionize's shape: each event with its user's previous one, carried whole, a flag per event,
+# then a running sum per user, stored in the order's order.
+SESSIONS = [
+    {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "e",
+     "selection": {"path": "events.json"}},
+    {"@id": 2, "op": "order", "input": 1, "orderings": [
+        {"order": "asc", "expr": "e.user"}, {"order": "asc", "expr": "e.ts"}]},
+    {"@id": 3, "op": "segment", "input": 2, "ref": "u", "exprs": ["e.user"]},
+    {"@id": 4, "op": "windowframe", "input": 3, "within": "u", "start": -1, "end": 0,
+     "ref": {"segment": "w.target", "position": "w.pos"}},
+    {"@id": 5, "op": "segment", "input": 4, "ref": "pair", "exprs": ["w.target"]},
+    {"@id": 6, "op": "collapsingaggregate", "input": 5, "within": "pair", "carryovers": ["e"],
+     "aggregations": [{"ref": "rows", "expr": "count(1)"},
+                      {"ref": "gap", "expr": "max(e.ts) - min(e.ts)"}]},
+    {"@id": 7, "op": "transform", "input": 6, "transforms": [
+        {"ref": "starts", "expr": "if rows == 1 || gap > 100 then 1 else 0 end"}]},
+    {"@id": 8, "op": "segment", "input": 7, "ref": "run", "exprs": ["e.user"]},
+    {"@id": 9, "op": "runningaggregate", "input": 8, "within": "run",
+     "aggregations": [{"ref": "session", "expr": "sum(starts)"}]},
+    {"@id": 10, "op": "project", "input": 9, "projections": [
+        {"ref": "output.id", "expr": "e.id"}, {"ref": "output.ts", "expr": "e.ts"},
+        {"ref": "output.session", "expr": "session"}]},
+]  # fmt: skip
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "events.json").write_text("".join(json.dumps(e) + "\n" for e in EVENTS))
+    return tmp_path
+
+
+def sessions(root: Path, *changes: dict[str, Any]) -> Any:
+    by_id = {op["@id"]: op for op in SESSIONS}
+    by_id.update({op["@id"]: op for op in changes})
+    storage = {"q": {"type": "queue"}, "fs": {"type": "fs", "root": str(root)}}
+    store = {"@id": 99, "op": "store", "input": 10, "storageengine": "q", "target": {}}
+    return parse_plan({"storage": storage, "query": [*by_id.values(), store]})
+
+
+def last_physical_plan(spark: Any) -> str:
+    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
+    return executions.apply(executions.size() - 1).physicalPlanDescription()
+
+
+def exchanges(physical: str) -> list[tuple[str, str]]:
+    """``(columns, partitioning)`` of each exchange in a physical plan's details."""
+    found = re.findall(r"\(\d+\) Exchange\s*\nInput \[\d+\]: \[(.*)\]\nArguments: (\w+)", physical)
+    return [(columns, how) for columns, how in found]
+
+
+def test_sessionizing_shuffles_the_members_once_and_sorts_plain_values(
+    spark: Any, root: Path
+) -> None:
+    plan = sessions(root)
+    on_spark = run_plan(plan, executor="spark", spark=spark)
+    assert on_spark.records() == run_plan(plan, executor="local").records()
+    assert [r["session"] for r in on_spark.records()] == [1, 1, 1, 1, 2]
+    shuffles = exchanges(last_physical_plan(spark))  # the final plan's, then the initial's
+    by_key = sorted({columns for columns, how in shuffles if how == "hashpartitioning"})
+    # Both windows share one shuffle: the record's members read and the scan's sequence, each
+    # once, as plain columns (no record, no sequence struct, no copies of the key).
+    assert len(by_key) == 1, shuffles
+    assert len(by_key[0].split(", ")) == 4, by_key
+    assert all(name.startswith("__drill_leaf") for name in by_key[0].split(", ")), by_key
+
+
+def test_a_write_into_a_sequence_member_stops_the_spread_and_the_records_stay_right(
+    spark: Any, root: Path
+) -> None:
+    # The transform writes e.ts, a member of the order's sequence: the running aggregate's
+    # windows must not read the new e.ts as the order's.
+    rewrite = {**SESSIONS[6], "transforms": [
+        {"ref": "starts", "expr": "if rows == 1 || gap > 100 then 1 else 0 end"},
+        {"ref": "e.ts", "expr": "0 - e.ts"}]}  # fmt: skip
+    plan = sessions(root, rewrite)
+    on_spark = run_plan(plan, executor="spark", spark=spark)
+    assert on_spark.records() == run_plan(plan, executor="local").records()
+    assert [r["ts"] for r in on_spark.records()] == [-20, -20, -30, -10, -2000]
+
+
+def test_a_running_aggregation_reads_the_one_before_it_over_a_spread(
+    spark: Any, root: Path
+) -> None:
+    running = {**SESSIONS[8], "aggregations": [
+        {"ref": "session", "expr": "sum(starts)"},
+        {"ref": "later", "expr": "sum(session * 10) + e.ts"}]}  # fmt: skip
+    project = {**SESSIONS[9], "projections": [
+        *SESSIONS[9]["projections"], {"ref": "output.later", "expr": "later"}]}  # fmt: skip
+    plan = sessions(root, running, project)
+    on_spark = run_plan(plan, executor="spark", spark=spark)
+    assert on_spark.records() == run_plan(plan, executor="local").records()
+    assert [r["later"] for r in on_spark.records()] == [30, 40, 60, 20, 2030]
+
+
+def test_descending_keys_are_not_members_and_the_records_stay_right(spark: Any, root: Path) -> None:
+    descending = {**SESSIONS[1], "orderings": [
+        {"order": "asc", "expr": "e.user"}, {"order": "desc", "expr": "e.ts"}]}  # fmt: skip
+    plan = sessions(root, descending)
+    on_spark = run_plan(plan, executor="spark", spark=spark)
+    assert on_spark.records() == run_plan(plan, executor="local").records()
+
+
+def test_spread_takes_a_record_and_its_sequence_apart_and_rebuilds_them(spark: Any) -> None:
+    df = spark.createDataFrame([(1, 10, "x"), (2, 5, "y")], "id long, ts long, v string").select(
+        F.struct("id", "ts", "v").alias("e"),
+        F.struct(F.col("ts").alias("k0"), F.col("id").alias("k1")).alias("seq"),
+        F.col("ts").alias("key"),
+        F.lit(7).alias("other"),
+    )
+    taken = spread(df, "seq", [("e", "ts"), None], keys={"key": ("e", "ts")})
+    assert taken is not None
+    ts_leaf = taken.leaves[("e", "ts")]
+    assert taken.order[0] == ts_leaf and taken.order[1] not in taken.leaves.values()
+    assert "e" not in taken.frame.columns and "key" not in taken.frame.columns
+    back = taken.rebuild(taken.frame)
+    assert back.schema == df.schema
+    assert back.collect() == df.collect()
+
+
+def test_spread_declines_what_it_cannot_rebuild(spark: Any) -> None:
+    df = spark.createDataFrame([(1, 10)], "id long, ts long").select(
+        F.when(F.col("id") > 0, F.struct("id", "ts")).alias("maybe"),  # may be null
+        F.struct("id", "ts").alias("e"),
+        F.struct(F.col("ts").alias("k0")).alias("seq"),
+        F.col("id").alias("long_seq"),
+    )
+    assert spread(df, "long_seq", [("e", "ts")]) is None  # a long sequence has no members
+    assert spread(df, "seq", [("maybe", "ts")]) is None  # a rebuilt record is never null
+    assert spread(df, "seq", [("e", "nope")]) is None
+    assert spread(df, "seq", [("e", "ts"), None]) is None  # not the sequence's members
+    assert spread(df, "seq", [None]) is None  # nothing to share
