@@ -7,12 +7,18 @@ record's member, the sequence's member and the window's own copy. Spark never me
 aliases of one value.
 
 :func:`spread` gives each distinct value one plain column (a *leaf*): every member of the
-records the sequence reads, and each other member of the sequence. The records, the sequence
-and the key columns that equal a member are rebuilt from the leaves in the same DataFrame, so
-every reader sees them as before. Windows partitioned and ordered by the leaves, with the
-window functions reading leaves (:meth:`Spread.resolve`), make Spark shuffle each value once
-and sort plain values; Spark reduces the rebuilt structs' members to the leaves themselves, so
-a later spread of the rebuilt record adds no shuffle or sort.
+records the sequence reads, and each other member of the sequence. Windows partitioned and
+ordered by the leaves, with the window functions reading leaves (:meth:`Spread.resolve`), make
+Spark shuffle each value once and sort plain values. The records, the sequence and the key
+columns that equal a member are then rebuilt from the leaves (:attr:`Spread.rebuilt`,
+:meth:`Spread.rebuild`) in a select *above* the windows' (in the same select, Spark's analyzer
+computes them below the windows and shuffles them too). Spark reduces the rebuilt structs'
+members to the leaves themselves, so a later spread of a rebuilt record adds no shuffle or
+sort. For sessionize (``compiler.SparkCompiler`` does this)::
+
+    taken = spread(df, "__drill_seq", [("e", "user_id"), ("e", "ts"), None])
+    windowed = taken.frame.select("*", F.max("__drill_leaf1").over(by_leaves).alias("m"))
+    back = taken.rebuild(windowed)  # e, __drill_seq as before, and m
 """
 
 from __future__ import annotations
@@ -50,7 +56,9 @@ class Spread:
     def leaf(self, expr: object) -> str | None:
         """The leaf holding ``expr``'s value, if it is a spread record's member."""
         if isinstance(expr, FieldRef) and len(expr.path) == 2:
-            return self.leaves.get((str(expr.path[0]), str(expr.path[1])))
+            record, name = expr.path
+            if isinstance(record, str) and isinstance(name, str):
+                return self.leaves.get((record, name))
         return None
 
     def resolve(self, ref: FieldRef) -> Typed:
