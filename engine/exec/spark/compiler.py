@@ -59,6 +59,7 @@ from engine.exec.spark.paths import (
     get_in,
     get_typed,
     quote_name,
+    top_column,
     with_path,
 )
 from engine.exec.spark.progress import fragment_jobs
@@ -69,7 +70,7 @@ from engine.exec.spark.sources import (
     scan_plan_dataframe,
     store_dataframe,
 )
-from engine.exec.spark.spread import Member, Spread, spread
+from engine.exec.spark.spread import Member, Spread, member_of, spread
 from engine.expr import Expr, FieldRef, FunctionKind, field_refs, parse_field_ref
 from engine.plan import LogicalPlan
 from engine.plan.expressions import parse_cached
@@ -275,7 +276,7 @@ class SparkCompiler:
         members = self._seq_members.get(input_id or "")
         if not members or SEQ_COLUMN in keep or any(m[0] in keep for m in members if m):
             return None
-        equal = {name: m for e, (name, _) in keys.items() if (m := _member(e)) is not None}
+        equal = {name: m for e, (name, _) in keys.items() if (m := member_of(e)) is not None}
         return spread(df, SEQ_COLUMN, members, keys=equal)
 
     def _spread_window(
@@ -286,10 +287,10 @@ class SparkCompiler:
         sequence's leaves (a key's leaf is the same in every row of a partition)."""
         segment = self._segments.get(input_id or "")
         if run is not None or segment is None or not partition:
-            return partition, [F.col(name) for name in spread_out.order]
+            return partition, [top_column(name) for name in spread_out.order]
         leaves = [spread_out.leaf(e) for e in segment.exprs]
-        partition = [F.col(leaf) if leaf else p for leaf, p in zip(leaves, partition, strict=True)]
-        return partition, [F.col(n) for n in spread_out.order if n not in leaves]
+        partition = [top_column(f) if f else p for f, p in zip(leaves, partition, strict=True)]
+        return partition, [top_column(n) for n in spread_out.order if n not in leaves]
 
     # -- expressions -----------------------------------------------------------------------
 
@@ -476,7 +477,7 @@ class SparkCompiler:
         elif sources:
             exprs = [parse_cached(o.expr) for o in op.orderings]
             self._seq_members[op.id] = [
-                _member(exprs[i]) if i is not None else None for i in sources
+                member_of(exprs[i]) if i is not None else None for i in sources
             ]
         return ordered
 
@@ -601,10 +602,11 @@ class SparkCompiler:
             for i, name in enumerate(op.carryovers):
                 if parse_cached(name) in segment.exprs:
                     carried_keys[i] = segment.exprs.index(parse_cached(name))
-        resolve = spread_out.resolve if spread_out is not None else None
 
         def typed(arg: Expr) -> Typed:  # window functions read a spread record's leaves
-            return compile_typed(arg, df.schema, resolve=resolve)
+            if spread_out is None:
+                return self.typed(arg, df)
+            return compile_typed(arg, spread_out.schema, resolve=spread_out.resolve)
 
         scalars: list[tuple[Path, Expr]] = []
         calls: list[tuple[str, list[Typed]]] = []
@@ -957,15 +959,6 @@ def _keeps_key(op: Any, expr: Expr) -> bool:
     else:
         written = [writable_path(a.ref, "aggregation ref") for a in op.aggregations]
     return bool(_unwritten([expr], written))
-
-
-def _member(expr: Expr) -> Member | None:
-    """The record member ``expr`` reads, if it reads one directly (``e.ts``)."""
-    if isinstance(expr, FieldRef) and len(expr.path) == 2:
-        record, name = expr.path
-        if isinstance(record, str) and isinstance(name, str):
-            return record, name
-    return None
 
 
 def _unwritten(leading: Sequence[Expr], written: Sequence[Path]) -> list[Expr]:

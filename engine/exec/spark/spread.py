@@ -39,6 +39,15 @@ Member = tuple[str, str]
 """A record's member: the record's top-level column and the member's name."""
 
 
+def member_of(expr: object) -> Member | None:
+    """The record member ``expr`` reads, if it reads one directly (``e.ts``)."""
+    if isinstance(expr, FieldRef) and len(expr.path) == 2:
+        record, name = expr.path
+        if isinstance(record, str) and isinstance(name, str):
+            return record, name
+    return None
+
+
 @dataclass(frozen=True)
 class Spread:
     """``df`` taken apart (see the module docstring): :attr:`frame` holds the leaves and the
@@ -55,11 +64,8 @@ class Spread:
 
     def leaf(self, expr: object) -> str | None:
         """The leaf holding ``expr``'s value, if it is a spread record's member."""
-        if isinstance(expr, FieldRef) and len(expr.path) == 2:
-            record, name = expr.path
-            if isinstance(record, str) and isinstance(name, str):
-                return self.leaves.get((record, name))
-        return None
+        member = member_of(expr)
+        return None if member is None else self.leaves.get(member)
 
     def resolve(self, ref: FieldRef) -> Typed:
         """A field read over :attr:`frame` (a ``compile_typed`` resolver)."""

@@ -4,7 +4,6 @@ members a plan reads, and no record leaving the compiler shows the member."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -139,50 +138,6 @@ def test_a_record_left_with_the_member_alone_reads_as_an_empty_record(spark: Any
     assert value.dtype == T.StructType()
     assert [r["e"] for r in without_unread(emptied).collect()] == [Row(), None]
     assert [r["v"] for r in emptied.select(value.column.alias("v")).collect()] == [Row(), None]
-
-
-def last_physical_plan(spark: Any) -> str:
-    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
-    return executions.apply(executions.size() - 1).physicalPlanDescription()
-
-
-def test_a_record_carried_by_an_aggregate_keeps_the_member_and_spark_prunes_it(
-    spark: Any, data: Path, tmp_path: Path
-) -> None:
-    # Sessionizing's shape: each event with the previous one of its user, carried whole, then
-    # a running sum per user.
-    plan = plan_over(
-        data,
-        tmp_path / "out",
-        {"@id": 2, "op": "order", "input": 1, "orderings": [
-            {"order": "asc", "expr": "e.user"}, {"order": "asc", "expr": "e.ts"}]},
-        {"@id": 3, "op": "segment", "input": 2, "ref": "u", "exprs": ["e.user"]},
-        {"@id": 4, "op": "windowframe", "input": 3, "within": "u", "start": -1, "end": 0,
-         "ref": {"segment": "w.target", "position": "w.pos"}},
-        {"@id": 5, "op": "segment", "input": 4, "ref": "pair", "exprs": ["w.target"]},
-        {"@id": 6, "op": "collapsingaggregate", "input": 5, "within": "pair", "carryovers": ["e"],
-         "aggregations": [{"ref": "gap", "expr": "max(e.ts) - min(e.ts)"}]},
-        {"@id": 7, "op": "segment", "input": 6, "ref": "run", "exprs": ["e.user"]},
-        {"@id": 9, "op": "runningaggregate", "input": 7, "within": "run",
-         "aggregations": [{"ref": "total", "expr": "sum(gap)"}]},
-        {"@id": 10, "op": "project", "input": 9, "projections": [
-            {"ref": "output.id", "expr": "e.id"}, {"ref": "output.user", "expr": "e.user"},
-            {"ref": "output.ts", "expr": "e.ts"}, {"ref": "output.total", "expr": "total"}]},
-        {"@id": 8, "op": "store", "input": 10, "storageengine": "out",
-         "target": {"path": "gaps", "format": "parquet"}},
-    )  # fmt: skip
-    run_plan(plan, executor="spark", spark=spark)
-    assert pq.read_table(tmp_path / "out" / "gaps").to_pylist() == [
-        {"id": 3, "user": "a", "ts": 20, "total": 0},
-        {"id": 1, "user": "a", "ts": 30, "total": 10},
-        {"id": 2, "user": "b", "ts": 10, "total": 0},
-    ]
-    # Every member is read after the aggregate carried the record: no shuffle carries it whole
-    # (the windows take it apart into its members, see spread, and no observation stands in
-    # the way: the windowframe's rows are observed over the project's plain columns).
-    physical = last_physical_plan(spark)
-    shuffled = re.findall(r"\(\d+\) Exchange\s*\nInput \[\d+\]: \[(.*)\]", physical)
-    assert shuffled and not any(re.search(r"\be#\d", columns) for columns in shuffled), shuffled
 
 
 def test_a_value_carried_as_it_is_keeps_the_member(spark: Any, data: Path) -> None:
