@@ -405,15 +405,41 @@ class SparkCompiler:
                 path = (OUTPUT,)  # a plain value cannot be the record: keep it under its ref
             columns.append((path, value))
         if op.id in self.ctx.store_inputs:
-            # The store sorts, if it does, by the sequence of the project's input (Spark carries
-            # it through the project for the sort and drops it after): no step drops it.
-            self._store_orders[op.id] = lambda: sequence_order(df, SEQ_COLUMN, value=df[SEQ_COLUMN])
             # Counts carried this far are observed over the project's plain columns.
             self._deferred[op.id] = self._take_deferred(op.input or "")
             long = T.LongType()
             carried = [((c,), Typed(F.col(c), long)) for c, _ in self._deferred[op.id]]
-            return self.flushed(op.id, build_columns(df, [*columns, *carried]))
+            out = self.flushed(op.id, build_columns(df, [*columns, *carried]))
+            # The store sorts, if it does, by the sequence of the project's input (Spark carries
+            # it through the project for the sort and drops it after): no step drops it.
+            self._store_orders[op.id] = lambda: sequence_order(
+                df, SEQ_COLUMN, value=df[SEQ_COLUMN], equal=self._copied_members(op, df, out)
+            )
+            return out
         return build_columns(df, [*columns, ((SEQ_COLUMN,), _seq(df))])
+
+    def _copied_members(self, op: Project, df: DataFrame, out: DataFrame) -> dict[str, Column]:
+        """The members of the sequence of ``op``'s input ``df`` that equal a record member
+        ``op`` copies, each to the column of ``op``'s output ``out`` holding the copy (by the
+        sequence member's name).
+
+        A store sorting by these columns, not by the sequence struct's members, lets Spark
+        shuffle and sort the plain values it writes, and prune the struct (it prunes a struct
+        only when some of its members go unread)."""
+        members = self._seq_members.get(op.input or "")
+        if not members:
+            return {}
+        paths = [output_path(p.ref) for p in op.projections]
+        copies: dict[Member, Column] = {}
+        for i, (projection, path) in enumerate(zip(op.projections, paths, strict=True)):
+            member = member_of(parse_cached(projection.expr))
+            overwritten = any(_overlap(path, o) for j, o in enumerate(paths) if j != i)
+            if member is not None and path and not overwritten:
+                copies[member] = compile_expression(FieldRef(tuple(path)), out.schema)
+        sequence = df.schema[SEQ_COLUMN].dataType
+        if not isinstance(sequence, T.StructType) or len(sequence.fields) != len(members):
+            return {}
+        return {f.name: copies[m] for f, m in zip(sequence.fields, members) if m in copies}
 
     def visit_limit(self, op: Limit, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs

@@ -93,6 +93,43 @@ def test_sessionizing_shuffles_the_members_once_and_sorts_plain_values(
     assert not any(re.search(r"\be#\d", columns) for columns, _ in shuffles), shuffles
 
 
+def range_sorts(physical: str) -> list[str]:
+    """The sort keys of each range-partitioning exchange in a physical plan's details."""
+    return re.findall(r"Arguments: rangepartitioning\((.*), \d+\), ENSURE_REQUIREMENTS", physical)
+
+
+def test_a_stored_order_sorts_by_the_columns_the_project_copies_its_keys_to(
+    spark: Any, root: Path
+) -> None:
+    copied = {**SESSIONS[9], "projections": [
+        {"ref": "output.user", "expr": "e.user"}, *SESSIONS[9]["projections"]]}  # fmt: skip
+    plan = sessions(root, copied)
+    on_spark = run_plan(plan, executor="spark", spark=spark)
+    assert on_spark.records() == run_plan(plan, executor="local").records()
+    assert [(r["user"], r["id"]) for r in on_spark.records()] == [
+        ("a", 3), ("a", 4), ("a", 1), ("b", 2), ("b", 5)]  # fmt: skip
+    # The sort reads the copies of e.user and e.ts and the sequence's own member only: Spark
+    # shuffles and sorts plain values, not the sequence struct.
+    sorts = range_sorts(last_physical_plan(spark))
+    assert sorts, sorts
+    for keys in sorts:
+        assert re.fullmatch(
+            r"user#\d+ ASC NULLS FIRST, ts#\d+L ASC NULLS FIRST, [\w#]+ ASC NULLS FIRST", keys
+        ), keys
+        assert "__drill_seq" not in keys, keys
+
+
+def test_a_copy_the_project_overwrites_is_not_sorted_by(spark: Any, root: Path) -> None:
+    # output.user holds e.ts in the end: the store's sort must read the sequence's e.user.
+    overwritten = {**SESSIONS[9], "projections": [
+        {"ref": "output.user", "expr": "e.user"}, {"ref": "output.user", "expr": "e.ts"},
+        *SESSIONS[9]["projections"]]}  # fmt: skip
+    plan = sessions(root, overwritten)
+    on_spark = run_plan(plan, executor="spark", spark=spark)
+    assert on_spark.records() == run_plan(plan, executor="local").records()
+    assert [r["id"] for r in on_spark.records()] == [3, 4, 1, 2, 5]
+
+
 def test_a_write_into_a_sequence_member_stops_the_spread_and_the_records_stay_right(
     spark: Any, root: Path
 ) -> None:
