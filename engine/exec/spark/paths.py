@@ -22,6 +22,8 @@ Example (with a SparkSession)::
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -178,7 +180,10 @@ def get_in(value: Typed, path: Sequence[str | int]) -> Typed:
             field = _member(dtype, step)
             if field is None:
                 return null_typed()
-            value = Typed(value.column.getField(step), field.dataType)
+            if isinstance(value, _Written):  # the member as written (see _Written)
+                value = dict(value.members)[step]
+            else:
+                value = Typed(value.column.getField(step), field.dataType)
         elif isinstance(dtype, T.ArrayType):
             rest = tuple(path[i:])
             return transform_typed(value, lambda element, rest=rest: get_in(element, rest))
@@ -215,6 +220,44 @@ def make_struct(members: Sequence[tuple[str, Typed]]) -> Typed:
 
 def _null_where(condition: Column, value: Typed) -> Typed:
     return Typed(F.when(condition, F.lit(None)).otherwise(value.column), value.dtype)
+
+
+@dataclass(frozen=True)
+class _Written(Typed):
+    """A map built here from ``members``, null exactly where every one of ``nulls`` is null.
+
+    A later write or read uses the members and ``nulls`` themselves, not the built column: each
+    write would otherwise nest the whole expression before it, twice (in a member read and in
+    the null test), and ``k`` writes into one map would give Spark an expression of ``k!``
+    copies to analyse (seven members written one by one took 12 s).
+    """
+
+    members: tuple[tuple[str, Typed], ...] = ()
+    nulls: tuple[Column, ...] = ()
+
+
+def _written(members: Sequence[tuple[str, Typed]], nulls: Sequence[Column]) -> _Written:
+    struct = make_struct(members)
+    condition = functools.reduce(operator.and_, [v.isNull() for v in nulls])
+    column = F.when(condition, F.lit(None)).otherwise(struct.column)
+    return _Written(column, struct.dtype, members=tuple(members), nulls=tuple(nulls))
+
+
+def _is_null(value: Typed) -> Column:
+    return functools.reduce(operator.and_, [v.isNull() for v in _nulls(value)])
+
+
+def _nulls(value: Typed) -> tuple[Column, ...]:
+    """Values that are all null exactly where ``value`` is null."""
+    return value.nulls if isinstance(value, _Written) else (value.column,)
+
+
+def _fields(value: Typed) -> list[tuple[str, Typed]]:
+    """The members of a map value (of a ``StructType``), by name."""
+    if isinstance(value, _Written):
+        return list(value.members)
+    assert isinstance(value.dtype, T.StructType)
+    return [(f.name, Typed(value.column.getField(f.name), f.dataType)) for f in value.dtype.fields]
 
 
 def same_type(left: T.DataType, right: T.DataType) -> bool:
@@ -257,12 +300,7 @@ def write_in(target: Typed | None, path: Sequence[str], value: Typed, *, merge: 
     if target is not None and not isinstance(target.dtype, T.StructType):
         target = None
     head, rest = path[0], path[1:]
-    members: list[tuple[str, Typed]] = []
-    if target is not None:
-        assert isinstance(target.dtype, T.StructType)
-        members = [
-            (f.name, Typed(target.column.getField(f.name), f.dataType)) for f in target.dtype.fields
-        ]
+    members = _fields(target) if target is not None else []
     names = [name for name, _ in members]
     index = names.index(head) if head in names else None
     child = write_in(members[index][1] if index is not None else None, rest, value, merge=merge)
@@ -270,10 +308,8 @@ def write_in(target: Typed | None, path: Sequence[str], value: Typed, *, merge: 
         members[index] = (head, child)
     else:
         members.append((head, child))
-    struct = make_struct(members)
-    if target is not None:
-        return _null_where(target.column.isNull() & child.column.isNull(), struct)
-    return _null_where(child.column.isNull(), struct)
+    earlier = _nulls(target) if target is not None else ()
+    return _written(members, [*earlier, *_nulls(child)])
 
 
 def merge_values(earlier: Typed, later: Typed) -> Typed:
@@ -281,21 +317,16 @@ def merge_values(earlier: Typed, later: Typed) -> Typed:
     other value is replaced; where the later map is null the earlier value is kept."""
     if not (isinstance(earlier.dtype, T.StructType) and isinstance(later.dtype, T.StructType)):
         return later
-    later_valid = later.column.isNotNull()
-    later_fields = {f.name: f for f in later.dtype.fields}
+    later_valid = ~_is_null(later)
+    later_fields = dict(_fields(later))
     members: list[tuple[str, Typed]] = []
-    for f in earlier.dtype.fields:
-        old = Typed(earlier.column.getField(f.name), f.dataType)
-        if f.name in later_fields:
-            new = Typed(later.column.getField(f.name), later_fields[f.name].dataType)
-            old = merge_member(old, new, later_valid)
-        members.append((f.name, old))
-    known = {f.name for f in earlier.dtype.fields}
-    for f in later.dtype.fields:
-        if f.name not in known:
-            members.append((f.name, Typed(later.column.getField(f.name), f.dataType)))
-    struct = make_struct(members)
-    return _null_where(earlier.column.isNull() & later.column.isNull(), struct)
+    for name, old in _fields(earlier):
+        if name in later_fields:
+            old = merge_member(old, later_fields[name], later_valid)
+        members.append((name, old))
+    known = {name for name, _ in members}
+    members += [(name, new) for name, new in later_fields.items() if name not in known]
+    return _written(members, [*_nulls(earlier), *_nulls(later)])
 
 
 def merge_member(earlier: Typed, later: Typed, later_valid: Column) -> Typed:

@@ -164,6 +164,23 @@ def test_build_columns_agrees_with_the_local_build_batch(data) -> None:
     assert rows(build_columns(df, spark_columns)) == expected
 
 
+def test_members_written_one_by_one_agree_with_local_and_read_each_value_twice(data) -> None:
+    # Ten members of a new map, then members of an existing one (null in a row), one replaced.
+    batch, df = data
+    writes = [(("r", f"m{i}"), 1000 + i) for i in range(10)]
+    writes += [(("e", "id"), 2000), (("e", "extra"), 2001)]
+    spark_columns = [(path, F.col("v") + F.lit(n)) for path, n in writes]
+    plus = [pa.compute.add(trees.get_path(batch, ("v",)), n) for _, n in writes]
+    local_columns = [(("e",), trees.get_path(batch, ("e",))), *zip((p for p, _ in writes), plus)]
+    expected = trees.build_batch(batch.num_rows, local_columns).to_pylist()
+    built = build_columns(df, [(("e",), F.col("e")), *spark_columns])
+    assert rows(built) == expected
+    # Each value is in the plan twice, as a member and in its map's null test: writes are not
+    # nested in one another (ten writes nested gave Spark 10! copies of the first to analyse).
+    plan = built._jdf.queryExecution().analyzed().toString()
+    assert [plan.count(f"cast({n} as bigint)") for _, n in writes] == [2] * len(writes)
+
+
 def test_build_columns_refuses_a_scalar_at_the_root(data) -> None:
     _, df = data
     with pytest.raises(TreePathError, match="only a map"):
