@@ -238,13 +238,12 @@ class _Written(Typed):
 
 def _written(members: Sequence[tuple[str, Typed]], nulls: Sequence[Column]) -> _Written:
     struct = make_struct(members)
-    condition = functools.reduce(operator.and_, [v.isNull() for v in nulls])
-    column = F.when(condition, F.lit(None)).otherwise(struct.column)
+    column = F.when(_all_null(nulls), F.lit(None)).otherwise(struct.column)
     return _Written(column, struct.dtype, members=tuple(members), nulls=tuple(nulls))
 
 
-def _is_null(value: Typed) -> Column:
-    return functools.reduce(operator.and_, [v.isNull() for v in _nulls(value)])
+def _all_null(values: Sequence[Column]) -> Column:
+    return functools.reduce(operator.and_, [v.isNull() for v in values])
 
 
 def _nulls(value: Typed) -> tuple[Column, ...]:
@@ -317,7 +316,7 @@ def merge_values(earlier: Typed, later: Typed) -> Typed:
     other value is replaced; where the later map is null the earlier value is kept."""
     if not (isinstance(earlier.dtype, T.StructType) and isinstance(later.dtype, T.StructType)):
         return later
-    later_valid = ~_is_null(later)
+    later_valid = ~_all_null(_nulls(later))
     later_fields = dict(_fields(later))
     members: list[tuple[str, Typed]] = []
     for name, old in _fields(earlier):
