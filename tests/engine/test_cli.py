@@ -153,3 +153,30 @@ def test_run_fills_plan_parameters(tmp_path: Path, capsys: pytest.CaptureFixture
     assert json.loads(capsys.readouterr().out) == {"e": {"a": 1}}
     assert run(args) != EXIT_OK
     assert "day" in capsys.readouterr().err
+
+
+def test_run_on_spark_shows_no_java_stack_trace_when_spark_gives_up_code_generation(
+    tmp_path: Path,
+) -> None:
+    # Forty transforms make a stage whose generated Java method is too long to compile: Spark
+    # logs that with a stack trace and runs the stage interpreted. The run succeeds, and the
+    # user sees the records only.
+    (tmp_path / "t.json").write_text('{"a": 1}\n{"a": 2}\n')
+    query: list[dict[str, object]] = [
+        {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "t", "selection": {"path": "t.json"}}
+    ]
+    for i in range(40):
+        query.append({"@id": i + 2, "op": "transform", "input": i + 1,
+                      "transforms": [{"ref": f"t.c{i}", "expr": f"t.a + {i}"}]})  # fmt: skip
+    query.append({"@id": 100, "op": "store", "input": 41, "storageengine": "q", "target": {}})
+    storage = {"fs": {"type": "fs", "root": str(tmp_path)}, "q": {"type": "queue"}}
+    plan = tmp_path / "many.json"
+    plan.write_text(json.dumps({"storage": storage, "query": query}))
+    script = Path(sys.executable).with_name("drill-dagster")
+    done = subprocess.run(
+        [str(script), "run", str(plan), "--executor", "spark"], capture_output=True, text=True
+    )
+    assert done.returncode == EXIT_OK, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["t"]["c39"] for r in records] == [40, 41]
+    assert "CodeGenerator" not in done.stderr and "\tat " not in done.stderr, done.stderr[:2000]

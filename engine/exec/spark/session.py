@@ -30,7 +30,12 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.codegen.name = org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator
+logger.codegen.level = off
 """
+"""Spark's logs at ERROR, but for its code generator: a method too long to compile makes it log
+an error with a Java stack trace (hundreds of lines) and then run the stage interpreted, as it
+should; the run is not failing and the user has nothing to fix."""
 
 
 def _log4j_file() -> Path:
