@@ -426,8 +426,9 @@ class SparkCompiler:
         A store sorting by these columns, not by the sequence struct's members, lets Spark
         shuffle and sort the plain values it writes, and prune the struct (it prunes a struct
         only when some of its members go unread)."""
-        members = self._seq_members.get(op.input or "")
-        if not members:
+        members = self._seq_members.get(op.input or "", [])
+        sequence = df.schema[SEQ_COLUMN].dataType
+        if not isinstance(sequence, T.StructType) or len(sequence.fields) != len(members):
             return {}
         paths = [output_path(p.ref) for p in op.projections]
         copies: dict[Member, Column] = {}
@@ -436,9 +437,6 @@ class SparkCompiler:
             overwritten = any(_overlap(path, o) for j, o in enumerate(paths) if j != i)
             if member is not None and path and not overwritten:
                 copies[member] = compile_expression(FieldRef(tuple(path)), out.schema)
-        sequence = df.schema[SEQ_COLUMN].dataType
-        if not isinstance(sequence, T.StructType) or len(sequence.fields) != len(members):
-            return {}
         return {f.name: copies[m] for f, m in zip(sequence.fields, members) if m in copies}
 
     def visit_limit(self, op: Limit, inputs: list[DataFrame]) -> DataFrame:

@@ -62,6 +62,13 @@ def sessions(root: Path, *changes: dict[str, Any]) -> Any:
     return parse_plan({"storage": storage, "query": [*by_id.values(), store]})
 
 
+def agreeing(plan: Any, spark: Any) -> Any:
+    """The plan's run on Spark, once its records are checked equal to the local executor's."""
+    on_spark = run_plan(plan, executor="spark", spark=spark)
+    assert on_spark.records() == run_plan(plan, executor="local").records()
+    return on_spark
+
+
 def last_physical_plan(spark: Any) -> str:
     executions = spark._jsparkSession.sharedState().statusStore().executionsList()
     return executions.apply(executions.size() - 1).physicalPlanDescription()
@@ -77,8 +84,7 @@ def test_sessionizing_shuffles_the_members_once_and_sorts_plain_values(
     spark: Any, root: Path
 ) -> None:
     plan = sessions(root)
-    on_spark = run_plan(plan, executor="spark", spark=spark)
-    assert on_spark.records() == run_plan(plan, executor="local").records()
+    on_spark = agreeing(plan, spark)
     assert [r["session"] for r in on_spark.records()] == [1, 1, 1, 1, 2]
     shuffles = exchanges(last_physical_plan(spark))  # the final plan's, then the initial's
     by_key = sorted({columns for columns, how in shuffles if how == "hashpartitioning"})
@@ -104,8 +110,7 @@ def test_a_stored_order_sorts_by_the_columns_the_project_copies_its_keys_to(
     copied = {**SESSIONS[9], "projections": [
         {"ref": "output.user", "expr": "e.user"}, *SESSIONS[9]["projections"]]}  # fmt: skip
     plan = sessions(root, copied)
-    on_spark = run_plan(plan, executor="spark", spark=spark)
-    assert on_spark.records() == run_plan(plan, executor="local").records()
+    on_spark = agreeing(plan, spark)
     assert [(r["user"], r["id"]) for r in on_spark.records()] == [
         ("a", 3), ("a", 4), ("a", 1), ("b", 2), ("b", 5)]  # fmt: skip
     # The sort reads the copies of e.user and e.ts and the sequence's own member only: Spark
@@ -125,8 +130,7 @@ def test_a_copy_the_project_overwrites_is_not_sorted_by(spark: Any, root: Path) 
         {"ref": "output.user", "expr": "e.user"}, {"ref": "output.user", "expr": "e.ts"},
         *SESSIONS[9]["projections"]]}  # fmt: skip
     plan = sessions(root, overwritten)
-    on_spark = run_plan(plan, executor="spark", spark=spark)
-    assert on_spark.records() == run_plan(plan, executor="local").records()
+    on_spark = agreeing(plan, spark)
     assert [r["id"] for r in on_spark.records()] == [3, 4, 1, 2, 5]
 
 
@@ -139,8 +143,7 @@ def test_a_write_into_a_sequence_member_stops_the_spread_and_the_records_stay_ri
         {"ref": "starts", "expr": "if rows == 1 || gap > 100 then 1 else 0 end"},
         {"ref": "e.ts", "expr": "0 - e.ts"}]}  # fmt: skip
     plan = sessions(root, rewrite)
-    on_spark = run_plan(plan, executor="spark", spark=spark)
-    assert on_spark.records() == run_plan(plan, executor="local").records()
+    on_spark = agreeing(plan, spark)
     assert [r["ts"] for r in on_spark.records()] == [-20, -20, -30, -10, -2000]
 
 
@@ -153,8 +156,7 @@ def test_a_running_aggregation_reads_the_one_before_it_over_a_spread(
     project = {**SESSIONS[9], "projections": [
         *SESSIONS[9]["projections"], {"ref": "output.later", "expr": "later"}]}  # fmt: skip
     plan = sessions(root, running, project)
-    on_spark = run_plan(plan, executor="spark", spark=spark)
-    assert on_spark.records() == run_plan(plan, executor="local").records()
+    on_spark = agreeing(plan, spark)
     assert [r["later"] for r in on_spark.records()] == [30, 40, 60, 20, 2030]
 
 
@@ -162,8 +164,7 @@ def test_descending_keys_are_not_members_and_the_records_stay_right(spark: Any, 
     descending = {**SESSIONS[1], "orderings": [
         {"order": "asc", "expr": "e.user"}, {"order": "desc", "expr": "e.ts"}]}  # fmt: skip
     plan = sessions(root, descending)
-    on_spark = run_plan(plan, executor="spark", spark=spark)
-    assert on_spark.records() == run_plan(plan, executor="local").records()
+    agreeing(plan, spark)
 
 
 def test_spread_takes_a_record_and_its_sequence_apart_and_rebuilds_them(spark: Any) -> None:
