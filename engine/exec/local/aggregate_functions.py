@@ -265,6 +265,11 @@ def aggregate_runs(calls: Sequence[tuple[str, pa.Array]], starts: np.ndarray) ->
     ``sum`` stays BIGINT for integers, ``avg`` is FLOAT8, nulls are skipped; a run without a
     non-null value gives null (0 for the counts).
     """
+    calls, nan_flags = _nan_checks(calls)
+    return _nan_greatest(_aggregate_runs(calls, starts), nan_flags)
+
+
+def _aggregate_runs(calls: Sequence[tuple[str, pa.Array]], starts: np.ndarray) -> list[pa.Array]:
     fast = [_reduce_runs(name, values, starts) for name, values in calls]
     if all(result is not None for result in fast):
         return fast  # type: ignore[return-value]
@@ -300,6 +305,14 @@ def aggregate_groups(
 
     ``(COUNT_ALL, None)`` counts each group's rows with no values to pass.
     """
+    calls, nan_flags = _nan_checks(calls)
+    grouped_keys, results = _aggregate_groups(calls, keys)
+    return grouped_keys, _nan_greatest(results, nan_flags)
+
+
+def _aggregate_groups(
+    calls: Sequence[tuple[str, pa.Array | None]], keys: Sequence[pa.Array]
+) -> tuple[list[pa.Array], list[pa.Array]]:
     dense = _dense_groups(calls, keys)
     if dense is not None:
         return dense
@@ -327,6 +340,34 @@ def aggregate_groups(
     grouped = grouped.take(pc.sort_indices(grouped["first_min"]))
     results = [grouped[name].combine_chunks() for name in names]
     return [grouped[f"k{i}"].combine_chunks() for i in range(len(keys))], results
+
+
+def _nan_checks(
+    calls: Sequence[tuple[str, pa.Array | None]],
+) -> tuple[list[tuple[str, pa.Array | None]], dict[int, int]]:
+    """``calls`` and, for each ``max`` of floats holding a NaN, a ``max`` of where they are NaN
+    (appended; by the index of the call it checks): NaN is the greatest float, as in ordering and
+    on Spark, where Arrow's ``max`` skips NaN unless every value is NaN (its ``min`` agrees)."""
+    checked = list(calls)
+    flags: dict[int, int] = {}
+    for i, (name, values) in enumerate(calls):
+        if name == "max" and values is not None and pa.types.is_floating(values.type):
+            is_nan = pc.is_nan(values)
+            if pc.any(is_nan).as_py():
+                flags[i] = len(checked)
+                checked.append(("max", is_nan.cast(pa.int8())))
+    return checked, flags
+
+
+def _nan_greatest(results: list[pa.Array], flags: dict[int, int]) -> list[pa.Array]:
+    """The results of the calls :func:`_nan_checks` checked, NaN where a group held one."""
+    if not flags:
+        return results
+    fixed = list(results)
+    for call, flag in flags.items():
+        nan = pa.scalar(float("nan"), results[call].type)
+        fixed[call] = pc.if_else(pc.equal(results[flag], 1), nan, results[call])
+    return fixed[: len(results) - len(flags)]
 
 
 COUNT_ALL = "count_all"

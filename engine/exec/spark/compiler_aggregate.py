@@ -168,6 +168,7 @@ def collapse_rows(
         return _collapse_frames(
             df,
             calls,
+            [args[0].dtype if args else None for _, args in typed_calls],
             carryovers,
             target,
             frame,
@@ -240,6 +241,7 @@ class FrameSpec:
 
     def __init__(self, spec: WindowSpec, start: int | None, end: int | None) -> None:
         self.start, self.end = start, end
+        self.ordered = spec
         self.spec = spec.rowsBetween(
             Window.unboundedPreceding if start is None else start,
             Window.unboundedFollowing if end is None else end,
@@ -249,10 +251,37 @@ class FrameSpec:
     def holds_current_row(self) -> bool:
         return (self.start is None or self.start <= 0) and (self.end is None or self.end >= 0)
 
+    @property
+    def offsets(self) -> range | None:
+        """The offsets of a frame of at most :data:`OFFSET_ROWS` rows around each record (None
+        for a longer, unbounded or always empty frame)."""
+        if self.start is None or self.end is None or not 0 <= self.end - self.start < OFFSET_ROWS:
+            return None
+        return range(self.start, self.end + 1)
+
+    def at(self, value: Column, offset: int) -> Column:
+        """``value`` of the record ``offset`` records from each record in its run (``lag`` or
+        ``lead``: null beyond the run's ends)."""
+        if offset == 0:
+            return value
+        shifted = F.lag(value, -offset) if offset < 0 else F.lead(value, offset)
+        return shifted.over(self.ordered)
+
+    def holds(self, offset: int) -> Column:
+        """Whether each record's run has a record ``offset`` records from it."""
+        return F.lit(True) if offset == 0 else self.at(F.lit(1), offset).isNotNull()
+
+
+OFFSET_ROWS = 8
+"""Up to this many rows, the aggregates of a frame are combinations of the values at each of its
+offsets (``lag``/``lead``, :func:`_offset_aggregates`): a sliding frame re-aggregates its rows for
+every record, which cost sessionize at scale 1 a tenth of its executor CPU."""
+
 
 def _collapse_frames(
     df: DataFrame,
     calls: Sequence[AggregateCall],
+    arg_types: Sequence[T.DataType | None],
     carryovers: Sequence[Column],
     target: Column | None,
     frame: FrameSpec,
@@ -274,12 +303,16 @@ def _collapse_frames(
     (:data:`FRAME_ROWS`) instead. ``rebuilt`` gives ``seq`` and columns ``kept`` that ``df``
     holds taken apart (:mod:`~engine.exec.spark.spread`)."""
     over = frame.spec
-    columns: dict[str, Column] = {}
-    for (name, args), alias in zip(calls, aggregate_names, strict=True):
-        if name == "count_distinct":  # Spark has no distinct window aggregates
-            columns[alias] = F.size(F.collect_set(*args).over(over))
-        else:
-            columns[alias] = AGGREGATE_FORMS[name](*args).over(over)
+    # A frame of a few rows whose aggregates and carryovers need no window over the whole frame.
+    offsets = frame.offsets if target is None and (frame.end == 0 or not carryovers) else None
+    columns = _offset_aggregates(frame, offsets, calls, arg_types, aggregate_names)
+    if columns is None:
+        columns = {}
+        for (name, args), alias in zip(calls, aggregate_names, strict=True):
+            if name == "count_distinct":  # Spark has no distinct window aggregates
+                columns[alias] = F.size(F.collect_set(*args).over(over))
+            else:
+                columns[alias] = AGGREGATE_FORMS[name](*args).over(over)
     rebuilt = rebuilt or {}
     sequence = rebuilt.get(seq, F.col(seq))
     chosen = sequence if target is None else F.when(target, sequence)
@@ -291,7 +324,10 @@ def _collapse_frames(
             columns[alias] = F.max_by(value, chosen).over(over)
     plain[seq] = sequence
     plain.update((name, rebuilt.get(name, F.col(name))) for name in kept)
-    rows = F.count(F.lit(1)).over(over)  # the rows of each record's frame
+    if offsets is None:
+        rows = F.count(F.lit(1)).over(over)  # the rows of each record's frame
+    else:
+        rows = _total([frame.holds(o).cast("long") for o in offsets])
     if frame_rows:
         columns[FRAME_ROWS] = rows
     if rebuilt:
@@ -314,6 +350,56 @@ def _collapse_frames(
         return Collapsed(df, columns)
     out = Collapsed(df, {**columns, temp("keep"): keep}).select()
     return Collapsed(out.where(F.col(temp("keep"))), {name: F.col(name) for name in columns})
+
+
+def _offset_aggregates(
+    frame: FrameSpec,
+    offsets: range | None,
+    calls: Sequence[AggregateCall],
+    arg_types: Sequence[T.DataType | None],
+    names: Sequence[str],
+) -> dict[str, Column] | None:
+    """The aggregates over a frame of a few ``offsets`` from the values at each offset, as
+    Spark's aggregates compute them (nulls skipped; sums and averages adding from zero in frame
+    order); None where one of them has no such form (then none is given one)."""
+    if offsets is None:
+        return None
+    columns: dict[str, Column] = {}
+    for (name, args), dtype, alias in zip(calls, arg_types, names, strict=True):
+        if name == "count":
+            values = [frame.at(args[0], o).isNotNull().cast("long") for o in offsets]
+            columns[alias] = _total(values)
+        elif name in ("min", "max") and isinstance(dtype, _LEAST_TYPES):
+            values = [frame.at(args[0], o) for o in offsets]
+            pick = F.least if name == "min" else F.greatest
+            columns[alias] = pick(*values) if len(values) > 1 else values[0]
+        elif name in ("sum", "avg") and isinstance(dtype, _ADDED_TYPES):
+            integral = name == "sum" and not isinstance(dtype, T.FloatType | T.DoubleType)
+            added = "long" if integral else "double"
+            values = [frame.at(args[0], o).cast(added) for o in offsets]
+            present = [v.isNotNull().cast("long") for v in values]
+            total = _total([F.coalesce(v, F.lit(0).cast(added)) for v in values], start=added)
+            if name == "sum":
+                columns[alias] = F.when(_total(present) > 0, total)
+            else:
+                count = _total(present)
+                columns[alias] = F.when(count > 0, total / count.cast("double"))
+        else:
+            return None
+    return columns
+
+
+_LEAST_TYPES = (T.NumericType, T.StringType, T.BooleanType, T.DateType, T.TimestampType)
+_ADDED_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType)
+
+
+def _total(values: Sequence[Column], start: str | None = None) -> Column:
+    """``values`` added in order, from a zero of type ``start`` when given (as Spark's ``sum``
+    and ``avg`` add)."""
+    total = F.lit(0).cast(start) if start else values[0]
+    for value in values if start else values[1:]:
+        total = total + value
+    return total
 
 
 def target_is_true(value: Typed) -> Column:

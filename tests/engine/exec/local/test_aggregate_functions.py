@@ -294,3 +294,22 @@ def test_first_appearance_of_integer_keys_anywhere(keys: list[int]) -> None:
     assert grouped[0].to_pylist() == order
     assert counts.to_pylist() == [keys.count(k) for k in order]
     assert sums.to_pylist() == [sum(i for i, k in enumerate(keys) if k == g) for g in order]
+
+
+def test_max_of_floats_is_nan_where_a_run_or_group_holds_one_as_on_spark() -> None:
+    """NaN is the greatest float (as in ordering, and Spark's ``max``); Arrow's ``max`` skips
+    it unless every value is NaN. ``min`` skips it the same in both."""
+    values = pa.array([2.0, float("nan"), float("nan"), None, float("nan"), None, 1.0])
+    keys = pa.array([1, 1, 2, 2, 3, 4, 5])
+    _, (most, least, total) = aggregate_groups(
+        [("max", values), ("min", values), ("sum", values)], [keys]
+    )
+    assert str(most.to_pylist()) == "[nan, nan, nan, None, 1.0]"
+    assert str(least.to_pylist()) == "[2.0, nan, nan, None, 1.0]"
+    assert str(total.to_pylist()) == "[nan, nan, nan, None, 1.0]"
+    starts = np.array([1, 0, 1, 0, 1, 1, 1], dtype=bool)
+    most, least = aggregate_runs([("max", values), ("min", values)], starts)
+    assert str(most.to_pylist()) == "[nan, nan, nan, None, 1.0]"
+    assert str(least.to_pylist()) == "[2.0, nan, nan, None, 1.0]"
+    (plain,) = aggregate_runs([("max", pa.array([2.0, None, 3.0]))], starts[:3])
+    assert plain.to_pylist() == [2.0, 3.0]
