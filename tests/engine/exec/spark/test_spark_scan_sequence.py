@@ -1,5 +1,5 @@
-"""The scan sequence on Spark: parquet rows numbered densely (footer row counts and
-``_metadata.row_index``), with widths that keep pairs of sequences longs, and decimals only where
+"""The scan sequence on Spark: parquet rows numbered densely (footer row counts and each row's
+index in its file), with widths that keep pairs of sequences longs, and decimals only where
 the widths do not fit."""
 
 from __future__ import annotations
@@ -204,3 +204,32 @@ def test_a_scan_finds_a_rows_file_by_its_size_unless_two_files_share_one(
     records = result.records()
     assert records == run_plan(plan, executor="local").records()
     assert len(records) == (19 if same_sizes else 12)
+
+
+def test_the_row_index_column_spark_fills_is_metadata_row_index(spark: Any, data: Path) -> None:
+    """The scan reads each row's index in its file as a column Spark's parquet reader fills
+    (``sources.ROW_INDEX_COLUMN``, Spark's internal name, cheaper than ``_metadata``): the same
+    values as ``_metadata.row_index`` over row groups and files, pushed filters included, and a
+    plan with a filter on the scan keeps the sequence numbers dense and non-nullable."""
+    from engine.exec.spark.sources import ROW_INDEX_COLUMN
+
+    files = [str(data / "t" / f"{name}.parquet") for name in ("a", "c")]
+    schema = T.StructType(
+        [T.StructField("k", T.LongType()), T.StructField(ROW_INDEX_COLUMN, T.LongType())]
+    )
+    ours = spark.read.schema(schema).parquet(*files).where(F.col("k") > 1)
+    theirs = spark.read.parquet(*files).where(F.col("k") > 1)  # Spark reads not both at once
+    indexed = sorted(tuple(r) for r in ours.select("k", ROW_INDEX_COLUMN).collect())
+    expected = sorted(tuple(r) for r in theirs.select("k", "_metadata.row_index").collect())
+    assert indexed == expected
+    assert {i for _, i in indexed} == {0, 2, 4, 1, 5, 6}  # a: 3, 2, 4; c: 2, 2, 5, 3, 9, 4
+    filtered = {"@id": 2, "op": "filter", "input": 1, "expr": "t.k > 1"}
+    plan = plan_of(data, scan(1, "t", "t"), filtered, queue(3, 2))
+    (frame,) = run_of(spark, plan).compile_frames().values()
+    assert not frame.schema[SEQ_COLUMN].nullable
+    seqs = [r[SEQ_COLUMN] for r in frame.select(SEQ_COLUMN).collect()]
+    assert sorted(seqs) == [0, 2, 4, 5, 6, 7, 9, 10, 11]  # a's rows 0-4, c's from 5
+    assert (
+        run_plan(parse_plan(plan), executor="spark", spark=spark).records()
+        == run_plan(parse_plan(plan), executor="local").records()
+    )
