@@ -306,8 +306,8 @@ def _collapse_frames(
     # A frame of a few rows whose aggregates and carryovers need no window over the whole frame.
     offsets = frame.offsets if target is None and (frame.end == 0 or not carryovers) else None
     columns = _offset_aggregates(frame, offsets, calls, arg_types, aggregate_names)
-    if columns is None:
-        columns = {}
+    if columns is None:  # one sliding window for all, the frame's rows too
+        offsets, columns = None, {}
         for (name, args), alias in zip(calls, aggregate_names, strict=True):
             if name == "count_distinct":  # Spark has no distinct window aggregates
                 columns[alias] = F.size(F.collect_set(*args).over(over))

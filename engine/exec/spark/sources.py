@@ -627,8 +627,8 @@ def _as_columns(values: dict[str, Column]) -> list[Column]:
 
 def _position_of(key: Column, keys: Sequence[str | int]) -> Column:
     """The position of ``key`` in ``keys`` (-1: not there) as a ``CASE WHEN`` of compares, which
-    Spark's generated code runs as such: ``array_position`` over an array literal costs more per
-    row (topn at scale 1: ~5% of its executor CPU), a few py4j calls per key less."""
+    Spark's generated code runs as such. ``array_position`` over an array literal costs more per
+    row (topn at scale 1: ~5% of its executor CPU) but fewer py4j calls when there are many keys."""
     position = F.when(key == keys[0], 0)
     for i, value in enumerate(keys[1:], start=1):
         position = position.when(key == value, i)

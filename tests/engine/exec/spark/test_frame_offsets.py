@@ -171,6 +171,7 @@ def test_other_frames_keep_the_sliding_window_and_agree_with_local(
     shown = spark_plan(plan, spark)
     assert frame in shown
     assert window_functions(shown) - {"lag", "lead"}
+    assert not window_functions(shown) & {"lag", "lead"}  # no offsets beside the sliding window
     agrees_with_local(plan, spark)
 
 
