@@ -580,18 +580,21 @@ def _native_scan(
     by_size = in_literals and len({f.size for f in files}) == len(files)
     key = F.col("_metadata.file_size" if by_size else "_metadata.file_path")
     if in_literals:
-        # The row's file by its position in an array literal of the files (-1: not listed); its
-        # base and implicit values at that position (null beyond the ends). An unknown file
-        # fails the read, in every column it gives.
+        # Up to CASE_LOOKUP_FILES files, compares of the row's file key give its base (and its
+        # position, for implicit values); beyond, its position in an array literal of the files
+        # (-1: not listed) gives both from array literals (null beyond the ends). An unknown
+        # file fails the read, in every column it gives.
         keys = [f.size if by_size else spark_file_uri(f.real_path) for f in files]
+        file_bases = [bases[f.real_path] for f in files]
         if len(keys) <= CASE_LOOKUP_FILES:
-            at = _position_of(key, keys)
+            base = _value_of(key, keys, file_bases, otherwise=_unknown_file(key, "long"))
+            at = _position_of(key, keys) if implicit else None
         else:
             at = F.array_position(_array_literal(keys, "bigint" if by_size else "string"), key) - 1
-        found = F.get(_array_literal([bases[f.real_path] for f in files], "bigint"), at)
-        base = F.coalesce(found, _unknown_file(key, "long"))
+            found = F.get(_array_literal(file_bases, "bigint"), at)
+            base = F.coalesce(found, _unknown_file(key, "long"))
         values = dict(table)
-        for name in implicit:
+        for name in implicit if at is not None else ():
             value = _optional_string_at(at, [implicit_values(f).get(name) for f in files])
             values[name] = F.when(at < 0, _unknown_file(key)).otherwise(value).alias(name)
         return shaped(read, values, _sequence(base, row_id, bits))
@@ -629,10 +632,18 @@ def _position_of(key: Column, keys: Sequence[str | int]) -> Column:
     """The position of ``key`` in ``keys`` (-1: not there) as a ``CASE WHEN`` of compares, which
     Spark's generated code runs as such. ``array_position`` over an array literal costs more per
     row (topn at scale 1: ~5% of its executor CPU) but fewer py4j calls when there are many keys."""
-    position = F.when(key == keys[0], 0)
-    for i, value in enumerate(keys[1:], start=1):
-        position = position.when(key == value, i)
-    return position.otherwise(-1)
+    return _value_of(key, keys, range(len(keys)), otherwise=F.lit(-1))
+
+
+def _value_of(
+    key: Column, keys: Sequence[str | int], values: Sequence[int], *, otherwise: Column
+) -> Column:
+    """``values[i]`` where ``key`` is ``keys[i]``, else ``otherwise``: a ``CASE WHEN`` of compares
+    (no array literal to index, which Spark's optimizer folds and each row indexes)."""
+    value = F.when(key == keys[0], values[0])
+    for key_value, value_i in zip(keys[1:], values[1:], strict=True):
+        value = value.when(key == key_value, value_i)
+    return value.otherwise(otherwise)
 
 
 def _array_literal(values: Sequence[str | int], dtype: str) -> Column:

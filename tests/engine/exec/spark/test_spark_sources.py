@@ -152,9 +152,9 @@ def test_a_rows_file_is_found_by_its_position_in_a_list_of_the_files(
     lookup: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A row's file is its position in a list of the files' sizes (distinct) or paths (equal
-    sizes), found by compares (up to ``CASE_LOOKUP_FILES`` files) or in an array literal, its
-    sequence base and implicit values the values at that position: records in file order, the
+    """A row's file is known by its size (distinct sizes) or path (equal sizes): compares of it
+    (up to ``CASE_LOOKUP_FILES`` files) give its sequence base and implicit values, else its
+    position in an array literal, the values at that position: records in file order, the
     JVM asked as often for twelve files as for three by the array literal, and a file the scan
     did not list fails the read by name, in each column it gives."""
     monkeypatch.setattr(sources, "CASE_LOOKUP_FILES", 12 if lookup == "compares" else 0)
@@ -178,6 +178,9 @@ def test_a_rows_file_is_found_by_its_position_in_a_list_of_the_files(
             df = scan_plan_dataframe(spark, plan, None)
         expected = local_records(engine, selection, file_columns=file_columns)
         assert ordered(df.collect()) == expected
+        literals = "array" in df._jdf.queryExecution().analyzed().toString()
+        # Compares index no array literal; implicit values are strings in one, by position.
+        assert literals == (lookup == "array" or bool(file_columns))
         return counts.calls, plan
 
     calls_for(2)  # warm: the first use of a function costs py4j lookups once per process
