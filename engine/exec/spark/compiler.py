@@ -410,6 +410,7 @@ class SparkCompiler:
             long = T.LongType()
             carried = [((c,), Typed(F.col(c), long)) for c, _ in self._deferred[op.id]]
             out = self.flushed(op.id, build_columns(df, [*columns, *carried]))
+            del self._deferred[op.id]  # `out` carries none of them: its readers drop nothing
             # The store sorts, if it does, by the sequence of the project's input (Spark carries
             # it through the project for the sort and drops it after): no step drops it.
             self._store_orders[op.id] = lambda: sequence_order(
