@@ -42,6 +42,7 @@ from engine.exec.spark.compiler_aggregate import (
 from engine.exec.spark.compiler_flatten import flatten_rows
 from engine.exec.spark.compiler_join import join_rows, union_rows
 from engine.exec.spark.compiler_order import (
+    exact_type,
     limit_rows,
     order_rows,
     sequence_order,
@@ -122,6 +123,8 @@ class SparkRunContext:
     remaining: dict[str, Remaining] = field(default_factory=dict)
     unordered: set[str] = field(default_factory=set)  # operators whose order nothing observes
     total: set[str] = field(default_factory=set)  # orders under which no two records tie
+    # scan id -> the order reading it whose ties are equal records (:func:`tie_free_orders`)
+    tie_free: dict[str, str] = field(default_factory=dict)
     limited: set[str] = field(default_factory=set)  # operators a `limit` reads
     # scan id -> the rows it reads, from its parquet footers (a whole read: no filter, no limit)
     read_rows: dict[str, int] = field(default_factory=dict)
@@ -324,6 +327,12 @@ class SparkCompiler:
             self.ctx.scan_files.setdefault(str(file.real_path), op.id)
         if op.pushed_limit is None and op.id not in self.ctx.limited:
             self.ctx.files_read[op.id] = len(plan.resolved.files)
+        tie_free = self.ctx.tie_free.get(op.id)
+        if tie_free is not None and not _exact_members(plan.resolved, op.projection or ()):
+            # Records that tie may differ after all (-0.0 ties 0.0): the order breaks ties by
+            # this scan's order.
+            self.ctx.total.discard(tie_free)
+            self.ctx.unordered.discard(op.id)
         df = scan_plan_dataframe(
             self.spark,
             plan,
@@ -984,6 +993,21 @@ def _keeps_key(op: Any, expr: Expr) -> bool:
     else:
         written = [writable_path(a.ref, "aggregation ref") for a in op.aggregations]
     return bool(_unwritten([expr], written))
+
+
+def _exact_members(resolved: Any, members: Sequence[str]) -> bool:
+    """Whether every one of a scan's ``members`` has a type whose values tie in a sort only
+    when equal (:func:`~engine.exec.spark.compiler_order.exact_type`); implicit columns are
+    strings."""
+    types = {f.name.lower(): f.dataType for f in resolved.spark_schema.fields}
+    implicit = {name.lower() for name in resolved.implicit}
+    for member in members:
+        dtype = types.get(member.lower())
+        if dtype is None and member.lower() not in implicit:
+            return False
+        if dtype is not None and not exact_type(dtype):
+            return False
+    return True
 
 
 def _unwritten(leading: Sequence[Expr], written: Sequence[Path]) -> list[Expr]:

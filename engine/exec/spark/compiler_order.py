@@ -365,14 +365,14 @@ def unordered_outputs(operators: Sequence[Any], sinks: Collection[str]) -> set[s
 
 
 def total_orders(operators: Sequence[Any]) -> set[str]:
-    """The ids of the ``order`` operators (without ``within``) under which no two records tie:
-    their keys include every key of a collapse of a segment's groups (its input), which are
-    unique. They need no tie-break by input order.
+    """The ids of the ``order`` operators (without ``within``) that need no tie-break by input
+    order: no two records tie (their keys include every key of a collapse of a segment's groups,
+    its input, which are unique), or records that tie are equal (:func:`tie_free_orders`).
 
     Keys are compared as expressions (``l.a`` is ``l.a``, not ``l.A``); null equals null, as in
     a segment's groups and in a sort."""
     by_id = {op.id: op for op in operators}
-    total = set()
+    total = set(tie_free_orders(operators))
     for op in operators:
         if op.op != "order" or op.within is not None:
             continue
@@ -380,6 +380,79 @@ def total_orders(operators: Sequence[Any]) -> set[str]:
         if keys is not None and keys <= {parse_cached(o.expr) for o in op.orderings}:
             total.add(op.id)
     return total
+
+
+def tie_free_orders(operators: Sequence[Any]) -> dict[str, str]:
+    """``{order id: scan id}`` for each ``order`` (without ``within``) that reads a scan whose
+    records hold nothing but the order's keys: the scan reads only the members of its
+    ``projection`` (the planner's projection pushdown), each of them a key. Records that tie are
+    then equal, and no reader can tell which of them comes first (a sessionization ordering
+    events by user, time and id, reading nothing else of them).
+
+    Equal keys are equal values for exact types only: a floating key ties -0.0 with 0.0, and
+    a string of another collation ties different strings. The compiler, which sees the types,
+    keeps the tie-break there (:func:`exact_type`).
+
+    >>> from engine.plan import parse_plan
+    >>> plan = parse_plan({"storage": {"fs": {"type": "fs", "root": "/d"}}, "query": [
+    ...   {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "e", "selection": {"path": "e"},
+    ...    "projection": ["ts", "user"]},
+    ...   {"@id": 2, "op": "order", "input": 1, "orderings": [{"expr": "e.user"}, {"expr": "e.ts"}]},
+    ...   {"@id": 3, "op": "store", "input": 2, "storageengine": "fs", "target": {"path": "o"}}]})
+    >>> tie_free_orders(plan.topological_order())
+    {'2': '1'}
+    """
+    by_id = {op.id: op for op in operators}
+    found = {}
+    for op in operators:
+        scan = by_id.get(op.input or "") if op.op == "order" and op.within is None else None
+        if scan is None or scan.op != "scan" or not scan.projection or not scan.ref:
+            continue
+        if scan.pushed_limit is not None:
+            continue
+        ref = tuple(step.lower() for step in _steps(scan.ref))
+        keys = set()
+        for ordering in op.orderings:
+            path = _member_path(parse_cached(ordering.expr))
+            if path is not None and len(path) == len(ref) + 1 and path[:-1] == ref:
+                keys.add(path[-1])
+        if {member.lower() for member in scan.projection} <= keys:
+            found[op.id] = scan.id
+    return found
+
+
+def _member_path(expr: Expr) -> tuple[str, ...] | None:
+    """The lower-cased names of a field reference by names only (None for anything else)."""
+    if not isinstance(expr, FieldRef) or not all(isinstance(s, str) for s in expr.path):
+        return None
+    return tuple(str(step).lower() for step in expr.path)
+
+
+_EXACT_TYPES = (
+    T.BooleanType,
+    T.ByteType,
+    T.ShortType,
+    T.IntegerType,
+    T.LongType,
+    T.DecimalType,
+    T.DateType,
+    T.TimestampType,
+    T.TimestampNTZType,
+    T.BinaryType,
+    T.NullType,
+)
+
+
+def exact_type(dtype: T.DataType) -> bool:
+    """Whether two values of ``dtype`` that a sort ties are equal: not so for floating values
+    (-0.0 ties 0.0), strings of a collation other than binary, maps, arrays and variants.
+
+    >>> exact_type(T.LongType()), exact_type(T.StringType()), exact_type(T.DoubleType())
+    (True, True, False)
+    """
+    if isinstance(dtype, T.StringType):
+        return dtype == T.StringType()  # the default, binary collation
+    return isinstance(dtype, _EXACT_TYPES)
 
 
 def unique_keys(op: Any, by_id: dict[str, Any]) -> frozenset[Expr] | None:

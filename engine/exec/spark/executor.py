@@ -45,6 +45,7 @@ from engine.exec.spark.compiler import (
 from engine.exec.spark.compiler_order import (
     TEMP_PREFIX,
     sequence_order,
+    tie_free_orders,
     total_orders,
     unordered_outputs,
 )
@@ -146,6 +147,9 @@ class SparkPlanRun:
         }
         self.ctx.unordered = unordered_outputs(self.planned.topological_order(), sinks)
         self.ctx.total = total_orders(self.planned.topological_order())
+        self.ctx.tie_free = {
+            scan: order for order, scan in tie_free_orders(self.planned.topological_order()).items()
+        }
         # Fused in both: the Dagster ops compile the plan as given, the executor as planned.
         self.ctx.fused = fused_operators(plan) & fused_operators(self.planned)
         self.ctx.unnumbered = unnumbered_segments(plan, self.ctx.fused) & unnumbered_segments(

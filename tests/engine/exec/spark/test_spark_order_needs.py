@@ -5,6 +5,7 @@ operators whose row count is known."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.exec.spark.compiler_order import total_orders, unordered_outputs
+from engine.exec.spark.compiler_order import tie_free_orders, total_orders, unordered_outputs
 from engine.exec.spark.executor import SparkPlanRun
 from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
@@ -585,3 +586,135 @@ def test_an_aggregate_counts_the_rows_of_a_join_whose_records_all_reach_it(
     assert result.records() == run_plan(plan, executor="local").records()
     assert rows_of(result) == rows_of(run_plan(plan, executor="local"))
     assert rows_of(result)["3"] == 5
+
+
+EVENTS = pa.table(
+    {
+        "user": pa.array([2, 1, 2, 1, 1, None, 2, 1], pa.int64()),
+        "ts": pa.array([5, 3, 5, 1, 3, 4, 2, 3], pa.int64()),
+        "kind": pa.array(["a", "b", "c", "d", "e", "f", "g", "h"]),
+        "score": pa.array([0.0, -0.0, -0.0, 1.5, 0.0, 2.0, 0.0, 0.0], pa.float64()),
+    }
+)
+
+
+def events_plan(root: Path, keys: list[str], read: list[str]) -> Any:
+    """scan e -> order by ``keys`` -> project ``read`` (members of e) -> file store."""
+    return plan_of(
+        {**SCAN, "ref": "e", "selection": {"path": "e", "format": "parquet"}},
+        {
+            "@id": 2,
+            "op": "order",
+            "input": 1,
+            "orderings": [{"order": "asc", "expr": f"e.{k}"} for k in keys],
+        },
+        {
+            "@id": 3,
+            "op": "project",
+            "input": 2,
+            "projections": [{"ref": f"output.{m}", "expr": f"e.{m}"} for m in read],
+        },
+        {"@id": 4, "op": "store", "input": 3, "storageengine": "fs", "target": {"path": "out"}},
+        root=root,
+    )
+
+
+def written_to_out(root: Path) -> list[dict[str, Any]]:
+    files = sorted((root / "out").glob("*.parquet"))
+    return [row for f in files for row in pq.read_table(f).to_pylist()]
+
+
+@pytest.fixture
+def events(tmp_path: Path) -> Path:
+    (tmp_path / "e").mkdir()
+    pq.write_table(EVENTS.slice(0, 4), tmp_path / "e" / "part-0.parquet")
+    pq.write_table(EVENTS.slice(4), tmp_path / "e" / "part-1.parquet")
+    return tmp_path
+
+
+def test_an_order_by_every_member_its_scan_reads_breaks_no_ties(spark: Any, events: Path) -> None:
+    # Tied records (user 2 at 5, user 1 at 3) hold nothing but their keys: they are equal, so
+    # no reader can tell their order, and the scan numbers no rows.
+    plan = events_plan(events, ["user", "ts"], ["ts", "user"])
+    run = run_of(spark, plan)
+    assert run.planned.operator("1").projection == ["ts", "user"]
+    assert run.ctx.tie_free == {"1": "2"}
+    assert "2" in run.ctx.total
+    assert "1" in run.ctx.unordered
+    (frame,) = run_of(spark, plan).compile_frames().values()
+    text = physical_plan(frame)
+    assert "_metadata" not in text
+    assert "row_index" not in text
+    run.run()
+    local = run_plan(events_plan(events, ["user", "ts"], ["ts", "user"]), executor="local")
+    assert local.metrics["4"]["rows"] == 8
+    assert [(r["user"], r["ts"]) for r in written_to_out(events)] == [
+        (None, 4),
+        (1, 1),
+        (1, 3),
+        (1, 3),
+        (1, 3),
+        (2, 2),
+        (2, 5),
+        (2, 5),
+    ]
+
+
+def test_an_order_whose_tied_records_may_differ_keeps_the_tie_break(
+    spark: Any, events: Path
+) -> None:
+    plan = events_plan(events, ["user", "ts"], ["user", "ts", "kind"])
+    run = run_of(spark, plan)
+    assert run.ctx.tie_free == {}  # kind tells tied records apart
+    assert "2" not in run.ctx.total
+    assert "1" not in run.ctx.unordered
+    run.run()
+    kinds = [r["kind"] for r in written_to_out(events)]
+    run_plan(plan, executor="local")
+    assert kinds == [r["kind"] for r in written_to_out(events)] == list("fdbehgac")
+
+
+def test_a_floating_key_keeps_the_tie_break_where_ties_may_differ_in_sign(
+    spark: Any, events: Path
+) -> None:
+    # -0.0 ties 0.0: records equal in every key may still differ, so input order decides.
+    plan = events_plan(events, ["user", "score"], ["user", "score"])
+    run = run_of(spark, plan)
+    assert run.ctx.tie_free == {"1": "2"}  # by the plan alone
+    (frame,) = run_of(spark, plan).compile_frames().values()
+    run.run()
+    assert "2" not in run.ctx.total  # by the types the scan gives
+    assert "1" not in run.ctx.unordered
+    assert "file_size" in physical_plan(frame)  # the rows are numbered: two files
+
+    def signs(records: list[dict[str, Any]]) -> list[tuple[Any, float]]:
+        return [(r["user"], math.copysign(1.0, r["score"])) for r in records]
+
+    on_spark = signs(written_to_out(events))
+    run_plan(plan, executor="local")
+    assert on_spark == signs(written_to_out(events))
+    # user 1: -0.0 (read second), 0.0, 0.0 tie, then 1.5; user 2: 0.0, -0.0, 0.0 tie.
+    user_1 = [(1, -1.0), (1, 1.0), (1, 1.0), (1, 1.0)]
+    user_2 = [(2, 1.0), (2, -1.0), (2, 1.0)]
+    assert on_spark == [(None, 1.0), *user_1, *user_2]
+
+
+def test_tie_free_orders_are_orders_by_every_member_their_scan_reads() -> None:
+    def found(projection: list[str] | None, order: dict[str, Any], **scan: Any) -> dict[str, str]:
+        plan = plan_of(
+            {**SCAN, "ref": "e", "projection": projection, **scan},
+            {"@id": 2, "op": "order", "input": 1, **order},
+            {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {}},
+            root=Path("/data"),
+        )
+        return tie_free_orders(plan.topological_order())
+
+    by = {"orderings": [{"order": "desc", "expr": "e.TS"}, {"expr": "e.user"}]}
+    assert found(["ts", "user"], by) == {"2": "1"}  # names in any case, either direction
+    assert found(["ts"], by) == {"2": "1"}  # more keys than members: still equal when tied
+    assert found(["kind", "ts", "user"], by) == {}  # kind is read and no key
+    assert found(None, by) == {}  # the whole record is read
+    assert found(["ts", "user"], {**by, "within": "e.user"}) == {}
+    assert found(["ts", "user"], by, pushedLimit=3) == {}
+    computed = {"orderings": [{"expr": "e.ts + 1"}, {"expr": "e.user"}]}
+    assert found(["ts", "user"], computed) == {}  # a key that is no member
