@@ -317,7 +317,8 @@ def unordered_outputs(operators: Sequence[Any], sinks: Collection[str]) -> set[s
     one that collapses a segment's groups carrying only their keys: only its own order), a sink,
     a file store below an ``order`` or ``limit``, and an output no one reads (collected in
     order); filters, projects, transforms, flattens, unions and joins pass their readers' needs
-    on to their inputs. Anything else observes it.
+    on to their inputs, but for a join's right input where only the first appearance of groups
+    its left records determine is read (:func:`left_grouped_joins`). Anything else observes it.
     """
     by_id = {op.id: op for op in operators}
     readers: dict[str, list[Any]] = {op.id: [] for op in operators}
@@ -328,11 +329,14 @@ def unordered_outputs(operators: Sequence[Any], sinks: Collection[str]) -> set[s
         if op.op in ("order", "limit") or any(i in below_order for i in op.input_ids()):
             below_order.add(op.id)
     total = total_orders(operators)
+    left_grouped = left_grouped_joins(operators)
     observed: set[str] = set()
 
-    def observes(reader: Any) -> bool:
-        """Whether ``reader`` observes the order of its inputs."""
+    def observes(reader: Any, op: Any) -> bool:
+        """Whether ``reader`` observes the order of its input ``op``."""
         kind = reader.op
+        if kind == "join" and reader.id in left_grouped and op.id != reader.left:
+            return False
         if kind in _PASS_ORDER:
             return reader.id in observed
         if kind == "store":
@@ -358,10 +362,103 @@ def unordered_outputs(operators: Sequence[Any], sinks: Collection[str]) -> set[s
 
     for op in reversed(operators):
         if (not readers.get(op.id) and op.op != "store") or any(
-            observes(reader) for reader in readers[op.id]
+            observes(reader, op) for reader in readers[op.id]
         ):
             observed.add(op.id)
     return {op.id for op in operators} - observed
+
+
+def left_grouped_joins(operators: Sequence[Any]) -> set[str]:
+    """The ids of the ``inner`` and ``left`` joins whose order is read only by a segment whose
+    readers all collapse its groups carrying only its keys (the groups' first appearance
+    orders their records), where each key is determined by the left record: a member of a
+    record the right input does not hold (:func:`top_names`), or the right side of an ``==``
+    condition. Every left record then falls in one group, so the groups appear in the order of
+    their first left records whatever the right records' order: the join's right input needs
+    none (TPC-H Q3's lines, grouped by their order's key, date and priority).
+
+    >>> from engine.plan import parse_plan
+    >>> scan = lambda i, ref: {"@id": i, "op": "scan", "storageengine": "fs", "ref": ref,
+    ...     "selection": {"path": ref}}
+    >>> plan = parse_plan({"storage": {"fs": {"type": "fs", "root": "/d"}}, "query": [
+    ...   scan(1, "o"), scan(2, "l"),
+    ...   {"@id": 3, "op": "join", "left": 1, "right": 2, "type": "inner",
+    ...    "conditions": [{"relationship": "==", "left": "o.key", "right": "l.okey"}]},
+    ...   {"@id": 4, "op": "segment", "input": 3, "ref": "g", "exprs": ["l.okey", "o.date"]},
+    ...   {"@id": 5, "op": "collapsingaggregate", "input": 4, "within": "g",
+    ...    "carryovers": ["l.okey", "o.date"], "aggregations": [{"ref": "n", "expr": "count(1)"}]},
+    ...   {"@id": 6, "op": "order", "input": 5, "orderings": [{"expr": "n"}]},
+    ...   {"@id": 7, "op": "store", "input": 6, "storageengine": "fs", "target": {"path": "x"}}]})
+    >>> ops = plan.topological_order()
+    >>> left_grouped_joins(ops), sorted(unordered_outputs(ops, set()))
+    ({'3'}, ['2', '7'])
+    """
+    by_id = {op.id: op for op in operators}
+    readers: dict[str, list[Any]] = {}
+    for op in operators:
+        for ref in op.input_ids():
+            readers.setdefault(ref, []).append(op)
+    found = set()
+    for op in operators:
+        if op.op != "join" or op.type not in ("inner", "left") or op.left == op.right:
+            continue
+        (segment, *others) = readers.get(op.id) or [None]
+        if segment is None or others or segment.op != "segment":
+            continue
+        collapses = readers.get(segment.id) or []
+        if not collapses or not all(
+            r.op == "collapsingaggregate"
+            and collapses_groups(segment, r)
+            and carries_only_keys(segment, r)
+            for r in collapses
+        ):
+            continue
+        right_names = top_names(by_id.get(op.right), by_id)
+        equated = {parse_cached(c.right) for c in op.conditions if c.relationship == "=="}
+        if all(_left_determined(parse_cached(key), right_names, equated) for key in segment.exprs):
+            found.add(op.id)
+    return found
+
+
+def _left_determined(key: Expr, right_names: frozenset[str] | None, equated: set[Expr]) -> bool:
+    """Whether a joined record's value of ``key`` is its left record's: the right records hold
+    no field where it reads, or a condition makes it equal to a value of the left record."""
+    if key in equated:
+        return True
+    path = _member_path(key)
+    return path is not None and right_names is not None and path[0] not in right_names
+
+
+def top_names(op: Any, by_id: Mapping[str, Any]) -> frozenset[str] | None:
+    """The lower-cased names of the top-level fields ``op``'s records may hold (a superset), or
+    None where unknown (a scan without ``ref``, a constant, a project merging a map)."""
+    if op is None:
+        return None
+    kind = op.op
+    if kind == "scan":
+        return frozenset({_steps(op.ref)[0].lower()}) if op.ref else None
+    if kind == "project":
+        outputs = [_steps(p.ref)[1:] for p in op.projections]
+        if not all(outputs):
+            return None
+        return frozenset(steps[0].lower() for steps in outputs)
+    if kind == "collapsingaggregate":
+        names = [*op.carryovers, *(a.ref for a in op.aggregations)]
+        return frozenset(_steps(name)[0].lower() for name in names)
+    if kind in ("join", "union"):
+        inputs = [top_names(by_id.get(ref), by_id) for ref in op.input_ids()]
+        if any(names is None for names in inputs):
+            return None
+        return frozenset().union(*inputs)
+    if kind in (
+        "filter", "order", "limit", "segment", "windowframe", "transform", "runningaggregate",
+        "flatten",
+    ):  # fmt: skip
+        names = top_names(by_id.get(op.input or ""), by_id)
+        if names is None:
+            return None
+        return names | {_steps(name)[0].lower() for _, name in op.names()}
+    return None
 
 
 def total_orders(operators: Sequence[Any]) -> set[str]:

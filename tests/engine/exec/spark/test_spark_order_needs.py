@@ -13,7 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.exec.spark.compiler_order import tie_free_orders, total_orders, unordered_outputs
+from engine.exec.spark.compiler_order import (
+    left_grouped_joins,
+    tie_free_orders,
+    top_names,
+    total_orders,
+    unordered_outputs,
+)
 from engine.exec.spark.executor import SparkPlanRun
 from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
@@ -718,3 +724,128 @@ def test_tie_free_orders_are_orders_by_every_member_their_scan_reads() -> None:
     assert found(["ts", "user"], by, pushedLimit=3) == {}
     computed = {"orderings": [{"expr": "e.ts + 1"}, {"expr": "e.user"}]}
     assert found(["ts", "user"], computed) == {}  # a key that is no member
+
+
+ORDERS = pa.table(
+    {
+        "key": pa.array([3, 1, 2, 4], pa.int64()),
+        "day": pa.array([7, 7, 5, 7], pa.int64()),
+    }
+)
+LINES = pa.table(
+    {
+        "okey": pa.array([2, 1, 3, 1, 2, 3, 9, 4], pa.int64()),
+        "qty": pa.array([1, 2, 1, 1, 1, 3, 5, 2], pa.int64()),
+    }
+)
+
+
+def grouped_join_plan(root: Path, *, how: str = "inner", keys: tuple[str, ...] = ()) -> Any:
+    """orders o join lines l on o.key == l.okey -> segment by ``keys`` -> collapse (sum qty)
+    carrying the keys -> order by the sum (ties: the groups' first appearance) -> file store."""
+    keys = keys or ("l.okey", "o.day")
+    scan = {"op": "scan", "storageengine": "fs", "selection": {"format": "parquet"}}
+    return plan_of(
+        {**scan, "@id": 1, "ref": "o", "selection": {"path": "o", "format": "parquet"}},
+        {**scan, "@id": 2, "ref": "l", "selection": {"path": "l", "format": "parquet"}},
+        {
+            "@id": 3,
+            "op": "join",
+            "left": 1,
+            "right": 2,
+            "type": how,
+            "conditions": [{"relationship": "==", "left": "o.key", "right": "l.okey"}],
+        },
+        {"@id": 4, "op": "segment", "input": 3, "ref": "g", "exprs": list(keys)},
+        {
+            "@id": 5,
+            "op": "collapsingaggregate",
+            "input": 4,
+            "within": "g",
+            "carryovers": list(keys),
+            "aggregations": [{"ref": "qty", "expr": "sum(l.qty)"}],
+        },
+        {"@id": 6, "op": "order", "input": 5, "orderings": [{"order": "desc", "expr": "qty"}]},
+        {"@id": 7, "op": "store", "input": 6, "storageengine": "fs", "target": {"path": "out"}},
+        root=root,
+    )
+
+
+@pytest.fixture
+def orders_and_lines(tmp_path: Path) -> Path:
+    for name, table in (("o", ORDERS), ("l", LINES)):
+        (tmp_path / name).mkdir()
+        half = table.num_rows // 2
+        pq.write_table(table.slice(0, half), tmp_path / name / "part-0.parquet")
+        pq.write_table(table.slice(half), tmp_path / name / "part-1.parquet")
+    return tmp_path
+
+
+@pytest.mark.parametrize("how", ["inner", "left"])
+def test_groups_their_left_records_determine_need_no_order_of_the_right_records(
+    spark: Any, orders_and_lines: Path, how: str
+) -> None:
+    plan = grouped_join_plan(orders_and_lines, how=how)
+    run = run_of(spark, plan)
+    assert "3" not in run.ctx.unordered  # the groups appear in the order of the orders
+    assert {"1", "2"} & run.ctx.unordered == {"2"}  # the lines' order is never read
+    (frame,) = run_of(spark, plan).compile_frames().values()
+    text = physical_plan(frame)
+    assert "ReadSchema: struct<okey:bigint,qty:bigint>" in text  # no row index for the lines
+    run.run()
+    on_spark = written_to_out(orders_and_lines)
+    run_plan(plan, executor="local")
+    assert on_spark == written_to_out(orders_and_lines)
+    # Orders 3 and 1 sum to 4 and 3; orders 2 and 4 both to 2: they tie, and come in the order
+    # the orders were read (2 before 4), whatever the order of their lines.
+    assert [(r["l"]["okey"], r["qty"]) for r in on_spark] == [(3, 4), (1, 3), (2, 2), (4, 2)]
+
+
+@pytest.mark.parametrize(
+    ("how", "keys", "why"),
+    [
+        ("outer", ("l.okey", "o.day"), "unmatched lines have no left record"),
+        ("inner", ("l.qty", "o.day"), "a line's quantity is no left record's"),
+        ("inner", ("o.key", "o.day"), ""),
+    ],
+)
+def test_groups_the_left_records_may_not_determine_keep_the_right_order(
+    orders_and_lines: Path, how: str, keys: tuple[str, ...], why: str
+) -> None:
+    ops = grouped_join_plan(orders_and_lines, how=how, keys=keys).topological_order()
+    assert left_grouped_joins(ops) == (set() if why else {"3"}), why
+
+
+def test_a_join_read_otherwise_or_a_right_side_holding_a_left_name_keeps_the_right_order(
+    orders_and_lines: Path,
+) -> None:
+    plan = grouped_join_plan(orders_and_lines)
+    ops = plan.topological_order()
+    by_id = {op.id: op for op in ops}
+    assert top_names(by_id["3"], by_id) == {"o", "l"}
+    # The right input writes a field named like the left record ("o"): the merge may take it.
+    renamed = plan_of(
+        *[op.model_dump(by_alias=True, exclude_none=True) for op in plan.query[:2]],
+        {
+            "@id": 8,
+            "op": "transform",
+            "input": 2,
+            "transforms": [{"ref": "O.day", "expr": "l.qty"}],
+        },
+        *[
+            {**op.model_dump(by_alias=True, exclude_none=True), "right": 8}
+            if op.op == "join"
+            else op.model_dump(by_alias=True, exclude_none=True)
+            for op in plan.query[2:]
+        ],
+        root=orders_and_lines,
+    )
+    assert left_grouped_joins(renamed.topological_order()) == set()
+    # A carryover that is no key is a group's last record: the right order decides it.
+    carried = [
+        op.model_copy(update={"carryovers": [*op.carryovers, "l.qty"]})
+        if op.op == "collapsingaggregate"
+        else op
+        for op in ops
+    ]
+    assert left_grouped_joins(carried) == set()
