@@ -705,7 +705,9 @@ def _spark_read(spark: Any, resolved: ResolvedScan, files: Sequence[InputFile]) 
     # Given a schema, the parquet and JSON readers give exactly its columns, in its order (files
     # named one by one: no partition columns), so no select after them (one analysis less).
     if resolved.format == "parquet":
-        with_index = StructType([*table.fields, StructField(ROW_INDEX_COLUMN, LongType())])
+        # The files' other columns too: Spark prunes them, and sizes the read as a plain one.
+        fields = [*table.fields, *resolved.unread_schema.fields]
+        with_index = StructType([*fields, StructField(ROW_INDEX_COLUMN, LongType())])
         return spark.read.schema(with_index).parquet(*paths)
     if resolved.format == "json":
         return spark.read.schema(table).option("mode", "FAILFAST").json(paths)

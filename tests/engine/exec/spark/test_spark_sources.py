@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from engine.errors import PlanningError, StorageError
 from engine.exec.local.sources import records_to_batch
 from engine.exec.spark import sources
-from engine.exec.spark.datasource import SchemaSampling
+from engine.exec.spark.datasource import SchemaSampling, _unread_schema
 from engine.exec.spark.sources import (
     SEQ_COLUMN,
     constant_dataframe,
@@ -29,6 +29,7 @@ from engine.exec.spark.sources import (
 from engine.exec.spark.unread_member import without_unread
 from engine.scan.framework import FileScan
 from engine.storage.engines import create_engine
+from engine.types import BIGINT
 
 SMALL_SAMPLE = SchemaSampling(full_read_bytes=0, records_per_file=2)
 
@@ -281,3 +282,43 @@ def without_nulls(value: object) -> object:
     if isinstance(value, list):
         return [without_nulls(v) for v in value]
     return value
+
+
+def test_a_parquet_read_is_sized_by_spark_as_a_read_of_every_column(spark, tmp_path: Path) -> None:
+    """The files' other columns are in the reader's schema: Spark prunes them from the read,
+    and sizes the scan at its share of the files' bytes, as it sizes ``spark.read.parquet`` (its
+    choice of a broadcast join then is the same)."""
+    (tmp_path / "t").mkdir()
+    wide = {f"c{i}": pa.array([float(i)] * 1000) for i in range(8)}
+    for name in ("a", "b"):
+        table = pa.table({"k": pa.array(range(1000), pa.int64()), **wide})
+        pq.write_table(table, tmp_path / "t" / f"{name}.parquet")
+    plan = plan_scan(engine_at(tmp_path), {"path": "t"}, projection=["k"])
+    assert plan.reader == "spark-parquet", plan.reason
+    unread = plan.resolved.unread_schema
+    assert [(f.name, f.dataType.simpleString()) for f in unread.fields] == [
+        (f"c{i}", "double") for i in range(8)
+    ]
+    df = without_unread(scan_plan_dataframe(spark, plan, "r"))
+    physical = df._jdf.queryExecution().executedPlan().toString()
+    assert "ReadSchema: struct<k:bigint,_tmp_metadata_row_index:bigint>" in physical
+    # A read of k alone would be sized at every byte of the files.
+    size = int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
+    assert size < sum(f.stat().st_size for f in (tmp_path / "t").iterdir()) / 2
+    assert sorted(r["r"]["k"] for r in df.collect()) == sorted([*range(1000)] * 2)
+
+
+def test_the_unread_columns_are_those_spark_reads_as_drill_does_with_one_type() -> None:
+    columns = {
+        "K": pa.int64(),
+        "a": pa.float64(),
+        "mixed": None,  # a double in one file, a string in another
+        "u": pa.uint8(),  # Spark's reader types it otherwise
+        "t": pa.timestamp("ns"),
+        "s": pa.struct([("x", pa.string())]),
+    }
+    unread = _unread_schema(columns, {"k": BIGINT})
+    assert [(f.name, f.dataType.simpleString()) for f in unread.fields] == [
+        ("a", "double"),
+        ("s", "struct<x:string>"),
+    ]
