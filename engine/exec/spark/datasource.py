@@ -366,10 +366,11 @@ def _unread_schema(
     reader gives as Drill does), as Spark types.
 
     Given to Spark's reader with the output columns, they are pruned from the read, but Spark
-    sizes the scan as it sizes any read of these files: the file bytes times the share of the
-    row the scan keeps. A read of the output columns alone is sized at the whole files' bytes,
-    and Spark then shuffles both sides of a join that it broadcasts for a plain read (q3's
-    lines: 11 of 14 MB where a read of every column is sized 3 MB)."""
+    sizes the scan as it sizes any read of these files: the files' bytes times the share of
+    the row the scan keeps. A read of the output columns alone is sized at the whole files'
+    bytes, and Spark then shuffles both sides of a join that it broadcasts for a plain read
+    (q3's lines at scale 1: 13.9 MB, against 4.8 MB now and 4.1 MB for ``spark.read.parquet``;
+    the broadcast threshold is 10 MB)."""
     taken = {name.lower() for name in output}
     fields = []
     for name, dtype in file_columns.items():
