@@ -91,9 +91,9 @@ def grouped_queries(draw: st.DrawFn) -> str:
     return f"select p, count(*) as n, {window} as w from t group by p"
 
 
-def _table(rows: list[tuple]) -> tuple[MetadataRepository, duckdb.DuckDBPyConnection]:
+def _table(rows: list[tuple], root: Path) -> tuple[MetadataRepository, duckdb.DuckDBPyConnection]:
+    """Table ``t`` of ``rows`` as JSON lines under ``root``, registered, and in DuckDB."""
     records = [{"id": i, "p": p, "o": o, "x": x} for i, (p, o, x) in enumerate(rows)]
-    root = Path(tempfile.mkdtemp(prefix="sqlwindows"))
     (root / "t.json").write_text("".join(json.dumps(r) + "\n" for r in records))
     repo = MetadataRepository({"fs": {"type": "fs", "root": str(root)}})
     repo.register_table("t", "fs", {"path": "t.json"})
@@ -113,10 +113,11 @@ def _normal(records: list[dict]) -> list[str]:
 
 
 def check(sql: str, rows: list[tuple], **run: object) -> None:
-    repo, con = _table(rows)
-    plan = sql_to_plan(sql, repo)
-    parse_plan(plan)
-    ours = run_plan(plan, **run).records()
+    with tempfile.TemporaryDirectory(prefix="sqlwindows") as root:  # one per example
+        repo, con = _table(rows, Path(root))
+        plan = sql_to_plan(sql, repo)
+        parse_plan(plan)
+        ours = run_plan(plan, **run).records()
     cursor = con.execute(sql)
     names = [c[0] for c in cursor.description]
     theirs = [dict(zip(names, r)) for r in cursor.fetchall()]
@@ -195,8 +196,8 @@ def test_frames_over_nulls_in_the_order_on_spark(spark, sql) -> None:
     check(sql, FIXED_ROWS, executor="spark", spark=spark)
 
 
-def test_frames_from_the_current_row_forward_run_over_the_reversed_order() -> None:
-    repo, _ = _table([(1, 1, 1)])
+def test_frames_from_the_current_row_forward_run_over_the_reversed_order(tmp_path: Path) -> None:
+    repo, _ = _table([(1, 1, 1)], tmp_path)
     sql = (
         "select sum(x) over (order by id rows between current row and unbounded following) as a,"
         " sum(x) over (order by id rows between current row and 2 following) as b from t"
@@ -209,8 +210,8 @@ def test_frames_from_the_current_row_forward_run_over_the_reversed_order() -> No
     assert (frame["start"], frame["end"], "target" in collapse) == (-2, 0, False)
 
 
-def test_plan_of_a_frame_around_the_row() -> None:
-    repo, _ = _table([(1, 1, 1)])
+def test_plan_of_a_frame_around_the_row(tmp_path: Path) -> None:
+    repo, _ = _table([(1, 1, 1)], tmp_path)
     sql = (
         "select id, sum(x) over (partition by p order by id rows between 1 preceding and "
         "2 following) as s from t"
@@ -228,8 +229,8 @@ def test_plan_of_a_frame_around_the_row() -> None:
     assert ops[-3]["op"] == "transform" and ops[-3]["transforms"][0]["ref"] == "$w0"
 
 
-def test_plan_of_a_frame_without_the_row() -> None:
-    repo, _ = _table([(1, 1, 1)])
+def test_plan_of_a_frame_without_the_row(tmp_path: Path) -> None:
+    repo, _ = _table([(1, 1, 1)], tmp_path)
     sql = "select id, sum(x) over (order by id rows between 2 following and 3 following) s from t"
     ops = sql_to_plan(sql, repo)["query"]
     frame = next(op for op in ops if op["op"] == "windowframe")
@@ -252,8 +253,8 @@ def test_plan_of_a_frame_without_the_row() -> None:
         ("select p from t group by p having sum(sum(x)) over () > 1", "not allowed in HAVING", 35),
     ],
 )  # fmt: skip
-def test_unsupported_windows_are_sql_errors(sql, message, column) -> None:
-    repo, _ = _table([(1, 1, 1)])
+def test_unsupported_windows_are_sql_errors(sql, message, column, tmp_path: Path) -> None:
+    repo, _ = _table([(1, 1, 1)], tmp_path)
     with pytest.raises(SqlError, match=message) as caught:
         sql_to_plan(sql, repo)
     assert (caught.value.line, caught.value.column) == (1, column)
