@@ -703,9 +703,10 @@ def _spark_read(spark: Any, resolved: ResolvedScan, files: Sequence[InputFile]) 
     names = resolved.table_columns
     table = StructType([resolved.spark_schema[name] for name in names])
     # Given a schema, the parquet and JSON readers give exactly its columns, in its order (files
-    # named one by one: no partition columns), so no select after them (one analysis less).
+    # named one by one: no partition columns), so no select after them (one analysis less). The
+    # parquet schema holds the files' other columns after the table's: the scan's select leaves
+    # them out and Spark prunes them, but sizes the read as a plain one (``unread_schema``).
     if resolved.format == "parquet":
-        # The files' other columns too: Spark prunes them, and sizes the read as a plain one.
         fields = [*table.fields, *resolved.unread_schema.fields]
         with_index = StructType([*fields, StructField(ROW_INDEX_COLUMN, LongType())])
         return spark.read.schema(with_index).parquet(*paths)

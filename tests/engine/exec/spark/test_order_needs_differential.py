@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from grouped_join import grouped_join_query
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -141,35 +142,16 @@ def test_groups_the_left_records_determine_agree_with_the_local_executor(
 ) -> None:
     write_table(tmp_path, "l", left, ["a", "b", "s", "f"])
     write_table(tmp_path, "r", right, ["a", "c", "t", "g"])
-    plan = {
-        "storage": {"fs": {"type": "fs", "root": str(tmp_path)}},
-        "query": [
-            scan(1, "l"),
-            scan(2, "r"),
-            {
-                "@id": 3,
-                "op": "join",
-                "left": 1,
-                "right": 2,
-                "type": how,
-                "conditions": [{"relationship": "==", "left": "l.a", "right": "r.a"}],
-            },
-            {"@id": 4, "op": "segment", "input": 3, "ref": "grp", "exprs": list(keys)},
-            {
-                "@id": 5,
-                "op": "collapsingaggregate",
-                "input": 4,
-                "within": "grp",
-                "carryovers": list(keys),
-                "aggregations": [
-                    {"ref": "n", "expr": "count(1)"},
-                    {"ref": "c", "expr": "sum(r.c)"},
-                ],
-            },
-            {"@id": 6, "op": "order", "input": 5, "orderings": [{"order": "desc", "expr": "n"}]},
-            {"@id": 7, "op": "store", "input": 6, "storageengine": "fs", "target": {"path": "out"}},
-        ],
-    }
+    query = grouped_join_query(
+        "l",
+        "r",
+        ("l.a", "r.a"),
+        how=how,
+        keys=keys,
+        aggregations=[{"ref": "n", "expr": "count(1)"}, {"ref": "c", "expr": "sum(r.c)"}],
+        order_by="n",
+    )
+    plan = {"storage": {"fs": {"type": "fs", "root": str(tmp_path)}}, "query": query}
     on_spark, local, run = both_executors(spark, plan, tmp_path)
     assert on_spark == local, (how, keys, left, right)
     assert "2" in run.ctx.unordered  # the right scan: no order to keep

@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from grouped_join import grouped_join_query
 
 from engine.exec.spark.compiler_order import (
     left_grouped_joins,
@@ -743,32 +744,16 @@ LINES = pa.table(
 def grouped_join_plan(root: Path, *, how: str = "inner", keys: tuple[str, ...] = ()) -> Any:
     """orders o join lines l on o.key == l.okey -> segment by ``keys`` -> collapse (sum qty)
     carrying the keys -> order by the sum (ties: the groups' first appearance) -> file store."""
-    keys = keys or ("l.okey", "o.day")
-    scan = {"op": "scan", "storageengine": "fs", "selection": {"format": "parquet"}}
-    return plan_of(
-        {**scan, "@id": 1, "ref": "o", "selection": {"path": "o", "format": "parquet"}},
-        {**scan, "@id": 2, "ref": "l", "selection": {"path": "l", "format": "parquet"}},
-        {
-            "@id": 3,
-            "op": "join",
-            "left": 1,
-            "right": 2,
-            "type": how,
-            "conditions": [{"relationship": "==", "left": "o.key", "right": "l.okey"}],
-        },
-        {"@id": 4, "op": "segment", "input": 3, "ref": "g", "exprs": list(keys)},
-        {
-            "@id": 5,
-            "op": "collapsingaggregate",
-            "input": 4,
-            "within": "g",
-            "carryovers": list(keys),
-            "aggregations": [{"ref": "qty", "expr": "sum(l.qty)"}],
-        },
-        {"@id": 6, "op": "order", "input": 5, "orderings": [{"order": "desc", "expr": "qty"}]},
-        {"@id": 7, "op": "store", "input": 6, "storageengine": "fs", "target": {"path": "out"}},
-        root=root,
+    query = grouped_join_query(
+        "o",
+        "l",
+        ("o.key", "l.okey"),
+        how=how,
+        keys=keys or ("l.okey", "o.day"),
+        aggregations=[{"ref": "qty", "expr": "sum(l.qty)"}],
+        order_by="qty",
     )
+    return plan_of(*query, root=root)
 
 
 @pytest.fixture
