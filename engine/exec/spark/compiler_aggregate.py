@@ -168,7 +168,7 @@ def collapse_rows(
         return _collapse_frames(
             df,
             calls,
-            [args[0].dtype if args else None for _, args in typed_calls],
+            [args[0] if args else None for _, args in typed_calls],
             carryovers,
             target,
             frame,
@@ -267,9 +267,36 @@ class FrameSpec:
         shifted = F.lag(value, -offset) if offset < 0 else F.lead(value, offset)
         return shifted.over(self.ordered)
 
+
+class Shifts:
+    """The values of the records a few offsets away (:meth:`FrameSpec.at`), each value at each
+    offset one named window column however many aggregates read it: Spark computes every window
+    function it is given, equal ones too (sessionize's ``count(1)``, ``max(ts)``, ``min(ts)``
+    and its frame rows read two shifts, not four). ``shifts.at(F.col("ts"), -1)`` twice gives
+    the same column, and :meth:`columns` one ``lag``.
+    """
+
+    def __init__(self, frame: FrameSpec) -> None:
+        self.frame = frame
+        self._named: dict[tuple[str, int], tuple[str, Column]] = {}
+
+    def at(self, value: Column, offset: int) -> Column:
+        """``value`` of the record ``offset`` records away, as a column :meth:`columns` gives."""
+        if offset == 0:
+            return value
+        key = (str(value), offset)  # equal expressions print the same
+        if key not in self._named:
+            name = temp(f"shift{len(self._named)}")
+            self._named[key] = (name, self.frame.at(value, offset))
+        return F.col(self._named[key][0])
+
     def holds(self, offset: int) -> Column:
         """Whether each record's run has a record ``offset`` records from it."""
         return F.lit(True) if offset == 0 else self.at(F.lit(1), offset).isNotNull()
+
+    def columns(self) -> list[Column]:
+        """The named window columns the values read."""
+        return [shifted.alias(name) for name, shifted in self._named.values()]
 
 
 OFFSET_ROWS = 8
@@ -281,7 +308,7 @@ every record, which cost sessionize at scale 1 a tenth of its executor CPU."""
 def _collapse_frames(
     df: DataFrame,
     calls: Sequence[AggregateCall],
-    arg_types: Sequence[T.DataType | None],
+    first_args: Sequence[Typed | None],
     carryovers: Sequence[Column],
     target: Column | None,
     frame: FrameSpec,
@@ -296,8 +323,10 @@ def _collapse_frames(
 ) -> Collapsed:
     """One row per record whose frame is not empty: the aggregates and carryovers of its frame
     (carryovers from the frame's last record, or its last whose target is true), and the
-    columns ``kept`` of its record. Where every record's frame holds one, the window functions
-    are the output columns over ``df`` itself (no step of their own). ``count_frames`` is given
+    columns ``kept`` of its record. A frame of a few rows shifts the values it reads in a select
+    of their own (:class:`Shifts`), and its output columns combine them; otherwise, where every
+    record's frame holds one and ``df`` is not taken apart, the window functions are the output
+    columns over ``df`` itself (no step of their own). ``count_frames`` is given
     ``df`` (every record, empty frames and frames without a target too) with a column, named
     second, of each record's frame rows, to observe them; ``frame_rows`` outputs that column
     (:data:`FRAME_ROWS`) instead. ``rebuilt`` gives ``seq`` and columns ``kept`` that ``df``
@@ -305,7 +334,8 @@ def _collapse_frames(
     over = frame.spec
     # A frame of a few rows whose aggregates and carryovers need no window over the whole frame.
     offsets = frame.offsets if target is None and (frame.end == 0 or not carryovers) else None
-    columns = _offset_aggregates(frame, offsets, calls, arg_types, aggregate_names)
+    shifts = Shifts(frame)
+    columns = _offset_aggregates(shifts, offsets, calls, first_args, aggregate_names)
     if columns is None:  # one sliding window for all, the frame's rows too
         offsets, columns = None, {}
         for (name, args), alias in zip(calls, aggregate_names, strict=True):
@@ -327,10 +357,14 @@ def _collapse_frames(
     if offsets is None:
         rows = F.count(F.lit(1)).over(over)  # the rows of each record's frame
     else:
-        rows = _total([frame.holds(o).cast("long") for o in offsets])
+        rows = _total([shifts.holds(o).cast("long") for o in offsets])
     if frame_rows:
         columns[FRAME_ROWS] = rows
-    if rebuilt:
+    if offsets is not None:
+        # The shifts in a select of their own (the only windows: the values over them and the
+        # records rebuilt follow in the caller's select).
+        df = df.select("*", *shifts.columns())
+    elif rebuilt:
         # ``df`` is taken apart: the windows in a select of their own, the records rebuilt
         # after them (rebuilt in the windows' select, Spark would build them below the
         # windows and shuffle their members twice).
@@ -353,10 +387,10 @@ def _collapse_frames(
 
 
 def _offset_aggregates(
-    frame: FrameSpec,
+    shifts: Shifts,
     offsets: range | None,
     calls: Sequence[AggregateCall],
-    arg_types: Sequence[T.DataType | None],
+    first_args: Sequence[Typed | None],
     names: Sequence[str],
 ) -> dict[str, Column] | None:
     """The aggregates over a frame of a few ``offsets`` from the values at each offset, as
@@ -365,18 +399,27 @@ def _offset_aggregates(
     if offsets is None:
         return None
     columns: dict[str, Column] = {}
-    for (name, args), dtype, alias in zip(calls, arg_types, names, strict=True):
-        if name == "count":
-            values = [frame.at(args[0], o).isNotNull().cast("long") for o in offsets]
+    for (name, args), first, alias in zip(calls, first_args, names, strict=True):
+        dtype = first.dtype if first is not None else None
+        if (
+            name == "count"
+            and first is not None
+            and first.is_constant
+            and first.constant is not None
+        ):
+            # A constant counts rows: the shifts of the frame's rows, not of the constant.
+            columns[alias] = _total([shifts.holds(o).cast("long") for o in offsets])
+        elif name == "count":
+            values = [shifts.at(args[0], o).isNotNull().cast("long") for o in offsets]
             columns[alias] = _total(values)
         elif name in ("min", "max") and isinstance(dtype, _LEAST_TYPES):
-            values = [frame.at(args[0], o) for o in offsets]
+            values = [shifts.at(args[0], o) for o in offsets]
             pick = F.least if name == "min" else F.greatest
             columns[alias] = pick(*values) if len(values) > 1 else values[0]
         elif name in ("sum", "avg") and isinstance(dtype, _ADDED_TYPES):
             integral = name == "sum" and not isinstance(dtype, T.FloatType | T.DoubleType)
             added = "long" if integral else "double"
-            values = [frame.at(args[0], o).cast(added) for o in offsets]
+            values = [shifts.at(args[0], o).cast(added) for o in offsets]
             present = [v.isNotNull().cast("long") for v in values]
             total = _total([F.coalesce(v, F.lit(0).cast(added)) for v in values], start=added)
             if name == "sum":

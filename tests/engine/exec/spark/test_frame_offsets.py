@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.exec.spark.compiler_aggregate import OFFSET_ROWS, FrameSpec
+from engine.exec.spark.compiler_aggregate import OFFSET_ROWS, FrameSpec, Shifts
 from engine.exec.spark.executor import SparkPlanRun
 from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
@@ -89,9 +89,14 @@ def spark_plan(plan: Any, spark: Any) -> str:
     return frame._jdf.queryExecution().optimizedPlan().toString()
 
 
+def window_calls(shown: str) -> list[str]:
+    """The window expressions' functions and arguments in a plan's text, one per expression."""
+    return re.findall(r"(\w+\((?:[^()]|\([^()]*\))*\)) windowspecdefinition", shown)
+
+
 def window_functions(shown: str) -> set[str]:
     """The functions of the window expressions in a plan's text."""
-    return set(re.findall(r"(\w+)\((?:[^()]|\([^()]*\))*\) windowspecdefinition", shown))
+    return {call.split("(")[0] for call in window_calls(shown)}
 
 
 def same(a: Any, b: Any) -> bool:
@@ -194,3 +199,34 @@ def test_frame_offsets_are_given_only_for_short_bounded_frames(spark: Any) -> No
     assert FrameSpec(spec, None, 0).offsets is None
     assert FrameSpec(spec, 0, None).offsets is None
     assert FrameSpec(spec, 1, -1).offsets is None  # always empty
+
+
+def test_each_value_at_each_offset_is_shifted_once_however_many_aggregates_read_it(
+    root: Path, spark: Any
+) -> None:
+    """``count(1)``, ``max(e.ts)``, ``min(e.ts)`` and the frame's own row count over the previous
+    record read two shifts (``lag(1)``, ``lag(ts)``), and Spark computes each once: it computes
+    every window expression it is given, equal ones too."""
+    aggregations = [
+        {"ref": "rows", "expr": "count(1)"},
+        {"ref": "gap", "expr": "max(e.ts) - min(e.ts)"},
+    ]
+    plan = plan_of(root, -1, 0, aggregations=aggregations)
+    calls = window_calls(spark_plan(plan, spark))
+    assert len(calls) == len(set(calls)) == 2, calls
+    assert {call.split("(")[0] for call in calls} == {"lag"}
+    records = agrees_with_local(plan, spark)
+    assert [(r["rows"], r["gap"]) for r in records][:2] == [(1, 0), (1, 0)]
+
+
+def test_shifts_name_each_value_and_offset_once(spark: Any) -> None:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    shifts = Shifts(FrameSpec(Window.orderBy("s"), -1, 1))
+    first, again = shifts.at(F.col("ts"), -1), shifts.at(F.col("ts"), -1)
+    ahead, other = shifts.at(F.col("ts"), 1), shifts.at(F.col("v"), -1)
+    assert str(first) == str(again) != str(ahead) != str(other) != str(first)
+    assert str(shifts.at(F.col("ts"), 0)) == str(F.col("ts"))  # the record's own: no shift
+    assert str(shifts.holds(-1)) == str(shifts.at(F.lit(1), -1).isNotNull())
+    assert len(shifts.columns()) == 4  # ts -1, ts +1, v -1, 1 -1
