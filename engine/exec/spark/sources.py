@@ -341,11 +341,17 @@ def scan_plan_dataframe(
             counted(0)
     elif plan.is_native:
         rows = counted if whole else None
-        # Records wrapped in the reader's select, unless an observation counts the rows first
-        # (below the records' structs, where it does not keep Spark from pruning them).
-        shape = None if observed or not ref else lambda values: [record_of(values).alias(ref)]
+        # Records wrapped in the reader's select; an observation counts the rows below the
+        # records' structs, where it does not keep Spark from pruning them.
+        shape = None if not ref else lambda values: [record_of(values).alias(ref)]
         frame = _native_scan(
-            spark, resolved, row_filter=row_filter, ordered=ordered, rows=rows, shape=shape
+            spark,
+            resolved,
+            row_filter=row_filter,
+            ordered=ordered,
+            rows=rows,
+            shape=shape,
+            observe=observe if observed and shape is not None else None,
         )
         if shape is not None:
             return frame if late_filter is None else _late_filtered(frame, late_filter)
@@ -513,12 +519,18 @@ def _native_scan(
     ordered: bool = True,
     rows: Callable[[int], None] | None = None,
     shape: Shape | None = None,
+    observe: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
     """One read of every file by Spark's reader, each row given its file's implicit values and a
     sequence number ``file base + row id``; ``rows``, for parquet files, takes the rows they hold
     (the sum of their footers' row counts, what the read gives without ``row_filter``).
     ``shape`` turns the output columns (table and implicit ones, by name) into the columns to
     give instead, in the same select (one analysis less); the sequence follows them.
+    ``observe`` (with ``shape``) counts the rows read, ``row_filter`` applied, below the shape:
+    right above the read where nothing reads the files' ``_metadata`` (one select less), else
+    above the select of the columns and sequence (above an observation, Spark would read the
+    ``_metadata`` struct whole, its row index too, which the reader refuses beside
+    :data:`ROW_INDEX_COLUMN`).
 
     Spark packs files into partitions by size, not in the scan's order. Parquet rows are numbered
     densely: the row id is the row's index in its file (:data:`ROW_INDEX_COLUMN`) and a file's
@@ -562,16 +574,23 @@ def _native_scan(
     names = resolved.table_columns
     shape = shape or _as_columns
 
-    def shaped(source: DataFrame, values: dict[str, Column], seq: Column) -> DataFrame:
+    def shaped(
+        source: DataFrame, values: dict[str, Column], seq: Column, *, metadata: bool = True
+    ) -> DataFrame:
+        if observe is not None and not metadata:
+            source = observe(source)
+        elif observe is not None:
+            source = observe(source.select(*_as_columns(values), seq))
+            values, seq = {name: column(name) for name in values}, column(SEQ_COLUMN)
         return source.select(*shape(values), seq)
 
     table = {n: column(n) for n in names}
     if not ordered and not implicit:
         zero = with_bits(cast_column(F.lit(0), LongType()), SEQ_COLUMN, 0)
-        return shaped(read, table, zero)
+        return shaped(read, table, zero, metadata=False)
     if dense and len(files) == 1 and not implicit:
         row_id = F.coalesce(row_id, F.lit(0))  # non-nullable, like the data source's
-        return shaped(read, table, with_bits(row_id, SEQ_COLUMN, bits or 0))
+        return shaped(read, table, with_bits(row_id, SEQ_COLUMN, bits or 0), metadata=False)
     in_literals = len(files) <= LITERAL_LOOKUP_FILES
     # Files of distinct sizes (Spark reads only these) are known by their size: a long compare
     # per row instead of a path's (topn at scale 1: 1.10x hand-written instead of 1.23x).

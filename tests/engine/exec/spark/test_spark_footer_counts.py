@@ -173,6 +173,46 @@ def test_a_parquet_scan_with_a_pushed_filter_still_observes(spark: Any, data: Pa
     assert result.metrics["1"]["rows"] == 5 and observed_in(again, "1")
 
 
+def observation_input(run: SparkPlanRun, op_id: str) -> str:
+    """The name of the node right below the (one) ``CollectMetrics`` of operator ``op_id``'s
+    DataFrame, in its analyzed plan."""
+    node = run.frames[op_id]._jdf.queryExecution().analyzed()
+    while node.nodeName() != "CollectMetrics":
+        node = node.children().apply(0)
+    return node.children().apply(0).nodeName()
+
+
+@pytest.mark.parametrize(
+    ("files", "ordered", "below"),
+    [
+        ("part-0.parquet", True, "Filter"),  # row index alone: observed on the filtered read
+        ("*.parquet", False, "Filter"),  # unordered: no sequence to compute
+        ("*.parquet", True, "Project"),  # file bases from _metadata: the sequence first
+    ],
+    ids=["one-file", "unordered", "files-metadata"],
+)
+def test_an_observed_scan_counts_right_above_its_read_unless_it_reads_file_metadata(
+    files: str, ordered: bool, below: str, spark: Any, data: Path
+) -> None:
+    """Spark reads the ``_metadata`` struct whole above an observation (and refuses its row
+    index beside the row index column), so only a scan whose sequence reads none observes its
+    filtered read directly, one select less; either way the count is the local executor's."""
+    scan = {**SCAN, "selection": {"path": f"t/{files}", "format": "parquet"}}
+    filtered = {"@id": 2, "op": "filter", "input": 1, "expr": "t.x > 2"}
+    readers: list[dict[str, Any]] = [{**STORE, "input": 2}, {**STORE, "@id": 5, "input": 2}]
+    if not ordered:  # read only by aggregates that ignore order: the scan numbers no rows
+        counts = [{**COUNT, "@id": i, "input": 2} for i in (3, 6)]
+        readers = [counts[0], STORE, counts[1], {**STORE, "@id": 5, "input": 6}]
+    run, result = run_of(spark, data, scan, filtered, *readers)
+    assert observed_in(run, "1") and observation_input(run, "1") == below
+    local = run_plan(run.plan, executor="local")
+    assert (
+        result.metrics["1"]["rows"]
+        == local.metrics["1"]["rows"]
+        == (3 if files != "*.parquet" else 5)
+    )
+
+
 def test_a_parquet_scan_a_limit_reads_still_observes(spark: Any, data: Path) -> None:
     limit = {"@id": 2, "op": "limit", "input": 1, "first": 0, "last": 2}
     run, result = run_of(spark, data, SCAN, limit, COUNT, STORE)
