@@ -82,9 +82,10 @@ def join_rows(
     left_seq, right_seq = temp("join_lseq"), temp("join_rseq")
     if not set(left_names) & set(right_names):
         # No field on both sides: the conditions read each side's columns by name in the join
-        # itself, and only the right sequence is renamed (each DataFrame step is an analysis).
+        # itself, and only the right sequence is renamed, if it is read (each DataFrame step is
+        # an analysis).
         joined = left.join(
-            right.withColumnRenamed(seq, right_seq),
+            right.withColumnRenamed(seq, right_seq) if ordered else right,
             on=_all_hold([RELATIONSHIPS[r](lc, rc) for lc, r, rc in conditions]),
             how=JOIN_TYPES[how],
         )

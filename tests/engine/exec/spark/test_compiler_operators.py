@@ -239,6 +239,14 @@ def test_a_join_of_records_with_no_field_in_common_renames_only_the_right_sequen
     assert counts.frames == 3  # the right side's sequence renamed, the join, the records
     got = [(r[0] and r[0]["k"], r[1] and r[1]["k"]) for r in rows(joined, "e", "d")]
     assert got == [(1, 1), (None, None), (2, 2), (None, 5)]
+    # Unordered, no sequence is read: nothing is renamed.
+    with counted() as counts:
+        condition = [(F.col("e.k"), "==", F.col("d.k"))]
+        unordered = join_rows(left, right, condition, how="outer", seq=SEQ, ordered=False)
+    assert counts.frames == 2  # the join, the records
+    assert unordered.columns == ["e", "d", SEQ]
+    got = sorted(((r.e and r.e.k, r.d and r.d.k, r[SEQ]) for r in unordered.collect()), key=str)
+    assert got == sorted([(1, 1, 0), (None, None, 0), (2, 2, 0), (None, 5, 0)], key=str)
 
 
 def test_inner_join_needs_every_condition_and_no_condition_is_cartesian(spark: Any) -> None:
