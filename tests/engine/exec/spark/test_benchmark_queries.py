@@ -88,3 +88,24 @@ def test_executor_cpu_counts_each_stage_once(spark: Any) -> None:
     assert first is not None and first > 0
     assert cpu.take() == 0  # nothing ran since
     assert ExecutorCpu(object()).take() is None  # no status store: no figure
+
+
+def test_the_timeline_splits_each_run_at_its_write(data: Path, tmp_path: Path, spark: Any) -> None:
+    """``spark_timeline.py``'s figures: each contender's run split at its write, on Spark's
+    clock, and the planning phases of what each writes."""
+    import spark_timeline
+    from spark_queries.timeline import Timeline
+
+    found = spark_timeline.measure(spark, "q6_forecast_revenue", data, tmp_path, repeat=1)
+    for (timeline,) in found.values():
+        assert isinstance(timeline, Timeline)
+        assert timeline.steps > 0 and timeline.jobs > 0 and timeline.driver > 0
+        assert 0 <= timeline.to_first_job < timeline.total
+        assert timeline.other >= -0.01  # the phases add up (to Spark's millisecond clock)
+    # Spark's parquet reader infers a schema with a job of its own; ours reads the footers.
+    assert found["hand"][0].schema_jobs > 0 and found["ours"][0].schema_jobs == 0
+    frames = spark_timeline.written_dataframes(spark, "q6_forecast_revenue", data, tmp_path)
+    assert set(frames) == {"ours", "hand"}
+    phases = spark_timeline.planning_phases(frames["ours"], repeat=1)
+    assert {"analysis", "optimization", "planning"} <= set(phases)
+    assert not list(tmp_path.glob("*-0"))  # each run's output removed
