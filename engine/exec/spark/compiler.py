@@ -173,7 +173,10 @@ class SparkCompiler:
         # What a consumer may fuse with: a segment's input and keys, an order's input and keys,
         # a windowframe's input and frame.
         self._segments: dict[str, _SegmentInput] = {}
-        self._orders: dict[str, tuple[DataFrame, list[tuple[Column, str, str]], bool]] = {}
+        # order id -> its input, keys, whether ties break by input order, which keys read fields
+        self._orders: dict[
+            str, tuple[DataFrame, list[tuple[Column, str, str]], bool, list[bool]]
+        ] = {}
         # The expressions an operator's records are grouped by, in sequence order (equal values
         # adjacent, in order of first appearance), most significant first.
         self._key_order: dict[str, list[Expr]] = {}
@@ -454,9 +457,11 @@ class SparkCompiler:
         ordered = self._orders.get(op.input or "")
         if ordered is not None and op.last is not None:
             # Top-N: sort and limit at once (Spark's TakeOrdered) instead of sorting twice.
-            source, keys, tie_break = ordered
+            source, keys, tie_break, fields = ordered
             self._sorted.add(op.id)
-            return top_rows(source, keys, op.first, op.last, seq=SEQ_COLUMN, tie_break=tie_break)
+            return top_rows(
+                source, keys, op.first, op.last, seq=SEQ_COLUMN, tie_break=tie_break, fields=fields
+            )
         if op.first or op.last is not None:
             self._sorted.add(op.id)  # sorted by the sequence, then cut
         return limit_rows(df, op.first, op.last, seq=SEQ_COLUMN)
@@ -498,7 +503,7 @@ class SparkCompiler:
             return order_rows(df, keys, seq=SEQ_COLUMN, within=self.field(op.within, df))
         # No tie-break by input order where no two records tie (the keys are unique).
         tie_break = op.id not in self.ctx.total
-        self._orders[op.id] = (df, keys, tie_break)
+        self._orders[op.id] = (df, keys, tie_break, [_reads_field(o.expr) for o in op.orderings])
         self._key_order[op.id] = [parse_cached(o.expr) for o in op.orderings]
         if op.id in self.ctx.top_n_orders:
             return df  # its limits sort `df` by `keys` themselves: no sequence to build
@@ -1008,6 +1013,16 @@ def _exact_members(resolved: Any, members: Sequence[str]) -> bool:
         if dtype is not None and not exact_type(dtype):
             return False
     return True
+
+
+def _reads_field(text: str) -> bool:
+    """Whether an expression reads a column or a record's member by name, and nothing else.
+
+    >>> _reads_field("l.l_orderkey"), _reads_field("revenue"), _reads_field("a.b + 1")
+    (True, True, False)
+    """
+    tree = parse_cached(text)
+    return isinstance(tree, FieldRef) and all(isinstance(p, str) for p in tree.path)
 
 
 def _unwritten(leading: Sequence[Expr], written: Sequence[Path]) -> list[Expr]:

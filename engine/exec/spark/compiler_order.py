@@ -277,15 +277,24 @@ def top_rows(
     *,
     seq: str,
     tie_break: bool = True,
+    fields: Sequence[bool] | None = None,
 ) -> DataFrame:
     """The records with index ``first <= i < last`` of ``df`` sorted by ``keys`` (as
-    :func:`sort_columns`), numbered again: one top-N sort instead of a sort and a limit."""
+    :func:`sort_columns`), numbered again: one top-N sort instead of a sort and a limit.
+    ``fields[i]``: key ``i`` reads a column or a record's member, sorted by as it is (Spark reads
+    the member once per row where the record is built, or prunes the record to it); any other
+    key is computed once per row into a column of its own, not at each comparison."""
     if last <= first:
         return df.limit(0)
-    # The keys as columns of their own: the top-N compares plain values, not members of records.
-    names = [temp(f"top{i}") for i in range(len(keys))]
-    flat = df.select("*", *[value.alias(name) for (value, _, _), name in zip(keys, names)])
-    by = [(F.col(name), direction, nulls) for name, (_, direction, nulls) in zip(names, keys)]
+    fields = fields or [False] * len(keys)
+    computed = {i: temp(f"top{i}") for i, field in enumerate(fields) if not field}
+    flat = df
+    if computed:  # one select for them all
+        flat = df.select("*", *[keys[i][0].alias(name) for i, name in computed.items()])
+    by = [
+        (F.col(computed[i]) if i in computed else value, direction, nulls)
+        for i, (value, direction, nulls) in enumerate(keys)
+    ]
     order = sort_columns(by, seq=seq, tie_break=tie_break)
     top = flat.orderBy(*order).limit(last)
     if first:

@@ -76,6 +76,17 @@ def test_sessionize_shuffles_once_by_user_and_reads_only_what_it_uses(
     assert "ReadSchema: struct<event_id:bigint,ts:bigint,user_id:bigint>" in text
 
 
+def test_topn_compares_the_columns_it_reads_without_copies_of_its_keys(
+    data: Path, tmp_path: Path, spark: Any
+) -> None:
+    # Keys that read members are sorted by in place: Spark prunes the record to them, and each
+    # row the top-N copies carries the four columns written and the sequence, as read.
+    text = physical_plans(spark, "topn_order_limit", data, tmp_path)
+    top_n = next(line for line in text.splitlines() if "TakeOrderedAndProject" in line)
+    assert "orderBy=[_extract_l_extendedprice" in top_n
+    assert "__drill_top" not in text
+
+
 def test_the_rounds_spread_is_the_quartiles_of_their_ratios() -> None:
     assert round_spread([1.0, 2.0, 3.0, 4.0], [1.0, 1.0, 1.0, 1.0]) == (1.25, 3.75)
     assert round_spread([3.0], [2.0]) == (1.5, 1.5)

@@ -71,6 +71,29 @@ def test_top_rows_sorts_and_limits_at_once(spark: Any) -> None:
     assert top_rows(df, keys, 0, 2, seq=SEQ).columns == ["k", "id", SEQ]  # no key columns left
 
 
+def test_top_rows_sorts_by_fields_in_place_and_computes_other_keys_once(spark: Any) -> None:
+    """A key reading a column or a member is sorted by as it is (no select of key columns);
+    another key is computed once per row into a column of its own, which the output drops."""
+    df = frame(
+        spark,
+        "r struct<k:long>, x long, id long",
+        [({"k": 3}, 1, 0), ({"k": 1}, 5, 1), (None, 0, 2), ({"k": 1}, 2, 3), ({"k": 2}, 7, 4)],
+    )
+    by_member = [(F.col("r").getField("k"), "asc", "last")]
+    with counted() as in_place:
+        top = top_rows(df, by_member, 1, 4, seq=SEQ, fields=[True])
+    with counted() as computed:
+        again = top_rows(df, by_member, 1, 4, seq=SEQ, fields=[False])
+    assert in_place.frames == computed.frames - 1  # no select of key columns
+    assert rows(top, "id") == rows(again, "id") == [(3,), (4,), (0,)]  # ties: input order
+    mixed = [(F.col("x") % 2, "asc", "last"), (F.col("r").getField("k"), "desc", "first")]
+    plan = top_rows(df, mixed, 0, 5, seq=SEQ, fields=[False, True])
+    assert rows(plan, "id") == [(2,), (3,), (0,), (4,), (1,)]
+    assert plan.columns == ["r", "x", "id", SEQ]
+    shown = plan._jdf.queryExecution().analyzed().toString()
+    assert "__drill_top0" in shown and "__drill_top1" not in shown
+
+
 def test_runs_treat_null_as_a_value_and_compare_maps_deeply(spark: Any) -> None:
     df = frame(
         spark,
