@@ -189,8 +189,11 @@ def _value(value: Any) -> str:
 def spark_explain(
     plan: LogicalPlan, spark: Any, *, classpath: Any = (), base_dir: Path | None = None
 ) -> dict[str, str]:
-    """Per root operator (``store 5``), the Spark plan it compiles to; nothing is run or written."""
+    """Per root operator (``store 5``), the Spark plan it compiles to; nothing is run or written.
+    The records are shown as stores write them: without the compiler's unread member
+    (:mod:`~engine.exec.spark.unread_member`)."""
     from engine.exec.spark.executor import SparkPlanRun
+    from engine.exec.spark.unread_member import without_unread
     from engine.run import build_engines
 
     engines = build_engines(plan, base_dir=base_dir, classpath=list(classpath))
@@ -199,7 +202,7 @@ def spark_explain(
     for label, frame in frames.items():
         buffer = io.StringIO()
         with redirect_stdout(buffer):
-            frame.explain()
+            without_unread(frame).explain()
         texts[label] = buffer.getvalue()
     return texts
 

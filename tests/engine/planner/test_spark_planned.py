@@ -201,3 +201,20 @@ def test_reader_tests_and_what_is_left_to_drills_test(
     found, rest = _reader_tests(parse_expression(expr), schema)
     assert len(found) == tests
     assert [str(e) for e in rest] == left_to_drill
+
+
+def test_the_spark_plan_shows_records_as_stores_write_them(spark, data: Path) -> None:
+    """A record stored whole carries no trace of the compiler's unread member in ``explain``."""
+    plan = plan_of(
+        data,
+        [
+            {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "o",
+             "selection": {"path": "orders", "format": "parquet"}},
+            {"@id": 2, "op": "store", "input": 1, "storageengine": "q", "target": {}},
+        ],
+    )  # fmt: skip
+    text = explain(plan, spark=spark)
+    assert "named_struct(id, id#" in text and "__drill_unread" not in text
+    records = run_plan(plan, executor="spark", spark=spark).records()
+    assert records == run_plan(plan, executor="local").records()
+    assert set(records[0]["o"]) == {"id", "amount", "note"}
