@@ -9,6 +9,7 @@ between them, and what follows the write. Classic sessions only (Spark's status 
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -58,8 +59,9 @@ class Clock:
             start = time.time()
             call()
             end = time.time()
-        jobs = [(s, e) for job, s, e in self._jobs() if job not in self._seen]
-        self._seen.update(job for job, _, _ in self._jobs())
+        listed = self._jobs()
+        jobs = [(s, e) for job, s, e in listed if job not in self._seen]
+        self._seen.update(job for job, _, _ in listed)
         before = [(s, e) for s, e in jobs if s < marks["write"]]
         during = sorted((s, e) for s, e in jobs if s >= marks["write"])
         busy = sum(e - s for s, e in during)
@@ -123,8 +125,6 @@ def _counting_dataframes() -> Iterator[list[int]]:
 def planning_phases(df: Any, repeat: int = 7) -> dict[str, float]:
     """Spark's analysis, optimization and planning of ``df`` (a fresh plan each time, so nothing
     is reused), in seconds: the medians of ``repeat`` plannings after one to warm up."""
-    import statistics
-
     seen: dict[str, list[float]] = {}
     for i in range(repeat + 1):
         execution = df.select("*")._jdf.queryExecution()
