@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine import explain, parse_plan, run_plan
+from engine.exec.spark import sources
 from engine.exec.spark.executor import SparkPlanRun
 from engine.run import build_engines
 
@@ -218,3 +219,49 @@ def test_the_spark_plan_shows_records_as_stores_write_them(spark, data: Path) ->
     records = run_plan(plan, executor="spark", spark=spark).records()
     assert records == run_plan(plan, executor="local").records()
     assert set(records[0]["o"]) == {"id", "amount", "note"}
+
+
+def test_an_observed_side_feeds_its_broadcast_with_no_inferred_filter(
+    spark, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both scans are counted by an observation (their filters make footers useless), and a join
+    on ``==`` lets Spark infer no ``isnotnull`` filter above them: the build side's count feeds
+    the broadcast with no filter of its own between. Null keys still match nothing."""
+    pq.write_table(
+        pa.table({"id": [1, None, 3, None], "rate": [0.5, 0.6, 0.7, 0.8]}), data / "rates.parquet"
+    )
+    pq.write_table(
+        pa.table({"id": [1, 2, 3, None], "amount": [5.0, 50.0, 500.0, 7.5]}),
+        data / "orders" / "part-0.parquet",
+    )
+    storage = {"fs": {"type": "fs", "root": str(data)}, "out": {"type": "fs", "root": str(tmp_path)}}
+    plan = parse_plan({"storage": storage, "query": [
+        {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "o",
+         "selection": {"path": "orders", "format": "parquet"}},
+        {"@id": 2, "op": "filter", "input": 1, "expr": "o.amount > 1"},
+        {"@id": 3, "op": "scan", "storageengine": "fs", "ref": "r",
+         "selection": {"path": "rates.parquet", "format": "parquet"}},
+        {"@id": 4, "op": "filter", "input": 3, "expr": "r.rate > 0.55"},
+        {"@id": 5, "op": "join", "left": 2, "right": 4, "type": "inner",
+         "conditions": [{"relationship": "==", "left": "o.id", "right": "r.id"}]},
+        {"@id": 6, "op": "project", "input": 5, "projections": [
+            {"ref": "output.id", "expr": "o.id"}, {"ref": "output.rate", "expr": "r.rate"}]},
+        {"@id": 7, "op": "store", "input": 6, "storageengine": "out",
+         "target": {"path": "joined", "format": "parquet"}},
+    ]})  # fmt: skip
+    written = []
+    write = sources._spark_write
+    monkeypatch.setattr(
+        sources, "_spark_write", lambda df, *args: (written.append(df), write(df, *args))
+    )
+    result = run_plan(plan, executor="spark", spark=spark)
+    physical = written[0]._jdf.queryExecution().executedPlan().toString()
+    assert physical.count("CollectMetrics") == 2
+    assert "isnotnull(id" not in physical
+    assert re.search(r"BroadcastExchange .*\n\s*\+- (Project .*\n\s*\+- )?CollectMetrics", physical)
+    assert pq.read_table(tmp_path / "joined").to_pylist() == [{"id": 3, "rate": 0.7}]
+    local = run_plan(plan, executor="local")
+    assert pq.read_table(tmp_path / "joined").to_pylist() == [{"id": 3, "rate": 0.7}]
+    assert result.metrics["1"]["rows"] == local.metrics["1"]["rows"] == 4
+    assert result.metrics["3"]["rows"] == local.metrics["3"]["rows"] == 3
+    assert result.metrics["5"]["rows"] == local.metrics["5"]["rows"] == 1
