@@ -86,7 +86,7 @@ def join_rows(
         # an analysis).
         joined = left.join(
             right.withColumnRenamed(seq, right_seq) if ordered else right,
-            on=_all_hold([relation(lc, r, rc) for lc, r, rc in conditions]),
+            on=_all_hold([_relation(lc, r, rc) for lc, r, rc in conditions]),
             how=JOIN_TYPES[how],
         )
         merged = [F.col(_quoted(name)) for name in [*left_names, *right_names]]
@@ -103,7 +103,7 @@ def join_rows(
     )
     matches = _all_hold(
         [
-            relation(F.col(temp(f"jl{i}")), relationship, F.col(temp(f"jr{i}")))
+            _relation(F.col(temp(f"jl{i}")), relationship, F.col(temp(f"jr{i}")))
             for i, (_, relationship, _) in enumerate(conditions)
         ]
     )
@@ -125,7 +125,7 @@ def join_rows(
     return _with_join_sequence(joined, merged, left, right, how, seq, left_seq, right_seq, ordered)
 
 
-def relation(left: Column, relationship: str, right: Column) -> Column:
+def _relation(left: Column, relationship: str, right: Column) -> Column:
     """``left`` and ``right`` compared by a join condition's ``relationship``.
 
     An equality compares ``coalesce(x, x)`` of each side: the same values, a null still matches

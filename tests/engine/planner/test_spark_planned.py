@@ -234,7 +234,10 @@ def test_an_observed_side_feeds_its_broadcast_with_no_inferred_filter(
         pa.table({"id": [1, 2, 3, None], "amount": [5.0, 50.0, 500.0, 7.5]}),
         data / "orders" / "part-0.parquet",
     )
-    storage = {"fs": {"type": "fs", "root": str(data)}, "out": {"type": "fs", "root": str(tmp_path)}}
+    storage = {
+        "fs": {"type": "fs", "root": str(data)},
+        "out": {"type": "fs", "root": str(tmp_path)},
+    }
     plan = parse_plan({"storage": storage, "query": [
         {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "o",
          "selection": {"path": "orders", "format": "parquet"}},
