@@ -575,9 +575,9 @@ def _native_scan(
     shape = shape or _as_columns
 
     def shaped(
-        source: DataFrame, values: dict[str, Column], seq: Column, *, metadata: bool = True
+        source: DataFrame, values: dict[str, Column], seq: Column, *, reads_metadata: bool = True
     ) -> DataFrame:
-        if observe is not None and not metadata:
+        if observe is not None and not reads_metadata:
             source = observe(source)
         elif observe is not None:
             source = observe(source.select(*_as_columns(values), seq))
@@ -587,10 +587,10 @@ def _native_scan(
     table = {n: column(n) for n in names}
     if not ordered and not implicit:
         zero = with_bits(cast_column(F.lit(0), LongType()), SEQ_COLUMN, 0)
-        return shaped(read, table, zero, metadata=False)
+        return shaped(read, table, zero, reads_metadata=False)
     if dense and len(files) == 1 and not implicit:
         row_id = F.coalesce(row_id, F.lit(0))  # non-nullable, like the data source's
-        return shaped(read, table, with_bits(row_id, SEQ_COLUMN, bits or 0), metadata=False)
+        return shaped(read, table, with_bits(row_id, SEQ_COLUMN, bits or 0), reads_metadata=False)
     in_literals = len(files) <= LITERAL_LOOKUP_FILES
     # Files of distinct sizes (Spark reads only these) are known by their size: a long compare
     # per row instead of a path's (topn at scale 1: 1.10x hand-written instead of 1.23x).
