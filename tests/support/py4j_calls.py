@@ -10,6 +10,8 @@ from typing import Any
 import py4j.java_gateway
 from pyspark.sql.classic import dataframe as classic
 
+from engine.exec.spark.executor import SCAN_THREAD_PREFIX
+
 
 class Counts:
     calls = 0
@@ -18,15 +20,16 @@ class Counts:
 
 @contextmanager
 def counted() -> Iterator[Counts]:
-    """Counts the py4j calls of this thread (not py4j's own garbage collection thread) and the
-    DataFrames built inside the block."""
+    """Counts the py4j calls of this thread and of the threads building a run's scans (not
+    py4j's own garbage collection thread) and the DataFrames built inside the block."""
     counts = Counts()
     send = py4j.java_gateway.GatewayClient.send_command
     init = classic.DataFrame.__init__
     me = threading.current_thread()
 
     def counting_send(self: Any, command: str, *args: Any, **kwargs: Any) -> Any:
-        if threading.current_thread() is me:
+        thread = threading.current_thread()
+        if thread is me or thread.name.startswith(SCAN_THREAD_PREFIX):
             counts.calls += 1
         return send(self, command, *args, **kwargs)
 

@@ -115,7 +115,7 @@ class SparkRunContext:
     file_columns: dict[str, Sequence[str]] = field(default_factory=dict)  # scan id -> names
     broadcast: dict[str, str] = field(default_factory=dict)  # join id -> "left" | "right"
     store_results: dict[str, Any] = field(default_factory=dict)  # store id -> StoreResult
-    scan_files: dict[str, str] = field(default_factory=dict)  # file path -> id of a scan of it
+    scan_files: dict[str, set[str]] = field(default_factory=dict)  # file path -> ids of its scans
     # scan id -> the files it reads, where Spark reads them all (no limit reads the scan)
     files_read: dict[str, int] = field(default_factory=dict)
     sink_records: list[Any] = field(default_factory=list)  # queue/console records, in order
@@ -325,9 +325,9 @@ class SparkCompiler:
             file_columns=tuple(self.ctx.file_columns.get(op.id, ())),
             projection=op.projection,
         )
-        for file in plan.resolved.files:  # a read that fails in a store's job names this scan
-            self.ctx.scan_files.setdefault(str(file.path), op.id)
-            self.ctx.scan_files.setdefault(str(file.real_path), op.id)
+        for file in plan.resolved.files:  # a read that fails in a store's job names a scan
+            for path in {str(file.path), str(file.real_path)}:
+                self.ctx.scan_files.setdefault(path, set()).add(op.id)
         if op.pushed_limit is None and op.id not in self.ctx.limited:
             self.ctx.files_read[op.id] = len(plan.resolved.files)
         tie_free = self.ctx.tie_free.get(op.id)

@@ -52,6 +52,7 @@ this rule for both the engine's executor and the Dagster ops.
 from __future__ import annotations
 
 import functools
+import itertools
 import uuid
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
@@ -209,6 +210,7 @@ class OperatorMetrics:
         self._fixed: dict[str, int] = {}
         self._known: dict[str, int] = {}
         self._run = uuid.uuid4().hex[:12]
+        self._names = itertools.count()  # a run's scans observe from threads of their own
         self._later: set[str] = set()
         # aggregate id -> the operator it counts, whose observation counts the aggregate's rows too
         self._groups: dict[str, str] = {}
@@ -233,7 +235,7 @@ class OperatorMetrics:
         return counters
 
     def _new_observation(self) -> Observation:
-        return Observation(f"drill_{self._run}_{len(self._observations)}")
+        return Observation(f"drill_{self._run}_{next(self._names)}")
 
     def track(
         self,

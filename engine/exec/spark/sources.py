@@ -37,6 +37,7 @@ import operator
 import os
 import re
 import string
+import threading
 import unicodedata
 import uuid
 from collections import OrderedDict
@@ -893,15 +894,17 @@ def _header_of(file: InputFile, resolved: ResolvedScan) -> tuple[str, ...]:
 # ---------------------------------------------------------------- what Spark's readers read
 
 _NATIVE_FILES: OrderedDict[str, tuple[ResolvedScan, InputFile]] = OrderedDict()
+_NATIVE_FILES_LOCK = threading.Lock()
 
 
 def _remember_native(resolved: ResolvedScan, files: Iterable[InputFile]) -> None:
     """Keep which scan read each file with Spark's reader, to explain its errors the Drill way."""
-    for file in files:
-        _NATIVE_FILES[str(file.real_path)] = (resolved, file)
-        _NATIVE_FILES.move_to_end(str(file.real_path))
-    while len(_NATIVE_FILES) > _NATIVE_FILE_LIMIT:
-        _NATIVE_FILES.popitem(last=False)
+    with _NATIVE_FILES_LOCK:  # a run's scans are built in threads of their own
+        for file in files:
+            _NATIVE_FILES[str(file.real_path)] = (resolved, file)
+            _NATIVE_FILES.move_to_end(str(file.real_path))
+        while len(_NATIVE_FILES) > _NATIVE_FILE_LIMIT:
+            _NATIVE_FILES.popitem(last=False)
 
 
 # ---------------------------------------------------------------- constant

@@ -1,8 +1,11 @@
 """run_spark end to end: stores as actions, fan-out, per-operator metrics from observe, outputs of
-plans without a store, errors naming the operator, and the session's ownership."""
+plans without a store, errors naming the operator, the session's ownership, and a run's scans
+built side by side."""
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +13,7 @@ import pytest
 from engine import run_plan
 from engine.errors import ExecutionError
 from engine.exec.spark import executor
+from engine.exec.spark.compiler import SparkCompiler
 from engine.plan import parse_plan
 from engine.run import build_engines
 
@@ -125,3 +129,81 @@ def test_a_session_the_run_started_is_stopped_and_a_given_one_is_not(
         plan, engines=build_engines(plan, base_dir=None, classpath=[]), params={}, spark=given
     )
     assert given.stopped == 0
+
+
+def _two_scans_of(root: Path, left: str, right: str) -> dict[str, Any]:
+    """Two scans under ``root``, their union (all records, in plan order) into a queue."""
+    return {
+        "storage": {"fs": {"type": "fs", "root": str(root)}, "q": {"type": "queue"}},
+        "query": [
+            {
+                "@id": 1,
+                "op": "scan",
+                "storageengine": "fs",
+                "ref": "r",
+                "selection": {"path": left},
+            },
+            {
+                "@id": 2,
+                "op": "scan",
+                "storageengine": "fs",
+                "ref": "r",
+                "selection": {"path": right},
+            },
+            {"@id": 3, "op": "union", "inputs": [1, 2]},
+            {"@id": 4, "op": "filter", "input": 3, "expr": "r.a > 0"},
+            {"@id": 5, "op": "store", "input": 4, "storageengine": "q", "target": {"number": 0}},
+        ],
+    }
+
+
+def test_a_runs_scans_are_built_side_by_side(
+    tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each scan waits in its build until the other one is building too: run one after the
+    other, the barrier would break."""
+    (tmp_path / "a.json").write_text('{"a": 1}\n{"a": 2}\n')
+    (tmp_path / "b.json").write_text('{"a": 3}\n')
+    both = threading.Barrier(2, timeout=60)
+    threads: list[str] = []
+    visit_scan = SparkCompiler.visit_scan
+
+    def meeting(self: SparkCompiler, op: Any, inputs: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        both.wait()
+        return visit_scan(self, op, inputs)
+
+    monkeypatch.setattr(SparkCompiler, "visit_scan", meeting)
+    result = run_plan(_two_scans_of(tmp_path, "a.json", "b.json"), executor="spark", spark=spark)
+    assert result.records() == [{"r": {"a": 1}}, {"r": {"a": 2}}, {"r": {"a": 3}}]
+    assert {op: m["rows"] for op, m in result.metrics.items() if op in "12"} == {"1": 2, "2": 1}
+    assert len(threads) == 2 and all(t.startswith(executor.SCAN_THREAD_PREFIX) for t in threads)
+
+
+def test_one_scan_is_built_in_the_runs_thread() -> None:
+    assert executor.build_apart([], SparkCompiler.compile) == {}
+    one = parse_plan(_two_scans_of(Path("/data"), "a.json", "b.json")).query[:1]
+    assert executor.build_apart(one, SparkCompiler.compile) == {}
+
+
+def test_a_file_two_scans_read_that_vanishes_names_the_first_scan(
+    tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both scans list the file and are built side by side; Spark's read of the file fails in
+    the store's job, and the failure names the scan that comes first in the plan, every time."""
+    data = tmp_path / "d"
+    data.mkdir()
+    visit_store = SparkCompiler.visit_store
+
+    def remove_then_store(self: SparkCompiler, op: Any, inputs: Any) -> Any:
+        (data / "b.json").unlink()
+        return visit_store(self, op, inputs)
+
+    monkeypatch.setattr(SparkCompiler, "visit_store", remove_then_store)
+    for _ in range(3):
+        (data / "a.json").write_text('{"a": 1}\n')
+        (data / "b.json").write_text('{"a": 2}\n')
+        with pytest.raises(ExecutionError) as raised:
+            run_plan(_two_scans_of(tmp_path, "d", "d"), executor="spark", spark=spark)
+        assert raised.value.operator_id == "1", str(raised.value)
+        assert f"{data}/b.json: the file no longer exists" in str(raised.value)
