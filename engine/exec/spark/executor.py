@@ -291,7 +291,7 @@ def build_apart(
     thread of the process's scan pool while the run's thread goes on. Building a scan reads no
     other operator's DataFrame and is mostly waiting: its files listed, their footers read,
     Spark resolving its reader and analysing its selects in the JVM (q3's three scans, warm:
-    280 ms to build the run's DataFrames one scan after the other, 263 ms side by side). Empty
+    258 ms to build the run's DataFrames one scan after the other, 231 ms side by side). Empty
     for fewer than two scans, built in the run's thread as every other operator. ``spark``, a
     classic session, is made the active one of the JVM thread serving each build (PySpark asks
     the JVM for it, three calls each time a type is parsed, when a thread has none).

@@ -176,7 +176,10 @@ def test_a_runs_scans_are_built_side_by_side(
     monkeypatch.setattr(SparkCompiler, "visit_scan", meeting)
     result = run_plan(_two_scans_of(tmp_path, "a.json", "b.json"), executor="spark", spark=spark)
     assert result.records() == [{"r": {"a": 1}}, {"r": {"a": 2}}, {"r": {"a": 3}}]
-    assert {op: m["rows"] for op, m in result.metrics.items() if op in "12"} == {"1": 2, "2": 1}
+    assert {op: m["rows"] for op, m in result.metrics.items() if op in ("1", "2")} == {
+        "1": 2,
+        "2": 1,
+    }
     assert len(threads) == 2 and all(t.startswith(executor.SCAN_THREAD_PREFIX) for t in threads)
 
 
