@@ -46,6 +46,7 @@ from engine.exec.spark.compiler_order import (
     limit_rows,
     order_rows,
     sequence_order,
+    sort_columns,
     temp,
     top_rows,
     with_run_numbers,
@@ -138,6 +139,8 @@ class SparkRunContext:
     store_inputs: set[str] = field(default_factory=set)
     # orders only top-N limits read (:func:`top_n_orders`)
     top_n_orders: set[str] = field(default_factory=set)
+    # orders a store sorts by its project's copies of their keys (:func:`store_sorted_orders`)
+    store_sorted: set[str] = field(default_factory=set)
 
     def engine(self, name: str) -> Any:
         try:
@@ -187,6 +190,8 @@ class SparkCompiler:
         self._frames: dict[str, _FrameInput] = {}
         # project id (ctx.store_inputs) -> the sort columns of its input's sequence
         self._store_orders: dict[str, Callable[[], list[Column]]] = {}
+        # order id (ctx.store_sorted) -> its orderings, and whether ties keep the input order
+        self._store_keys: dict[str, tuple[Sequence[Any], bool]] = {}
         # Operators below an `order` or `limit` (their stores keep the order), and operators whose
         # DataFrame is already in sequence order partition by partition (nothing to sort).
         self._ordered: set[str] = set()
@@ -424,12 +429,30 @@ class SparkCompiler:
             out = self.flushed(op.id, build_columns(df, [*columns, *carried]))
             del self._deferred[op.id]  # `out` carries none of them: its readers drop nothing
             # The store sorts, if it does, by the sequence of the project's input (Spark carries
-            # it through the project for the sort and drops it after): no step drops it.
-            self._store_orders[op.id] = lambda: sequence_order(
-                df, SEQ_COLUMN, value=df[SEQ_COLUMN], equal=self._copied_members(op, df, out)
-            )
+            # it through the project for the sort and drops it after): no step drops it. After
+            # an order that built none, by the copies of the order's keys.
+            store_keys = self._store_keys.get(op.input or "")
+            if store_keys is not None:
+                self._store_orders[op.id] = lambda: self._by_copied_keys(op, df, out, *store_keys)
+            else:
+                self._store_orders[op.id] = lambda: sequence_order(
+                    df, SEQ_COLUMN, value=df[SEQ_COLUMN], equal=self._copied_members(op, df, out)
+                )
             return out
         return build_columns(df, [*columns, ((SEQ_COLUMN,), _seq(df))])
+
+    def _by_copied_keys(
+        self, op: Project, df: DataFrame, out: DataFrame, orderings: Sequence[Any], tie_break: bool
+    ) -> list[Column]:
+        """The sort columns of an order ``op`` reads (:func:`store_sorted_orders`): the copies
+        of its keys in ``op``'s output ``out``, then, where records may tie, the sequence of the
+        order's input ``df``."""
+        copies = _copies(op, out)
+        keys = [
+            (copies[member_of(parse_cached(o.expr))], o.order, o.null_collation) for o in orderings
+        ]
+        ties = sequence_order(df, SEQ_COLUMN, value=df[SEQ_COLUMN]) if tie_break else []
+        return [*sort_columns(keys, seq=SEQ_COLUMN, tie_break=False), *ties]
 
     def _copied_members(self, op: Project, df: DataFrame, out: DataFrame) -> dict[str, Column]:
         """The members of the sequence of ``op``'s input ``df`` that equal a record member
@@ -443,13 +466,7 @@ class SparkCompiler:
         sequence = df.schema[SEQ_COLUMN].dataType
         if not isinstance(sequence, T.StructType) or len(sequence.fields) != len(members):
             return {}
-        paths = [output_path(p.ref) for p in op.projections]
-        copies: dict[Member, Column] = {}
-        for i, (projection, path) in enumerate(zip(op.projections, paths, strict=True)):
-            member = member_of(parse_cached(projection.expr))
-            overwritten = any(_overlap(path, o) for j, o in enumerate(paths) if j != i)
-            if member is not None and path and not overwritten:
-                copies[member] = compile_expression(FieldRef(tuple(path)), out.schema)
+        copies = _copies(op, out)
         return {f.name: copies[m] for f, m in zip(sequence.fields, members) if m in copies}
 
     def visit_limit(self, op: Limit, inputs: list[DataFrame]) -> DataFrame:
@@ -507,6 +524,9 @@ class SparkCompiler:
         self._key_order[op.id] = [parse_cached(o.expr) for o in op.orderings]
         if op.id in self.ctx.top_n_orders:
             return df  # its limits sort `df` by `keys` themselves: no sequence to build
+        if op.id in self.ctx.store_sorted:
+            self._store_keys[op.id] = (op.orderings, tie_break)
+            return df  # its store sorts by its project's copies of the keys: no sequence to build
         sources: list[int | None] = []
         ordered = order_rows(
             df, keys, seq=SEQ_COLUMN, types=types, tie_break=tie_break, sources=sources
@@ -919,6 +939,49 @@ def top_n_orders(plan: LogicalPlan) -> set[str]:
         and not op.within
         and readers.get(op.id)
         and all(isinstance(r, Limit) and r.last is not None for r in readers[op.id])
+    }
+
+
+def store_sorted_orders(plan: LogicalPlan) -> set[str]:
+    """The ids of the orders (without ``within``) of ``plan`` whose one reader is a project a
+    store reads (:func:`store_inputs`) that copies each of the order's keys, a record's member,
+    to a column of its own: the store sorts by those copies, then by the order's input sequence
+    where records may tie (:meth:`SparkCompiler.visit_project`), so the order builds no
+    sequence of its own (a DataFrame step less)."""
+    readers = consumers(plan)
+    inputs = store_inputs(plan)
+    found = set()
+    for op in plan.query:
+        if not isinstance(op, Order) or op.within or len(readers.get(op.id, [])) != 1:
+            continue
+        (reader,) = readers[op.id]
+        if reader.id not in inputs:
+            continue
+        copied = _copied_paths(reader)
+        if all(member_of(parse_cached(o.expr)) in copied for o in op.orderings):
+            found.add(op.id)
+    return found
+
+
+def _copied_paths(op: Project) -> dict[Member, Path]:
+    """The record members ``op`` copies as they are, each to the path of its copy (a path no
+    other projection writes over)."""
+    paths = [output_path(p.ref) for p in op.projections]
+    copied: dict[Member, Path] = {}
+    for i, (projection, path) in enumerate(zip(op.projections, paths, strict=True)):
+        member = member_of(parse_cached(projection.expr))
+        overwritten = any(_overlap(path, o) for j, o in enumerate(paths) if j != i)
+        if member is not None and path and not overwritten:
+            copied[member] = path
+    return copied
+
+
+def _copies(op: Project, out: DataFrame) -> dict[Member, Column]:
+    """The record members ``op`` copies, each to the column of ``op``'s output ``out`` holding
+    the copy."""
+    return {
+        member: compile_expression(FieldRef(tuple(path)), out.schema)
+        for member, path in _copied_paths(op).items()
     }
 
 

@@ -1,7 +1,9 @@
 """A project whose one reader is a store builds no sequence column
 (:func:`engine.exec.spark.compiler.store_inputs`): the store sorts, where it keeps an order, by
 the sequence of the project's input (Spark carries it through the project for the sort), and
-nothing drops the column afterwards. The records and their order stay the local executor's."""
+nothing drops the column afterwards; an order whose keys that project copies builds no sequence
+either, the store sorting by the copies (:func:`~engine.exec.spark.compiler.store_sorted_orders`).
+The records and their order stay the local executor's."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from py4j_calls import counted
 
-from engine.exec.spark.compiler import store_inputs
+from engine.exec.spark import executor
+from engine.exec.spark.compiler import store_inputs, store_sorted_orders
 from engine.exec.spark.executor import SparkPlanRun
 from engine.exec.spark.sources import SEQ_COLUMN
 from engine.plan import parse_plan
@@ -94,3 +98,60 @@ def test_a_project_read_by_two_stores_keeps_its_sequence(root: Path, spark: Any)
     plan = plan_of(SCAN, ORDER, PROJECT, root=root, readers=2)
     result = run_plan(plan, executor="spark", spark=spark)
     assert result.records() == run_plan(plan, executor="local").records()
+
+
+COPIES = {
+    "@id": 3,
+    "op": "project",
+    "input": 2,
+    "projections": [
+        {"ref": "output.k", "expr": "e.k"},
+        {"ref": "output.v", "expr": "e.v"},
+        {"ref": "output.twice", "expr": "e.v * 2"},
+    ],
+}
+
+
+def test_an_order_whose_keys_its_store_input_copies_is_store_sorted(root: Path) -> None:
+    assert store_sorted_orders(plan_of(SCAN, ORDER, COPIES, root=root)) == {"2"}
+    # e.v only doubled: the order builds its sequence, the store sorts by it.
+    assert store_sorted_orders(plan_of(SCAN, ORDER, PROJECT, root=root)) == set()
+    assert store_sorted_orders(plan_of(SCAN, ORDER, COPIES, root=root, readers=2)) == set()
+    within = {**ORDER, "within": "e.k"}
+    assert store_sorted_orders(plan_of(SCAN, within, COPIES, root=root)) == set()
+
+
+@pytest.mark.parametrize("store", ["q", "fs"])
+@pytest.mark.parametrize(
+    "orderings",
+    [
+        # Ties (a and c) keep their input order; nulls first in either direction by default.
+        [{"order": "desc", "expr": "e.v"}],
+        [
+            {"order": "asc", "expr": "e.v", "nullCollation": "last"},
+            {"order": "desc", "expr": "e.k"},
+        ],
+    ],
+)
+def test_a_store_sorts_by_the_copies_of_an_orders_keys(
+    store: str, orderings: list[dict[str, str]], root: Path, spark: Any
+) -> None:
+    order = {**ORDER, "orderings": orderings}
+    plan = plan_of(SCAN, order, COPIES, root=root, store=store)
+    expected = run_plan(plan_of(SCAN, order, COPIES, root=root), executor="local").records()
+    assert [r["k"] for r in expected] in (["d", "a", "c", "e", "b"], ["b", "e", "c", "a", "d"])
+    with counted() as sorted_by_copies:
+        result = run_plan(plan, executor="spark", spark=spark)
+    if store == "q":
+        assert result.records() == expected
+    else:
+        (written,) = result.stores
+        files = sorted(written.files) if written.files else [written.location]
+        assert [r for f in files for r in pq.read_table(f).to_pylist()] == expected
+    assert result.metrics["2"]["rows"] == 5
+    # The order's own sequence is the one DataFrame this saves.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(executor, "store_sorted_orders", lambda plan: set())
+        with counted() as sorted_by_sequence:
+            run_plan(plan, executor="spark", spark=spark)
+    assert sorted_by_copies.frames == sorted_by_sequence.frames - 1
