@@ -52,6 +52,15 @@ def plan_of(*ops: dict[str, Any], root: Path, store: str = "q", readers: int = 1
     return parse_plan({"storage": storage, "query": [*ops, *stores]})
 
 
+def stored_records(result: Any, store: str) -> list[dict[str, Any]]:
+    """The records a run's one store kept: the queue's, or those of its parquet files in order."""
+    if store == "q":
+        return result.records()
+    (written,) = result.stores
+    files = sorted(written.files) if written.files else [written.location]
+    return [r for f in files for r in pq.read_table(f).to_pylist()]
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     (tmp_path / "t").mkdir()
@@ -86,12 +95,7 @@ def test_the_store_keeps_the_order_of_a_project_without_a_sequence(
     assert (
         run_plan(plan_of(SCAN, ORDER, PROJECT, root=root), executor="local").records() == expected
     )
-    if store == "q":
-        assert result.records() == expected
-    else:
-        (written,) = result.stores
-        files = sorted(written.files) if written.files else [written.location]
-        assert [r for f in files for r in pq.read_table(f).to_pylist()] == expected
+    assert stored_records(result, store) == expected
 
 
 def test_a_project_read_by_two_stores_keeps_its_sequence(root: Path, spark: Any) -> None:
@@ -142,12 +146,7 @@ def test_a_store_sorts_by_the_copies_of_an_orders_keys(
     assert [r["k"] for r in expected] in (["d", "a", "c", "e", "b"], ["b", "e", "c", "a", "d"])
     with counted() as sorted_by_copies:
         result = run_plan(plan, executor="spark", spark=spark)
-    if store == "q":
-        assert result.records() == expected
-    else:
-        (written,) = result.stores
-        files = sorted(written.files) if written.files else [written.location]
-        assert [r for f in files for r in pq.read_table(f).to_pylist()] == expected
+    assert stored_records(result, store) == expected
     assert result.metrics["2"]["rows"] == 5
     # The order's own sequence is the one DataFrame this saves.
     with pytest.MonkeyPatch.context() as patch:
