@@ -141,6 +141,8 @@ class SparkRunContext:
     top_n_orders: set[str] = field(default_factory=set)
     # orders a store sorts by its project's copies of their keys (:func:`store_sorted_orders`)
     store_sorted: set[str] = field(default_factory=set)
+    # limits whose records only a store's project reads (:func:`store_read_limits`)
+    store_read: set[str] = field(default_factory=set)
 
     def engine(self, name: str) -> Any:
         try:
@@ -477,7 +479,14 @@ class SparkCompiler:
             source, keys, tie_break, fields = ordered
             self._sorted.add(op.id)
             return top_rows(
-                source, keys, op.first, op.last, seq=SEQ_COLUMN, tie_break=tie_break, fields=fields
+                source,
+                keys,
+                op.first,
+                op.last,
+                seq=SEQ_COLUMN,
+                tie_break=tie_break,
+                fields=fields,
+                numbered=op.id not in self.ctx.store_read,
             )
         if op.first or op.last is not None:
             self._sorted.add(op.id)  # sorted by the sequence, then cut
@@ -939,6 +948,22 @@ def top_n_orders(plan: LogicalPlan) -> set[str]:
         and not op.within
         and readers.get(op.id)
         and all(isinstance(r, Limit) and r.last is not None for r in readers[op.id])
+    }
+
+
+def store_read_limits(plan: LogicalPlan) -> set[str]:
+    """The ids of the limits of ``plan`` whose one reader is a project a store reads
+    (:func:`store_inputs`): the store writes the limit's records in the order they come, sorting
+    nothing, and the project carries no sequence, so a top-N limit numbers its records again for
+    no one (:meth:`SparkCompiler.visit_limit` leaves that select out)."""
+    readers = consumers(plan)
+    inputs = store_inputs(plan)
+    return {
+        op.id
+        for op in plan.query
+        if isinstance(op, Limit)
+        and len(readers.get(op.id, [])) == 1
+        and readers[op.id][0].id in inputs
     }
 
 

@@ -278,12 +278,15 @@ def top_rows(
     seq: str,
     tie_break: bool = True,
     fields: Sequence[bool] | None = None,
+    numbered: bool = True,
 ) -> DataFrame:
     """The records with index ``first <= i < last`` of ``df`` sorted by ``keys`` (as
     :func:`sort_columns`), numbered again: one top-N sort instead of a sort and a limit.
     ``fields[i]``: key ``i`` reads a column or a record's member, sorted by as it is (Spark reads
     the member once per row where the record is built, or prunes the record to it); any other
-    key is computed once per row into a column of its own, not at each comparison."""
+    key is computed once per row into a column of its own, not at each comparison. Not
+    ``numbered``, the records keep ``df``'s sequence and the computed keys' columns (a select
+    less, for a reader that reads neither: a store's project)."""
     if last <= first:
         return df.limit(0)
     fields = fields or [False] * len(keys)
@@ -299,6 +302,8 @@ def top_rows(
     top = flat.orderBy(*order).limit(last)
     if first:
         top = top.offset(first)
+    if not numbered:
+        return top
     # The top rows come out of one partition, in order: the new ids follow that order.
     kept = [F.col(quote_name(n)) for n in df.columns if n != seq]
     return top.select(*kept, F.monotonically_increasing_id().alias(seq))

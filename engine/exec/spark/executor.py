@@ -43,6 +43,7 @@ from engine.exec.spark.compiler import (
     fused_operators,
     nullable_everywhere,
     store_inputs,
+    store_read_limits,
     store_sorted_orders,
     top_n_orders,
     unnumbered_segments,
@@ -164,6 +165,7 @@ class SparkPlanRun:
         self.ctx.store_inputs = store_inputs(plan) & store_inputs(self.planned)
         self.ctx.top_n_orders = top_n_orders(plan) & top_n_orders(self.planned)
         self.ctx.store_sorted = store_sorted_orders(plan) & store_sorted_orders(self.planned)
+        self.ctx.store_read = store_read_limits(plan) & store_read_limits(self.planned)
         # The Dagster ops compile the plan as given, the executor as planned: either's limits.
         self.ctx.limited = limit_inputs(plan.query) | limit_inputs(self.planned.query)
         self.compiler = SparkCompiler(spark, self.ctx)

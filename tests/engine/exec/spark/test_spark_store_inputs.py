@@ -2,8 +2,10 @@
 (:func:`engine.exec.spark.compiler.store_inputs`): the store sorts, where it keeps an order, by
 the sequence of the project's input (Spark carries it through the project for the sort), and
 nothing drops the column afterwards; an order whose keys that project copies builds no sequence
-either, the store sorting by the copies (:func:`~engine.exec.spark.compiler.store_sorted_orders`).
-The records and their order stay the local executor's."""
+either, the store sorting by the copies (:func:`~engine.exec.spark.compiler.store_sorted_orders`),
+and a top-N limit that project reads numbers its records no more
+(:func:`~engine.exec.spark.compiler.store_read_limits`). The records and their order stay the
+local executor's."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 from py4j_calls import counted
 
 from engine.exec.spark import executor
-from engine.exec.spark.compiler import store_inputs, store_sorted_orders
+from engine.exec.spark.compiler import store_inputs, store_read_limits, store_sorted_orders
 from engine.exec.spark.executor import SparkPlanRun
 from engine.exec.spark.sources import SEQ_COLUMN
 from engine.plan import parse_plan
@@ -154,3 +156,33 @@ def test_a_store_sorts_by_the_copies_of_an_orders_keys(
         with counted() as sorted_by_sequence:
             run_plan(plan, executor="spark", spark=spark)
     assert sorted_by_copies.frames == sorted_by_sequence.frames - 1
+
+
+LIMIT = {"@id": 3, "op": "limit", "input": 2, "first": 1, "last": 4}
+LIMITED = {**COPIES, "@id": 4, "input": 3}
+
+
+def test_only_a_limit_a_stores_project_alone_reads_is_read_by_the_store(root: Path) -> None:
+    assert store_read_limits(plan_of(SCAN, ORDER, LIMIT, LIMITED, root=root)) == {"3"}
+    assert store_read_limits(plan_of(SCAN, ORDER, LIMIT, LIMITED, root=root, readers=2)) == set()
+    assert store_read_limits(plan_of(SCAN, ORDER, LIMIT, root=root)) == set()
+
+
+@pytest.mark.parametrize("store", ["q", "fs"])
+def test_a_top_n_a_stores_project_reads_is_not_numbered_again(
+    store: str, root: Path, spark: Any
+) -> None:
+    plan = plan_of(SCAN, ORDER, LIMIT, LIMITED, root=root, store=store)
+    expected = run_plan(plan_of(SCAN, ORDER, LIMIT, LIMITED, root=root), executor="local")
+    assert [r["k"] for r in expected.records()] == ["a", "c", "e"]
+    with counted() as unnumbered:
+        result = run_plan(plan, executor="spark", spark=spark)
+    assert stored_records(result, store) == expected.records()
+    assert result.metrics["3"]["rows"] == 3
+    # The top rows' new numbers are the one DataFrame this saves.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(executor, "store_read_limits", lambda plan: set())
+        with counted() as numbered:
+            again = run_plan(plan, executor="spark", spark=spark)
+    assert stored_records(again, store) == expected.records()
+    assert unnumbered.frames == numbered.frames - 1
