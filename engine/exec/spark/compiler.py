@@ -94,6 +94,7 @@ from engine.plan.operators import (
     Union,
     WindowFrame,
 )
+from engine.plan.parts import Ordering
 from engine.planner.rewrite import consumers
 from engine.planner.rules.filter_pushdown import Remaining
 from engine.planner.rules.projection_pushdown import required_paths
@@ -193,7 +194,7 @@ class SparkCompiler:
         # project id (ctx.store_inputs) -> the sort columns of its input's sequence
         self._store_orders: dict[str, Callable[[], list[Column]]] = {}
         # order id (ctx.store_sorted) -> its orderings, and whether ties keep the input order
-        self._store_keys: dict[str, tuple[Sequence[Any], bool]] = {}
+        self._store_keys: dict[str, tuple[Sequence[Ordering], bool]] = {}
         # Operators below an `order` or `limit` (their stores keep the order), and operators whose
         # DataFrame is already in sequence order partition by partition (nothing to sort).
         self._ordered: set[str] = set()
@@ -444,11 +445,16 @@ class SparkCompiler:
         return build_columns(df, [*columns, ((SEQ_COLUMN,), _seq(df))])
 
     def _by_copied_keys(
-        self, op: Project, df: DataFrame, out: DataFrame, orderings: Sequence[Any], tie_break: bool
+        self,
+        op: Project,
+        df: DataFrame,
+        out: DataFrame,
+        orderings: Sequence[Ordering],
+        tie_break: bool,
     ) -> list[Column]:
-        """The sort columns of an order ``op`` reads (:func:`store_sorted_orders`): the copies
-        of its keys in ``op``'s output ``out``, then, where records may tie, the sequence of the
-        order's input ``df``."""
+        """The sort columns of the store of ``op``, a project of an order that built no sequence
+        (:func:`store_sorted_orders`): the copies of the order's keys in ``op``'s output ``out``,
+        then, where records may tie, the sequence of the order's input ``df``."""
         copies = _copies(op, out)
         keys = [
             (copies[member_of(parse_cached(o.expr))], o.order, o.null_collation) for o in orderings
