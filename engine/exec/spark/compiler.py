@@ -932,14 +932,17 @@ def frame_collapses(plan: LogicalPlan, fused: set[str]) -> dict[str, str]:
 def store_inputs(plan: LogicalPlan) -> set[str]:
     """The ids of the projects of ``plan`` whose one reader is a store: their DataFrames carry
     no sequence column, the store sorts by their input's (:meth:`SparkCompiler.visit_project`)."""
-    readers = consumers(plan)
+    reader = _one_reader(plan)
     return {
         op.id
         for op in plan.query
-        if isinstance(op, Project)
-        and len(readers.get(op.id, [])) == 1
-        and isinstance(readers[op.id][0], Store)
+        if isinstance(op, Project) and isinstance(reader.get(op.id), Store)
     }
+
+
+def _one_reader(plan: LogicalPlan) -> dict[str, Any]:
+    """``{operator id: its reader}`` for the operators of ``plan`` that one operator reads."""
+    return {ref: ops[0] for ref, ops in consumers(plan).items() if len(ops) == 1}
 
 
 def top_n_orders(plan: LogicalPlan) -> set[str]:
@@ -962,14 +965,11 @@ def store_read_limits(plan: LogicalPlan) -> set[str]:
     (:func:`store_inputs`): the store writes the limit's records in the order they come, sorting
     nothing, and the project carries no sequence, so a top-N limit numbers its records again for
     no one (:meth:`SparkCompiler.visit_limit` leaves that select out)."""
-    readers = consumers(plan)
-    inputs = store_inputs(plan)
+    reader, inputs = _one_reader(plan), store_inputs(plan)
     return {
         op.id
         for op in plan.query
-        if isinstance(op, Limit)
-        and len(readers.get(op.id, [])) == 1
-        and readers[op.id][0].id in inputs
+        if isinstance(op, Limit) and op.id in reader and reader[op.id].id in inputs
     }
 
 
@@ -979,16 +979,13 @@ def store_sorted_orders(plan: LogicalPlan) -> set[str]:
     to a column of its own: the store sorts by those copies, then by the order's input sequence
     where records may tie (:meth:`SparkCompiler.visit_project`), so the order builds no
     sequence of its own (a DataFrame step less)."""
-    readers = consumers(plan)
-    inputs = store_inputs(plan)
+    reader, inputs = _one_reader(plan), store_inputs(plan)
     found = set()
     for op in plan.query:
-        if not isinstance(op, Order) or op.within or len(readers.get(op.id, [])) != 1:
+        project = reader.get(op.id)
+        if not isinstance(op, Order) or op.within or project is None or project.id not in inputs:
             continue
-        (reader,) = readers[op.id]
-        if reader.id not in inputs:
-            continue
-        copied = _copied_paths(reader)
+        copied = _copied_paths(project)
         if all(member_of(parse_cached(o.expr)) in copied for o in op.orderings):
             found.add(op.id)
     return found
