@@ -283,15 +283,21 @@ class SparkCompiler:
         keys: Mapping[Expr, tuple[str, T.DataType]],
         *,
         keep: Collection[str | int] = (),
+        added: Mapping[str, Column] | None = None,
     ) -> Spread | None:
         """``df``, ``input_id``'s records, spread for windows (see :mod:`spread`), if its
         sequence's members are known to be members of its records, none of them a column in
-        ``keep``."""
+        ``keep``. ``added``: key columns ``df`` does not hold yet (None unless each equals a
+        member the spread takes apart)."""
         members = self._seq_members.get(input_id or "")
         if not members or SEQ_COLUMN in keep or any(m[0] in keep for m in members if m):
             return None
         equal = {name: m for e, (name, _) in keys.items() if (m := member_of(e)) is not None}
-        return spread(df, SEQ_COLUMN, members, keys=equal)
+        new = {name: equal.get(name) for name in added or {}}
+        if any(m is None for m in new.values()):
+            return None
+        existing = {name: m for name, m in equal.items() if name not in new}
+        return spread(df, SEQ_COLUMN, members, keys=existing, added=new)
 
     def _spread_window(
         self, spread_out: Spread, input_id: str | None, partition: list[Column], run: str | None
@@ -579,27 +585,37 @@ class SparkCompiler:
         return len(leading) == len(exprs) and all(e in leading for e in exprs)
 
     def _runs(
-        self, input_id: str | None, within: str | None, df: DataFrame
-    ) -> tuple[DataFrame, list[Column], str | None, dict[Expr, tuple[str, T.DataType]]]:
+        self, input_id: str | None, within: str | None, df: DataFrame, *, keep: Collection[str] = ()
+    ) -> tuple[
+        DataFrame, list[Column], str | None, dict[Expr, tuple[str, T.DataType]], Spread | None
+    ]:
         """``df`` and the columns whose equal values are the runs of ``within`` (none: one run):
         a segment's keys when ``within`` is the group number of the segment that is the input
-        (kept as columns, returned fourth), else run numbers (returned third, to drop)."""
+        (kept as columns, returned fourth), else run numbers (returned third, to drop); then
+        ``df`` spread for windows (:meth:`_spread`, fifth; the first is then its frame). A key
+        column that equals a spread record's member is the spread's, rebuilt from its leaf: no
+        DataFrame step adds it before."""
         if within is None:
-            return df, [], None, {}
+            return df, [], None, {}, self._spread(df, input_id, {}, keep=keep)
         path = writable_path(within, "within")
         segment = self._segments.get(input_id or "")
         if segment is not None and segment.ref == path and not segment.writes_over_keys():
             known = self._keys.get(input_id or "", {}).items()
             keys = {e: key for e, key in known if key[0] in df.columns}
+            added: dict[str, Column] = {}
             for expr in segment.exprs:
                 if expr not in keys:
                     name, value = temp(f"key{next(self._key_names)}"), self.typed(expr, df)
-                    df = df.withColumn(name, value.column)
+                    added[name] = value.column
                     keys[expr] = (name, value.dtype)
-            return df, [F.col(keys[e][0]) for e in segment.exprs], None, keys
+            spread_out = self._spread(df, input_id, keys, keep=keep, added=added)
+            if spread_out is None and added:
+                df = df.withColumns(added)  # one step for them all
+                spread_out = self._spread(df, input_id, keys, keep=keep)
+            return df, [F.col(keys[e][0]) for e in segment.exprs], None, keys, spread_out
         run = temp("run")
         df = with_run_numbers(df, self.field(within, df), seq=SEQ_COLUMN, name=run)
-        return df, [F.col(run)], run, {}
+        return df, [F.col(run)], run, {}, self._spread(df, input_id, {}, keep=keep)
 
     def visit_windowframe(self, op: WindowFrame, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
@@ -650,10 +666,9 @@ class SparkCompiler:
                 self._deferred[op.id] = [(FRAME_ROWS, count_input)]
                 count_input, frame_rows = None, True
             # Collapsing each window of a windowframe again: aggregates over each record's frame.
-            df, partition, run, keys = self._runs(
+            df, partition, run, keys, spread_out = self._runs(
                 windows.input_id, windows.op.within, windows.input
             )
-            spread_out = self._spread(df, windows.input_id, keys)
             order = [F.col(SEQ_COLUMN)]
             if spread_out is not None:
                 df = spread_out.frame
@@ -760,14 +775,13 @@ class SparkCompiler:
 
     def visit_runningaggregate(self, op: RunningAggregate, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
-        df, partition, run, keys = self._runs(op.input, op.within, df)
         written = [writable_path(a.ref, "aggregation ref") for a in op.aggregations]
+        # Not where an aggregation writes into a record or the sequence the spread takes apart.
+        roots = {path[0] for path in written}
+        df, partition, run, keys, spread_out = self._runs(op.input, op.within, df, keep=roots)
         self._keys[op.id] = {e: keys[e] for e in _unwritten(list(keys), written)}
         self._pass_members(op.id, op.input, written)
         order = [F.col(SEQ_COLUMN)]
-        # Not where an aggregation writes into a record or the sequence the spread takes apart.
-        roots = {path[0] for path in written}
-        spread_out = self._spread(df, op.input, keys, keep=roots)
         if spread_out is not None:
             df = spread_out.frame
             partition, order = self._spread_window(spread_out, op.input, partition, run)

@@ -108,13 +108,16 @@ def spread(
     members: Sequence[Member | None],
     *,
     keys: Mapping[str, Member] | None = None,
+    added: Mapping[str, Member | None] | None = None,
 ) -> Spread | None:
     """``df`` with the sequence column ``seq`` and the records it reads as leaves.
 
     ``members[i]`` is the record member the sequence's ``i``-th member equals (None: its own
     value). ``keys`` maps a key column to the member it equals; it is rebuilt from the leaf.
-    None where the sequence or a record may be null (a rebuilt struct never is) or the
-    members do not match the sequence's."""
+    ``added`` maps key columns ``df`` does not hold to the member each equals: rebuilt the same
+    way, they follow ``df``'s columns. None where the sequence or a record may be null (a
+    rebuilt struct never is), the members do not match the sequence's, or an added key's
+    member is not a spread record's."""
     field = {f.name: f for f in df.schema.fields}
     sequence = field.get(seq)
     if sequence is None or sequence.nullable or not isinstance(sequence.dataType, T.StructType):
@@ -131,6 +134,11 @@ def spread(
             return None
         records[member[0]] = record.dataType
     keys = {k: m for k, m in (keys or {}).items() if k in field and m[0] in records}
+    added = dict(added or {})
+    if any(
+        m is None or m[1] not in records.get(m[0], _NO_MEMBERS).fieldNames() for m in added.values()
+    ):
+        return None
     names = (temp(f"leaf{i}") for i in itertools.count())
     leaves: dict[Member, str] = {}
     values: list[Column] = []
@@ -162,5 +170,13 @@ def spread(
     rebuilt[seq] = F.struct(*ordered).alias(seq, metadata=sequence.metadata)
     for key, member in keys.items():
         rebuilt[key] = top_column(leaves[member]).alias(key, metadata=field[key].metadata)
-    types = {name: field[name].dataType for name in rebuilt}
-    return Spread(frame, leaves, order, rebuilt, list(df.columns), types, schema)
+    types = {name: field[name].dataType for name in rebuilt if name in field}
+    for key, member in added.items():
+        assert member is not None
+        rebuilt[key] = top_column(leaves[member]).alias(key)
+        types[key] = schema[leaves[member]].dataType
+    columns = [*df.columns, *added]
+    return Spread(frame, leaves, order, rebuilt, columns, types, schema)
+
+
+_NO_MEMBERS = T.StructType([])
