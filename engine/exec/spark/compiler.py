@@ -136,6 +136,8 @@ class SparkRunContext:
     unnumbered: set[str] = field(default_factory=set)
     # fused windowframe id -> the aggregate giving a record per record of its input
     frame_passes: dict[str, str] = field(default_factory=dict)
+    # joins whose inputs share no operator upstream (:func:`~.compiler_join.related_joins`)
+    unrelated: set[str] = field(default_factory=set)
     # projects whose one reader is a store (:func:`store_inputs`)
     store_inputs: set[str] = field(default_factory=set)
     # orders only top-N limits read (:func:`top_n_orders`)
@@ -834,7 +836,10 @@ class SparkCompiler:
         elif build == "right":
             right = F.broadcast(right)
         ordered = op.id not in self.ctx.unordered
-        return join_rows(left, right, conditions, how=op.type, seq=SEQ_COLUMN, ordered=ordered)
+        related = op.id not in self.ctx.unrelated
+        return join_rows(
+            left, right, conditions, how=op.type, seq=SEQ_COLUMN, ordered=ordered, related=related
+        )
 
 
 def fused_operators(plan: LogicalPlan) -> set[str]:

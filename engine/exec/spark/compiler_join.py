@@ -22,6 +22,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Sequence
 from decimal import Decimal
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -76,21 +77,26 @@ def join_rows(
     how: str,
     seq: str,
     ordered: bool = True,
+    related: bool = True,
 ) -> DataFrame:
-    """``left`` joined with ``right`` (see the module docstring); ``how`` is a Drill join type."""
+    """``left`` joined with ``right`` (see the module docstring); ``how`` is a Drill join type.
+    ``related``: the inputs may derive from one DataFrame (:func:`related_joins`)."""
     left_names, right_names = record_names(left, seq), record_names(right, seq)
     left_seq, right_seq = temp("join_lseq"), temp("join_rseq")
     if not set(left_names) & set(right_names):
         # No field on both sides: the conditions read each side's columns by name in the join
-        # itself, and only the right sequence is renamed, if it is read (each DataFrame step is
-        # an analysis).
-        joined = left.join(
-            right.withColumnRenamed(seq, right_seq) if ordered else right,
-            on=_all_hold([_relation(lc, r, rc) for lc, r, rc in conditions]),
-            how=JOIN_TYPES[how],
-        )
+        # itself, and each side's sequence is read as that side's own column (each DataFrame
+        # step is an analysis on the driver), but for inputs that may derive from one DataFrame
+        # (Spark could not tell their columns apart): the right sequence is renamed.
+        on = _all_hold([_relation(lc, r, rc) for lc, r, rc in conditions])
         merged = [F.col(_quoted(name)) for name in [*left_names, *right_names]]
-        return _with_join_sequence(joined, merged, left, right, how, seq, seq, right_seq, ordered)
+        if related and ordered:
+            joined = left.join(right.withColumnRenamed(seq, right_seq), on=on, how=JOIN_TYPES[how])
+            seqs = F.col(seq), F.col(right_seq)
+        else:
+            joined = left.join(right, on=on, how=JOIN_TYPES[how])
+            seqs = (left[seq], right[seq]) if ordered else (None, None)
+        return _with_join_sequence(joined, merged, left, right, how, seq, *seqs, ordered)
     lhs = left.select(
         *[F.col(_quoted(n)).alias(temp(f"l{i}")) for i, n in enumerate(left_names)],
         *[c.alias(temp(f"jl{i}")) for i, (c, _, _) in enumerate(conditions)],
@@ -122,7 +128,32 @@ def join_rows(
             merged.append(
                 deep_merge(l_col, r_col, left_types[name], right_types[name], name=name).alias(name)
             )
-    return _with_join_sequence(joined, merged, left, right, how, seq, left_seq, right_seq, ordered)
+    return _with_join_sequence(
+        joined, merged, left, right, how, seq, F.col(left_seq), F.col(right_seq), ordered
+    )
+
+
+def related_joins(operators: Sequence[Any]) -> set[str]:
+    """The ids of the joins among ``operators`` (topological order) whose inputs read a common
+    operator, or are one: their DataFrames may share a relation, whose columns Spark cannot
+    tell apart by the DataFrame they are read from.
+
+    >>> from types import SimpleNamespace as Op
+    >>> ops = [Op(id="1", op="scan", input_ids=lambda: []),
+    ...     Op(id="2", op="scan", input_ids=lambda: []),
+    ...     Op(id="3", op="filter", input_ids=lambda: ["1"]),
+    ...     Op(id="4", op="join", left="1", right="2", input_ids=lambda: ["1", "2"]),
+    ...     Op(id="5", op="join", left="3", right="1", input_ids=lambda: ["3", "1"])]
+    >>> sorted(related_joins(ops))
+    ['5']
+    """
+    upstream: dict[str, set[str]] = {}  # an operator and the operators it reads, through any
+    related = set()
+    for op in operators:
+        upstream[op.id] = {op.id}.union(*(upstream[i] for i in op.input_ids()))
+        if op.op == "join" and upstream[op.left] & upstream[op.right]:
+            related.add(op.id)
+    return related
 
 
 def _relation(left: Column, relationship: str, right: Column) -> Column:
@@ -157,24 +188,26 @@ def _with_join_sequence(
     right: DataFrame,
     how: str,
     seq: str,
-    left_seq: str,
-    right_seq: str,
+    left_seq: Column | None,
+    right_seq: Column | None,
     ordered: bool,
 ) -> DataFrame:
-    """The joined records (``merged``) with their sequence, from the columns ``left_seq`` and
-    ``right_seq`` of ``joined`` holding each side's (``seq`` of ``left`` and ``right``)."""
+    """The joined records (``merged``) with their sequence, from ``left_seq`` and ``right_seq``,
+    the columns of ``joined`` holding each side's (``seq`` of ``left`` and ``right``; read only
+    when ``ordered``)."""
     if not ordered:
         return joined.select(*merged, _unordered().alias(seq))
+    assert left_seq is not None and right_seq is not None
     left_type, right_type = left.schema[seq].dataType, right.schema[seq].dataType
     if isinstance(left_type, T.LongType) and isinstance(right_type, T.LongType):
         sides = (
             (sequence_bits(left, seq), how not in ("inner", "left")),
             (sequence_bits(right, seq), how != "inner"),
         )
-        order, bits = join_sequence_long(F.col(left_seq), F.col(right_seq), *sides)
+        order, bits = join_sequence_long(left_seq, right_seq, *sides)
         order = order.alias(seq) if bits is None else with_bits(order, seq, bits)
     else:
-        order = join_sequence(F.col(left_seq), left_type, F.col(right_seq), right_type).alias(seq)
+        order = join_sequence(left_seq, left_type, right_seq, right_type).alias(seq)
     return joined.select(*merged, order)  # one select: each step is an analysis on the driver
 
 

@@ -48,6 +48,7 @@ from engine.exec.spark.compiler import (
     top_n_orders,
     unnumbered_segments,
 )
+from engine.exec.spark.compiler_join import related_joins
 from engine.exec.spark.compiler_order import (
     TEMP_PREFIX,
     sequence_order,
@@ -153,6 +154,12 @@ class SparkPlanRun:
         }
         self.ctx.unordered = unordered_outputs(self.planned.topological_order(), sinks)
         self.ctx.total = total_orders(self.planned.topological_order())
+        joins = {op.id for op in self.planned.query if op.op == "join"}
+        self.ctx.unrelated = (
+            joins
+            - related_joins(plan.topological_order())
+            - related_joins(self.planned.topological_order())
+        )
         self.ctx.tie_free = {
             scan: order for order, scan in tie_free_orders(self.planned.topological_order()).items()
         }

@@ -64,7 +64,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # again: q3 at 404 calls and 39 DataFrames, topn at 89 and 6.
 BOUNDS = {
     "q1_pricing_summary": (215, 11),
-    "q3_shipping_priority": (420, 39),
+    "q3_shipping_priority": (415, 37),
     "q6_forecast_revenue": (135, 10),
     "sessionize_windowframe": (295, 16),
     "topn_order_limit": (95, 6),

@@ -94,3 +94,58 @@ def test_an_order_only_top_n_limits_read_builds_nothing(spark: Any) -> None:
     on_spark = run_plan(plan, executor="spark", spark=spark).records()
     assert on_spark == run_plan(plan, executor="local").records()
     assert [r["id"] for r in on_spark] == [2, 1]
+
+
+def join_plan(right: dict[str, Any]) -> Any:
+    """Orders joined with ``right`` (operator 2, reading the lines or the orders), the pairs
+    returned in join order."""
+    lines = [{"okey": 1, "n": 1}, {"okey": 2, "n": 2}, {"okey": 1, "n": 3}]
+    orders = [{"key": 2, "tag": "b"}, {"key": 1, "tag": "a"}, {"key": 3, "tag": "c"}]
+    return parse_plan(
+        {
+            "storage": {"q": {"type": "queue"}},
+            "query": [
+                {"@id": 1, "op": "constant", "content": [{"o": o} for o in orders]},
+                {"@id": 5, "op": "constant", "content": [{"l": line} for line in lines]},
+                {"@id": 2, **right},
+                {"@id": 3, "op": "join", "left": 1, "right": 2, "type": "left",
+                 "conditions": [{"relationship": "==", "left": "o.key", "right": "r.okey"}]},
+                {"@id": 4, "op": "store", "input": 3, "storageengine": "q", "target": {}},
+            ],
+        }
+    )  # fmt: skip
+
+
+LINES = {"op": "project", "input": 5, "projections": [{"ref": "output.r", "expr": "l"}]}
+SAME_ORDERS = {
+    "op": "project",
+    "input": 1,
+    "projections": [{"ref": "output.r.okey", "expr": "o.key"}],
+}
+
+
+@pytest.mark.parametrize(
+    ("right", "related", "steps", "keys"),
+    [(LINES, False, 4, [2, 1, 1, 3]), (SAME_ORDERS, True, 5, [2, 1, 3])],
+    ids=["other input", "same input"],
+)
+def test_a_join_reads_each_sides_sequence_where_spark_tells_them_apart(
+    right: dict[str, Any], related: bool, steps: int, keys: list[int], spark: Any
+) -> None:
+    """A join of inputs that share no operator upstream reads each side's sequence as that
+    side's column: the broadcast hint on the small side (two DataFrame objects), the join and
+    its select. Where both derive from one operator (an orders joined with a project of the
+    same orders), the right sequence is renamed first: one step more."""
+    plan = join_plan(right)
+    run = SparkPlanRun(
+        plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
+    )
+    assert ("3" not in run.ctx.unrelated) is related
+    frames = {op.id: run.compiler.compile(op, []) for op in map(plan.operator, ("1", "5"))}
+    frames["2"] = run.compiler.compile(plan.operator("2"), [frames[str(right["input"])]])
+    with counted() as counts:
+        run.compiler.compile(plan.operator("3"), [frames["1"], frames["2"]])
+    assert counts.frames == steps
+    on_spark = run_plan(plan, executor="spark", spark=spark).records()
+    assert on_spark == run_plan(plan, executor="local").records()
+    assert [r["o"]["key"] for r in on_spark] == keys
