@@ -808,9 +808,14 @@ class SparkCompiler:
             path = writable_path(aggregation.ref, "aggregation ref")
             # The window functions inside the value written: one step per aggregation.
             df = with_path(df, path, _scalar_column(scalar, by_name, df.schema, resolve))
-        if spread_out is not None:
-            df = spread_out.rebuild(df)
-        return df.drop(run) if run else df
+        if spread_out is None:
+            return df.drop(run) if run else df
+        # Counts the rows carry (see _DEFERRED_CARRIERS) are observed here, over the leaves, and
+        # the rebuild leaves their columns out, with the run numbers: no step drops them.
+        counts = self._deferred.pop(op.id, [])
+        for column, counter in counts:
+            df = df if counter is None else counter(df, column)
+        return spread_out.rebuild(df, without=[*(c for c, _ in counts), *([run] if run else [])])
 
     # -- several inputs --------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ sort. For sessionize (``compiler.SparkCompiler`` does this)::
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
@@ -94,12 +94,14 @@ class Spread:
         """Column ``name`` of the DataFrame spread, over :attr:`frame` (its own name)."""
         return self.rebuilt.get(name, top_column(name))
 
-    def rebuild(self, df: DataFrame) -> DataFrame:
+    def rebuild(self, df: DataFrame, *, without: Collection[str] = ()) -> DataFrame:
         """``df`` (derived from :attr:`frame`) with the spread columns rebuilt, the leaves
-        dropped and the columns it added kept."""
-        spread_out = {*self.leaves.values(), *self.order, *self.columns}
+        dropped and the columns it added kept; the columns named in ``without`` (spread or
+        added) left out."""
+        spread_out = {*self.leaves.values(), *self.order, *self.columns, *without}
         added = [top_column(c) for c in df.columns if c not in spread_out]
-        return df.select(*[self.column(c) for c in self.columns], *added)
+        kept = [self.column(c) for c in self.columns if c not in without]
+        return df.select(*kept, *added)
 
 
 def spread(

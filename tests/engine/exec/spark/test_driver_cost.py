@@ -66,7 +66,7 @@ BOUNDS = {
     "q1_pricing_summary": (215, 11),
     "q3_shipping_priority": (415, 37),
     "q6_forecast_revenue": (135, 10),
-    "sessionize_windowframe": (295, 16),
+    "sessionize_windowframe": (290, 15),
     "topn_order_limit": (95, 6),
     "left_join_filter": (180, 17),
     "flatten_items": (110, 8),
