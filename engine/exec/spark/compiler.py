@@ -55,11 +55,13 @@ from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
 from engine.exec.spark.metrics import RowCounter
 from engine.exec.spark.nested_filter import filter_records
 from engine.exec.spark.paths import (
+    PendingColumns,
     TopColumns,
     Typed,
     build_columns,
     get_in,
     get_typed,
+    pending_columns,
     quote_name,
     top_column,
     with_path,
@@ -146,6 +148,8 @@ class SparkRunContext:
     store_sorted: set[str] = field(default_factory=set)
     # limits whose records only a store's project reads (:func:`store_read_limits`)
     store_read: set[str] = field(default_factory=set)
+    # operators one operator reads, whose last select may wait for it (:func:`one_reader`)
+    one_reader: set[str] = field(default_factory=set)
 
     def engine(self, name: str) -> Any:
         try:
@@ -215,6 +219,9 @@ class SparkCompiler:
         self._deferred: dict[str, list[tuple[str, RowCounter | None]]] = {}
         # op id -> the record member each member of its sequence struct equals (see spread)
         self._seq_members: dict[str, list[Member | None]] = {}
+        # op id -> its records' select, left to its one reader (its DataFrame is their base)
+        self._pending: dict[str, PendingColumns] = {}
+        self._reading: PendingColumns | None = None  # the pending input of the op compiling
 
     def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:
         """``op``'s DataFrame from its inputs' DataFrames."""
@@ -222,6 +229,16 @@ class SparkCompiler:
             raise PlanningError(f"the Spark executor cannot run '{op.op}': {UNSUPPORTED[op.op]}")
         visit: Callable[[Any, list[DataFrame]], DataFrame] = getattr(self, f"visit_{op.op}")
         input_ids = op.input_ids()
+        carries = op.op in _DEFERRED_CARRIERS and op.id not in self.ctx.fused
+        flushes = any(ref in self._deferred for ref in input_ids) and not (
+            carries or (op.op == "project" and op.id in self.ctx.store_inputs)
+        )
+        # Kept for a reader compiled again (a Dagster op retried).
+        pending = {ref: self._pending[ref] for ref in input_ids if ref in self._pending}
+        reading = None
+        for i, ref in enumerate(input_ids):
+            if ref in pending and (flushes or not self._reads_pending(op)):
+                inputs = [*inputs[:i], pending.pop(ref).over(inputs[i]).select(), *inputs[i + 1 :]]
         kept: dict[Expr, tuple[str, T.DataType]] = {}
         for i, ref in enumerate(input_ids):
             keys = self._keys.get(ref, {})
@@ -229,14 +246,22 @@ class SparkCompiler:
             dropped = [name for e, (name, _) in keys.items() if e not in kept]
             # No longer the value of its expression, or a reader that would show it; a project
             # selects only what it writes.
-            if dropped and op.op != "project":
+            if ref in pending:
+                reading = pending[ref].over(inputs[i])
+                if dropped and op.op != "project":
+                    reading = reading.without(dropped)
+            elif dropped and op.op != "project":
                 inputs = [*inputs[:i], inputs[i].drop(*dropped), *inputs[i + 1 :]]
         if any(ref in self._deferred for ref in input_ids):
-            if op.op in _DEFERRED_CARRIERS and op.id not in self.ctx.fused:
+            if carries:
                 self._deferred[op.id] = self._take_deferred(input_ids[0])
-            elif not (op.op == "project" and op.id in self.ctx.store_inputs):
+            elif flushes:
                 inputs = [self.flushed(ref, df) for ref, df in zip(input_ids, inputs)]
-        frame = visit(op, inputs)
+        self._reading = reading
+        try:
+            frame = visit(op, inputs)
+        finally:
+            self._reading = None
         if kept:
             self._keys[op.id] = {**kept, **self._keys.get(op.id, {})}
         if op.op in ("order", "limit") or any(i in self._ordered for i in input_ids):
@@ -244,6 +269,34 @@ class SparkCompiler:
         if op.op in _KEEPS_PARTITION_ORDER and input_ids and input_ids[0] in self._sorted:
             self._sorted.add(op.id)
         return frame
+
+    def _reads_pending(self, op: Any) -> bool:
+        """Whether ``op`` reads its input's pending columns (:class:`PendingColumns`): a project
+        or a transform selects its own columns through them; an order its store sorts passes
+        them on to its one reader."""
+        if op.op in ("project", "transform"):
+            return True
+        return (
+            op.op == "order"
+            and not op.within
+            and op.id in self.ctx.store_sorted
+            and op.id not in self.ctx.top_n_orders
+            and op.id in self.ctx.one_reader
+        )
+
+    def materialized(self, op_id: str, df: DataFrame) -> DataFrame:
+        """``df``, operator ``op_id``'s DataFrame, with the select it left to its reader made
+        (for a reader outside :meth:`compile`: ``explain`` showing a store's input)."""
+        pending = self._pending.get(op_id)
+        return df if pending is None else pending.over(df).select()
+
+    def _typed_read(self, expr: str | Expr, df: DataFrame) -> Typed:
+        """:meth:`typed` over the pending columns of the input being read, if it has them."""
+        reading = self._reading
+        if reading is None:
+            return self.typed(expr, df)
+        tree = parse_cached(expr) if isinstance(expr, str) else expr
+        return compile_typed(tree, reading.schema, resolve=lambda ref: reading.read(ref.path))
 
     def flushed(self, op_id: str, df: DataFrame) -> DataFrame:
         """``df``, operator ``op_id``'s DataFrame, with the counts it carries for operators
@@ -414,8 +467,9 @@ class SparkCompiler:
         written = [writable_path(t.ref, "transform ref") for t in op.transforms]
         self._key_order[op.id] = _unwritten(self._key_order.get(op.input or "", []), written)
         self._pass_members(op.id, op.input, written)
-        # Every transform in one select; a later one reads what earlier ones wrote.
-        record = TopColumns(df.schema)
+        # Every transform in one select (with its input's pending one); a later one reads what
+        # earlier ones wrote.
+        record = TopColumns(df.schema) if self._reading is None else TopColumns.of(self._reading)
         for transform in op.transforms:
             path = writable_path(transform.ref, "transform ref")
             tree = parse_cached(transform.expr)
@@ -426,7 +480,7 @@ class SparkCompiler:
 
     def visit_project(self, op: Project, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
-        values = [(output_path(p.ref), self.typed(p.expr, df)) for p in op.projections]
+        values = [(output_path(p.ref), self._typed_read(p.expr, df)) for p in op.projections]
         columns: list[tuple[Path, Column | Typed]] = []
         for path, value in values:
             if not path and not isinstance(value.dtype, T.StructType | T.NullType):
@@ -435,55 +489,67 @@ class SparkCompiler:
         if op.id in self.ctx.store_inputs:
             # Counts carried this far are observed over the project's plain columns.
             self._deferred[op.id] = self._take_deferred(op.input or "")
-            long = T.LongType()
-            carried = [((c,), Typed(F.col(c), long)) for c, _ in self._deferred[op.id]]
+            carried = [((c,), self._column_read(c, df)) for c, _ in self._deferred[op.id]]
             out = self.flushed(op.id, build_columns(df, [*columns, *carried]))
             del self._deferred[op.id]  # `out` carries none of them: its readers drop nothing
             # The store sorts, if it does, by the sequence of the project's input (Spark carries
             # it through the project for the sort and drops it after): no step drops it. After
             # an order that built none, by the copies of the order's keys.
+            reading = self._reading
+
+            def sequence() -> Typed:  # the input's (over the input's base, if pending)
+                if reading is None:
+                    return Typed(df[SEQ_COLUMN], df.schema[SEQ_COLUMN].dataType)
+                return reading.read((SEQ_COLUMN,), keep_unread=True)
+
             store_keys = self._store_keys.get(op.input or "")
             if store_keys is not None:
-                self._store_orders[op.id] = lambda: self._by_copied_keys(op, df, out, *store_keys)
-            else:
-                self._store_orders[op.id] = lambda: sequence_order(
-                    df, SEQ_COLUMN, value=df[SEQ_COLUMN], equal=self._copied_members(op, df, out)
+                self._store_orders[op.id] = lambda: self._by_copied_keys(
+                    op, sequence, out, *store_keys
                 )
+            else:
+                self._store_orders[op.id] = lambda: self._by_sequence(op, sequence(), out)
             return out
-        return build_columns(df, [*columns, ((SEQ_COLUMN,), _seq(df))])
+        return build_columns(df, [*columns, ((SEQ_COLUMN,), self._column_read(SEQ_COLUMN, df))])
+
+    def _column_read(self, name: str, df: DataFrame) -> Typed:
+        """Top-level column ``name`` of the input being read (``df``, or its pending columns)."""
+        if self._reading is None:
+            return Typed(F.col(name), df.schema[name].dataType)
+        return self._reading.read((name,), keep_unread=True)
 
     def _by_copied_keys(
         self,
         op: Project,
-        df: DataFrame,
+        sequence: Callable[[], Typed],
         out: DataFrame,
         orderings: Sequence[Ordering],
         tie_break: bool,
     ) -> list[Column]:
         """The sort columns of the store of ``op``, a project of an order that built no sequence
         (:func:`store_sorted_orders`): the copies of the order's keys in ``op``'s output ``out``,
-        then, where records may tie, the sequence of the order's input ``df``."""
+        then, where records may tie, the ``sequence`` of the order's input."""
         copies = _copies(op, out)
         keys = [
             (copies[member_of(parse_cached(o.expr))], o.order, o.null_collation) for o in orderings
         ]
-        ties = sequence_order(df, SEQ_COLUMN, value=df[SEQ_COLUMN]) if tie_break else []
+        ties = _sequence_order(sequence()) if tie_break else []
         return [*sort_columns(keys, seq=SEQ_COLUMN, tie_break=False), *ties]
 
-    def _copied_members(self, op: Project, df: DataFrame, out: DataFrame) -> dict[str, Column]:
-        """The members of the sequence of ``op``'s input ``df`` that equal a record member
-        ``op`` copies, each to the column of ``op``'s output ``out`` holding the copy (by the
-        sequence member's name).
+    def _by_sequence(self, op: Project, sequence: Typed, out: DataFrame) -> list[Column]:
+        """The sort columns of the store of ``op``: the ``sequence`` of its input, its members
+        that equal a record member ``op`` copies read from the copy in ``op``'s output ``out``.
 
         A store sorting by these columns, not by the sequence struct's members, lets Spark
         shuffle and sort the plain values it writes, and prune the struct (it prunes a struct
         only when some of its members go unread)."""
         members = self._seq_members.get(op.input or "", [])
-        sequence = df.schema[SEQ_COLUMN].dataType
-        if not isinstance(sequence, T.StructType) or len(sequence.fields) != len(members):
-            return {}
+        fields = sequence.dtype.fields if isinstance(sequence.dtype, T.StructType) else []
+        if not fields or len(fields) != len(members):
+            return _sequence_order(sequence)
         copies = _copies(op, out)
-        return {f.name: copies[m] for f, m in zip(sequence.fields, members) if m in copies}
+        equal = {f.name: copies[m] for f, m in zip(fields, members) if m in copies}
+        return _sequence_order(sequence, equal)
 
     def visit_limit(self, op: Limit, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
@@ -529,7 +595,7 @@ class SparkCompiler:
 
     def visit_order(self, op: Order, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
-        typed = [self.typed(o.expr, df) for o in op.orderings]
+        typed = [self._typed_read(o.expr, df) for o in op.orderings]
         keys = [(t.column, o.order, o.null_collation) for t, o in zip(typed, op.orderings)]
         types = [t.dtype for t in typed]
         for ordering, dtype in zip(op.orderings, types):
@@ -549,6 +615,8 @@ class SparkCompiler:
             return df  # its limits sort `df` by `keys` themselves: no sequence to build
         if op.id in self.ctx.store_sorted:
             self._store_keys[op.id] = (op.orderings, tie_break)
+            if self._reading is not None:
+                self._pending[op.id] = self._reading  # for its one reader, its store's project
             return df  # its store sorts by its project's copies of the keys: no sequence to build
         sources: list[int | None] = []
         ordered = order_rows(
@@ -773,7 +841,12 @@ class SparkCompiler:
             *([(FRAME_ROWS, T.LongType())] if frame_rows else []),
         ]
         columns += [((n,), Typed(collapsed.columns[n], t)) for n, t in kept]
-        return build_columns(collapsed.frame, [*columns, ((SEQ_COLUMN,), output(SEQ_COLUMN))])
+        records = pending_columns(collapsed.frame, [*columns, ((SEQ_COLUMN,), output(SEQ_COLUMN))])
+        if op.id not in self.ctx.one_reader:
+            return records.select()
+        # Its one reader selects its own columns through these, or selects them first.
+        self._pending[op.id] = records
+        return collapsed.frame
 
     def visit_runningaggregate(self, op: RunningAggregate, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
@@ -815,7 +888,11 @@ class SparkCompiler:
         counts = self._deferred.pop(op.id, [])
         for column, counter in counts:
             df = df if counter is None else counter(df, column)
-        return spread_out.rebuild(df, without=[*(c for c, _ in counts), *([run] if run else [])])
+        rebuilt = spread_out.pending(df, without=[*(c for c, _ in counts), *([run] if run else [])])
+        if op.id not in self.ctx.one_reader:
+            return rebuilt.select()
+        self._pending[op.id] = rebuilt  # its one reader selects through the rebuilt columns
+        return df
 
     # -- several inputs --------------------------------------------------------------------
 
@@ -964,6 +1041,14 @@ def store_inputs(plan: LogicalPlan) -> set[str]:
     }
 
 
+def one_reader(plan: LogicalPlan) -> set[str]:
+    """The ids of the operators of ``plan`` that exactly one operator reads: a
+    ``collapsingaggregate`` among them leaves its records' select to that reader
+    (:class:`~engine.exec.spark.paths.PendingColumns`), which selects its own columns through
+    them or, if it cannot, makes that select first: never a step more."""
+    return set(_one_reader(plan))
+
+
 def _one_reader(plan: LogicalPlan) -> dict[str, Any]:
     """``{operator id: its reader}`` for the operators of ``plan`` that one operator reads."""
     return {ref: ops[0] for ref, ops in consumers(plan).items() if len(ops) == 1}
@@ -1026,6 +1111,12 @@ def _copied_paths(op: Project) -> dict[Member, Path]:
         if member is not None and path and not overwritten:
             copied[member] = path
     return copied
+
+
+def _sequence_order(sequence: Typed, equal: Mapping[str, Column] | None = None) -> list[Column]:
+    """:func:`sequence_order` of a typed sequence value."""
+    schema = T.StructType([T.StructField(SEQ_COLUMN, sequence.dtype)])
+    return sequence_order(schema, SEQ_COLUMN, value=sequence.column, equal=equal)
 
 
 def _copies(op: Project, out: DataFrame) -> dict[Member, Column]:
@@ -1226,11 +1317,6 @@ def _nullable(dtype: T.DataType) -> T.DataType:
     if isinstance(dtype, T.MapType):
         return T.MapType(dtype.keyType, _nullable(dtype.valueType), True)
     return dtype
-
-
-def _seq(df: DataFrame) -> Typed:
-    """``df``'s sequence column, typed."""
-    return Typed(F.col(SEQ_COLUMN), df.schema[SEQ_COLUMN].dataType)
 
 
 def _scalar_column(

@@ -43,7 +43,7 @@ def temp(name: str) -> str:
 
 
 def sequence_order(
-    df: DataFrame,
+    df: DataFrame | T.StructType,
     seq: str,
     *,
     value: Column | None = None,
@@ -57,9 +57,10 @@ def sequence_order(
     partitioning then share one sort (members would be new columns to each).
 
     ``equal`` maps a struct sequence's member (by name) to a column holding the same value,
-    sorted by instead: reading only some members lets Spark prune the struct."""
+    sorted by instead: reading only some members lets Spark prune the struct. ``df`` may be
+    given by its schema."""
     value = F.col(seq) if value is None else value
-    dtype = df.schema[seq].dataType
+    dtype = (df if isinstance(df, T.StructType) else df.schema)[seq].dataType
     if not equal or not isinstance(dtype, T.StructType):
         return _members(value, dtype)
     return [

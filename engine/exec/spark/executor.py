@@ -42,6 +42,7 @@ from engine.exec.spark.compiler import (
     frame_collapses,
     fused_operators,
     nullable_everywhere,
+    one_reader,
     store_inputs,
     store_read_limits,
     store_sorted_orders,
@@ -173,6 +174,7 @@ class SparkPlanRun:
         self.ctx.top_n_orders = top_n_orders(plan) & top_n_orders(self.planned)
         self.ctx.store_sorted = store_sorted_orders(plan) & store_sorted_orders(self.planned)
         self.ctx.store_read = store_read_limits(plan) & store_read_limits(self.planned)
+        self.ctx.one_reader = one_reader(plan) & one_reader(self.planned)
         # The Dagster ops compile the plan as given, the executor as planned: either's limits.
         self.ctx.limited = limit_inputs(plan.query) | limit_inputs(self.planned.query)
         self.compiler = SparkCompiler(spark, self.ctx)
@@ -271,7 +273,8 @@ class SparkPlanRun:
             label = op.op if op.has_generated_id else f"{op.op} {op.id}"
             with _failures_named(op, self.fragments.get(op.id)):
                 if isinstance(op, Store):
-                    frames[label] = self.frames[op.input or ""]
+                    input_id = op.input or ""
+                    frames[label] = self.compiler.materialized(input_id, self.frames[input_id])
                     continue
                 inputs = [self.frames[ref] for ref in op.input_ids()]
                 self.frames[op.id] = without_skip_counts(self.compiler.compile(op, inputs))

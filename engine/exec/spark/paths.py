@@ -411,6 +411,14 @@ class TopColumns:
         self.values = {f.name: Typed(top_column(f.name), f.dataType) for f in schema.fields}
         self._changed: set[str] = set()  # the others keep their names unaliased (py4j calls)
 
+    @classmethod
+    def of(cls, pending: PendingColumns) -> TopColumns:
+        """The columns ``pending`` would select, to change before selecting them over its base."""
+        top = cls(T.StructType([]))
+        top.values = dict(pending.values)
+        top._changed = set(top.values)
+        return top
+
     def read(self, path: Sequence[str | int]) -> Typed:
         """The value at ``path`` (a missing column or member is a NullType null)."""
         head = path[0]
@@ -445,6 +453,51 @@ class TopColumns:
         return df.select(*columns, *extra)
 
 
+@dataclass(frozen=True)
+class PendingColumns:
+    """The top-level columns ``values`` (Columns over ``base``), not selected yet: what
+    :func:`build_columns` selects, kept for the one reader that selects its own columns over
+    ``base`` reading through them (:meth:`read`): one DataFrame step, one analysis, for both.
+
+    >>> pending = PendingColumns(None, {"n": Typed(None, T.LongType()), "e": Typed(None, T.StructType())})
+    >>> pending.schema.simpleString(), pending.without(["e"]).schema.simpleString()
+    ('struct<n:bigint,e:struct<>>', 'struct<n:bigint>')
+    """
+
+    base: DataFrame
+    values: dict[str, Typed]
+
+    @property
+    def schema(self) -> T.StructType:
+        """The schema of :meth:`select`, known without asking Spark."""
+        return T.StructType([T.StructField(n, v.dtype) for n, v in self.values.items()])
+
+    def read(self, path: Sequence[str | int], *, keep_unread: bool = False) -> Typed:
+        """The value at ``path``, as :func:`get_typed` reads it from :meth:`select`."""
+        head = path[0]
+        if not isinstance(head, str) or head not in self.values:
+            return null_typed()
+        return read_in(self.values[head], path[1:], keep_unread=keep_unread)
+
+    def over(self, base: DataFrame) -> PendingColumns:
+        """The same columns over ``base``, a DataFrame of the same columns and rows (the base
+        observed)."""
+        return PendingColumns(base, self.values)
+
+    def without(self, names: Sequence[str]) -> PendingColumns:
+        """These columns but ``names``."""
+        return PendingColumns(self.base, {n: v for n, v in self.values.items() if n not in names})
+
+    def select(self) -> DataFrame:
+        """The columns as a DataFrame (one step)."""
+        return self.base.select(
+            *[
+                value.column if value.column is top_column(name) else value.column.alias(name)
+                for name, value in self.values.items()
+            ]
+        )
+
+
 def build_columns(
     df: DataFrame, columns: Sequence[tuple[Sequence[str | int], Column | Typed]]
 ) -> DataFrame:
@@ -455,6 +508,13 @@ def build_columns(
     columns (``ref: "output"``); a null there adds nothing. Values given as :class:`Typed` need
     no analysis; Spark types the plain Columns (one analysis for all of them).
     """
+    return pending_columns(df, columns).select()
+
+
+def pending_columns(
+    df: DataFrame, columns: Sequence[tuple[Sequence[str | int], Column | Typed]]
+) -> PendingColumns:
+    """What :func:`build_columns` selects, not selected yet."""
     untyped = [(i, v) for i, (_, v) in enumerate(columns) if not isinstance(v, Typed)]
     types: dict[int, T.DataType] = {}
     if untyped:
@@ -480,4 +540,4 @@ def build_columns(
                 f"cannot merge a value of type {dtype.simpleString()} into the record: "
                 "only a map can be"
             )
-    return df.select(*[value.column.alias(name) for name, value in record.items()])
+    return PendingColumns(df, record)

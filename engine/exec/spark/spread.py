@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.exec.spark.compiler_order import temp
-from engine.exec.spark.paths import Typed, get_typed, read_in, top_column
+from engine.exec.spark.paths import PendingColumns, Typed, get_typed, read_in, top_column
 from engine.expr import FieldRef
 
 Member = tuple[str, str]
@@ -98,10 +98,19 @@ class Spread:
         """``df`` (derived from :attr:`frame`) with the spread columns rebuilt, the leaves
         dropped and the columns it added kept; the columns named in ``without`` (spread or
         added) left out."""
+        return self.pending(df, without=without).select()
+
+    def pending(self, df: DataFrame, *, without: Collection[str] = ()) -> PendingColumns:
+        """The columns :meth:`rebuild` selects, not selected yet."""
+        types = {f.name: f.dataType for f in df.schema.fields}
         spread_out = {*self.leaves.values(), *self.order, *self.columns, *without}
-        added = [top_column(c) for c in df.columns if c not in spread_out]
-        kept = [self.column(c) for c in self.columns if c not in without]
-        return df.select(*kept, *added)
+        values = {
+            c: Typed(self.column(c), self.types.get(c) or types[c])
+            for c in self.columns
+            if c not in without
+        }
+        values.update((c, Typed(top_column(c), t)) for c, t in types.items() if c not in spread_out)
+        return PendingColumns(df, values)
 
 
 def spread(

@@ -1,0 +1,240 @@
+"""A ``collapsingaggregate`` read by one operator leaves its records' select to it
+(:class:`~engine.exec.spark.paths.PendingColumns`): a project or a transform selects its own
+columns through the aggregate's, an order its store sorts passes them on, and any other reader
+makes the select first. One DataFrame step (one analysis on the driver) less, or none more, and
+the records stay the local executor's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from py4j_calls import counted
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from engine.exec.spark.executor import SparkPlanRun
+from engine.exec.spark.paths import Typed, build_columns, pending_columns
+from engine.explain import spark_explain
+from engine.plan import parse_plan
+from engine.run import build_engines, run_plan
+
+RECORDS = [
+    {"r": {"k": "a", "v": 1}, "m": {"x": 10}},
+    {"r": {"k": "b", "v": 2}, "m": {"x": 20}},
+    {"r": {"k": "a", "v": 3}, "m": None},
+    {"r": {"k": "c", "v": None}, "m": {"x": 20}},
+    {"r": {"k": "b", "v": 5}, "m": {"x": 40}},
+    {"r": {"k": "d", "v": 6}, "m": {"x": 40}},
+]
+
+AGGREGATE = [
+    {"@id": 2, "op": "segment", "input": 1, "ref": "g", "exprs": ["r.k"]},
+    {
+        "@id": 3,
+        "op": "collapsingaggregate",
+        "input": 2,
+        "within": "g",
+        "carryovers": ["r.k", "m"],
+        "aggregations": [
+            {"ref": "total", "expr": "sum(r.v)"},
+            {"ref": "n", "expr": "count(1)"},
+            {"ref": "s.top", "expr": "max(r.v)"},
+        ],
+    },
+]
+
+PROJECT = {
+    "op": "project",
+    "projections": [
+        {"ref": "output.key", "expr": "r.k"},
+        {"ref": "output.twice", "expr": "total * 2"},
+        {"ref": "output.x", "expr": "m.x"},
+        {"ref": "output.top", "expr": "s.top"},
+    ],
+}
+TRANSFORM = {
+    "op": "transform",
+    "transforms": [{"ref": "s.mean", "expr": "total / n"}, {"ref": "m.y", "expr": "s.mean + 1"}],
+}
+FILTER = {"op": "filter", "expr": "n > 1"}
+ORDER_BY_KEY = {"op": "order", "orderings": [{"order": "desc", "expr": "r.k"}]}
+ORDER_BY_X = {"op": "order", "orderings": [{"order": "asc", "expr": "m.x"}]}  # ties
+ORDER_BY_COUNT = {"op": "order", "orderings": [{"order": "asc", "expr": "n"}]}
+COPIES = {
+    "op": "project",
+    "projections": [
+        {"ref": "output.k", "expr": "r.k"},
+        {"ref": "output.x", "expr": "m.x"},
+        {"ref": "output.n", "expr": "n"},
+    ],
+}
+
+
+def plan_of(*readers: dict[str, Any]) -> Any:
+    """The constant records, grouped by ``k`` and aggregated, then ``readers`` in a chain, then a
+    queue store."""
+    query: list[dict[str, Any]] = [{"@id": 1, "op": "constant", "content": RECORDS}, *AGGREGATE]
+    for reader in readers:
+        query.append({"@id": len(query) + 1, "input": len(query), **reader})
+    query.append(
+        {
+            "@id": len(query) + 1,
+            "op": "store",
+            "input": len(query),
+            "storageengine": "q",
+            "target": {},
+        }
+    )
+    return parse_plan({"storage": {"q": {"type": "queue"}}, "query": query})
+
+
+def frames_and_records(plan: Any, spark: Any, *, pending: bool) -> tuple[int, list[Any]]:
+    """The DataFrames a warm run builds and the records it stores; ``pending=False`` makes
+    every operator select its own records (what the compiler did before)."""
+
+    def run() -> Any:
+        engines = build_engines(plan, base_dir=None, classpath=[])
+        planned = SparkPlanRun(plan, spark, engines=engines, params={})
+        if not pending:
+            planned.ctx.one_reader.clear()
+        return planned.run()
+
+    run()
+    with counted() as counts:
+        result = run()
+    return counts.frames, result.records()
+
+
+@pytest.mark.parametrize(
+    ("readers", "saved"),
+    [
+        ([PROJECT], 1),
+        ([TRANSFORM], 1),
+        ([ORDER_BY_KEY, COPIES], 1),  # the store sorts by the project's copy of `r.k`
+        ([ORDER_BY_X, COPIES], 1),  # ... then by the aggregate's sequence (`m.x` ties)
+        ([ORDER_BY_COUNT, COPIES], 0),  # the order builds its sequence: it makes the select
+        ([FILTER], 0),  # so does the filter
+        ([], 0),  # and the store
+        ([TRANSFORM, PROJECT], 1),
+    ],
+    ids=[
+        "project",
+        "transform",
+        "store-sorted-order",
+        "store-sorted-order-ties",
+        "order",
+        "filter",
+        "store",
+        "transform-then-project",
+    ],
+)
+def test_the_aggregates_select_is_its_readers(
+    readers: list[dict[str, Any]], saved: int, spark: Any
+) -> None:
+    plan = plan_of(*readers)
+    local = run_plan(plan, executor="local").records()
+    frames, records = frames_and_records(plan, spark, pending=True)
+    before, before_records = frames_and_records(plan, spark, pending=False)
+    assert records == local == before_records
+    assert frames == before - saved
+
+
+def test_a_running_aggregates_rebuilt_records_are_its_readers_select(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A running aggregate over records its windows take apart (:mod:`~engine.exec.spark.spread`)
+    leaves their rebuild to its one reader, here the project a store reads."""
+    events = [{"user": u, "ts": t, "v": v} for u, t, v in [("a", 3, 1), ("b", 1, 2), ("a", 1, 4)]]
+    (tmp_path / "events.json").write_text("".join(json.dumps(e) + "\n" for e in events))
+    query = [
+        {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "e",
+         "selection": {"path": "events.json"}},
+        {"@id": 2, "op": "order", "input": 1, "orderings": [
+            {"order": "asc", "expr": "e.user"}, {"order": "asc", "expr": "e.ts"}]},
+        {"@id": 3, "op": "segment", "input": 2, "ref": "g", "exprs": ["e.user"]},
+        {"@id": 4, "op": "runningaggregate", "input": 3, "within": "g",
+         "aggregations": [{"ref": "so_far", "expr": "sum(e.v)"}]},
+        {"@id": 5, "op": "project", "input": 4, "projections": [
+            {"ref": "output.user", "expr": "e.user"}, {"ref": "output.so_far", "expr": "so_far"}]},
+        {"@id": 6, "op": "store", "input": 5, "storageengine": "q", "target": {}},
+    ]  # fmt: skip
+    storage = {"q": {"type": "queue"}, "fs": {"type": "fs", "root": str(tmp_path)}}
+    plan = parse_plan({"storage": storage, "query": query})
+    frames, records = frames_and_records(plan, spark, pending=True)
+    before, before_records = frames_and_records(plan, spark, pending=False)
+    assert records == before_records == run_plan(plan, executor="local").records()
+    assert frames == before - 1
+
+
+def test_an_aggregate_two_operators_read_selects_its_records_itself(spark: Any) -> None:
+    """Each reader would make the select: the aggregate makes it once."""
+    query = [
+        {"@id": 1, "op": "constant", "content": RECORDS},
+        *AGGREGATE,
+        {"@id": 4, "input": 3, **PROJECT},
+        {"@id": 5, "op": "store", "input": 4, "storageengine": "q", "target": {}},
+        {"@id": 6, "input": 3, **TRANSFORM},
+        {"@id": 7, "op": "store", "input": 6, "storageengine": "q", "target": {}},
+    ]
+    plan = parse_plan({"storage": {"q": {"type": "queue"}}, "query": query})
+    run = SparkPlanRun(
+        plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
+    )
+    assert "3" not in run.ctx.one_reader
+    assert (
+        run_plan(plan, executor="spark", spark=spark).records()
+        == run_plan(plan, executor="local").records()
+    )
+
+
+def test_explain_shows_the_select_a_store_makes(spark: Any) -> None:
+    """``explain --spark`` shows a store's input as the store writes it: the aggregate's records
+    selected (the store makes that select when it runs)."""
+    (text,) = spark_explain(plan_of(), spark).values()
+    assert "total" in text and "__drill_agg" in text
+    assert text.index("total") < text.index("Aggregate")
+
+
+def test_pending_columns_read_what_the_select_gives(spark: Any) -> None:
+    """Reading a path through pending columns gives what reading it from their select gives;
+    ``over`` moves them to a DataFrame of the same columns, ``without`` leaves some out."""
+    df = spark.createDataFrame([(1, "a"), (2, None)], "n long, s string")
+    long, text = T.LongType(), T.StringType()
+    columns = [
+        (("r", "n"), Typed(F.col("n"), long)),
+        (("r", "s"), Typed(F.col("s"), text)),
+        (("t",), Typed(F.col("n") * 10, long)),
+    ]
+    pending = pending_columns(df, columns)
+    built = build_columns(df, columns)
+    assert pending.schema == built.schema
+    reads = [("r", "n"), ("r", "s"), ("t",), ("r", "missing"), ("nope",)]
+    through = df.select(  # the pending columns are Columns over their base
+        *[pending.read(path).column.alias(f"c{i}") for i, path in enumerate(reads)]
+    )
+    direct = built.select(
+        *[F.col(".".join(path)).alias(f"c{i}") for i, path in enumerate(reads[:3])]
+    )
+    assert [tuple(r)[:3] for r in through.collect()] == [tuple(r) for r in direct.collect()]
+    assert [tuple(r)[3:] for r in through.collect()] == [(None, None), (None, None)]
+    observed = df.where(F.col("n") > 1)
+    assert pending.over(observed).select().collect() == built.where(F.col("t") > 10).collect()
+    assert pending.without(["t"]).select().columns == ["r"]
+
+
+def test_a_reader_compiled_again_reads_the_same_records(spark: Any) -> None:
+    """The aggregate's columns stay known after its reader took them: a reader compiled again
+    (a Dagster op retried in the same run) selects the same records."""
+    plan = plan_of(PROJECT)
+    engines = build_engines(plan, base_dir=None, classpath=[])
+    run = SparkPlanRun(plan, spark, engines=engines, params={}, optimize=False)
+    frames: dict[str, Any] = {}
+    for op in plan.topological_order()[:-1]:  # all but the store
+        frames[op.id] = run.compiler.compile(op, [frames[i] for i in op.input_ids()])
+    again = run.compiler.compile(plan.operator("4"), [frames["3"]])
+    assert "3" in run.ctx.one_reader
+    assert sorted(map(str, again.collect())) == sorted(map(str, frames["4"].collect()))
+    assert again.columns == frames["4"].columns == ["key", "twice", "x", "top"]
