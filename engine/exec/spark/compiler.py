@@ -150,6 +150,8 @@ class SparkRunContext:
     store_read: set[str] = field(default_factory=set)
     # operators one operator reads, whose last select may wait for it (:func:`one_reader`)
     one_reader: set[str] = field(default_factory=set)
+    # orders whose one reader is such a limit (:func:`store_read_orders`)
+    store_read_orders: set[str] = field(default_factory=set)
 
     def engine(self, name: str) -> Any:
         try:
@@ -272,16 +274,19 @@ class SparkCompiler:
 
     def _reads_pending(self, op: Any) -> bool:
         """Whether ``op`` reads its input's pending columns (:class:`PendingColumns`): a project
-        or a transform selects its own columns through them; an order its store sorts passes
-        them on to its one reader."""
+        or a transform selects its own columns through them; an order its store sorts, or one
+        a top-N limit a store's project reads runs, passes them on to its one reader (that
+        limit sorts their base and passes them on to the project)."""
         if op.op in ("project", "transform"):
             return True
+        top_n = self.ctx.store_read_orders & self.ctx.top_n_orders
+        if op.op == "limit":  # the top-N of an order that passed them on
+            return op.input in top_n and op.input in self._orders
         return (
             op.op == "order"
             and not op.within
-            and op.id in self.ctx.store_sorted
-            and op.id not in self.ctx.top_n_orders
             and op.id in self.ctx.one_reader
+            and (op.id in self.ctx.store_sorted or op.id in top_n)
         )
 
     def materialized(self, op_id: str, df: DataFrame) -> DataFrame:
@@ -558,7 +563,8 @@ class SparkCompiler:
             # Top-N: sort and limit at once (Spark's TakeOrdered) instead of sorting twice.
             source, keys, tie_break, fields = ordered
             self._sorted.add(op.id)
-            return top_rows(
+            reading = self._reading  # the pending columns the order passed on, over `source`
+            top = top_rows(
                 source,
                 keys,
                 op.first,
@@ -567,7 +573,11 @@ class SparkCompiler:
                 tie_break=tie_break,
                 fields=fields,
                 numbered=op.id not in self.ctx.store_read,
+                sequence=None if reading is None else reading.read((SEQ_COLUMN,)).column,
             )
+            if reading is not None:
+                self._pending[op.id] = reading.over(top)  # for the store's project
+            return top
         if op.first or op.last is not None:
             self._sorted.add(op.id)  # sorted by the sequence, then cut
         return limit_rows(df, op.first, op.last, seq=SEQ_COLUMN)
@@ -612,6 +622,8 @@ class SparkCompiler:
         self._orders[op.id] = (df, keys, tie_break, [_reads_field(o.expr) for o in op.orderings])
         self._key_order[op.id] = [parse_cached(o.expr) for o in op.orderings]
         if op.id in self.ctx.top_n_orders:
+            if self._reading is not None:
+                self._pending[op.id] = self._reading  # for its limit, sorting their base
             return df  # its limits sort `df` by `keys` themselves: no sequence to build
         if op.id in self.ctx.store_sorted:
             self._store_keys[op.id] = (op.orderings, tie_break)
@@ -1079,6 +1091,18 @@ def store_read_limits(plan: LogicalPlan) -> set[str]:
         op.id
         for op in plan.query
         if isinstance(op, Limit) and op.id in reader and reader[op.id].id in inputs
+    }
+
+
+def store_read_orders(plan: LogicalPlan) -> set[str]:
+    """The ids of the orders of ``plan`` whose one reader is a limit of :func:`store_read_limits`
+    (a top-N whose records only a store's project reads): an aggregate's columns pending before
+    the order reach that project through both (:meth:`SparkCompiler._reads_pending`)."""
+    reader, limits = _one_reader(plan), store_read_limits(plan)
+    return {
+        op.id
+        for op in plan.query
+        if isinstance(op, Order) and op.id in reader and reader[op.id].id in limits
     }
 
 

@@ -195,11 +195,16 @@ def _descending(value: Column, dtype: T.DataType) -> list[Column] | None:
 
 
 def sort_columns(
-    keys: Sequence[tuple[Column, str, str]], *, seq: str, tie_break: bool = True
+    keys: Sequence[tuple[Column, str, str]],
+    *,
+    seq: str,
+    tie_break: bool = True,
+    sequence: Column | None = None,
 ) -> list[Column]:
     """Sort columns for ``(value, "asc"|"desc", "first"|"last")`` keys, most significant first,
-    then ``seq`` so that ties keep input order (R-ORDER-STABLE; left out without ``tie_break``,
-    where no two records tie). Nulls go where ``first``/``last`` says whatever the direction."""
+    then ``seq`` (or the ``sequence`` value given) so that ties keep input order (R-ORDER-STABLE;
+    left out without ``tie_break``, where no two records tie). Nulls go where
+    ``first``/``last`` says whatever the direction."""
     columns = []
     for value, direction, nulls in keys:
         if direction == "desc":
@@ -208,7 +213,8 @@ def sort_columns(
             )
         else:
             columns.append(value.asc_nulls_first() if nulls == "first" else value.asc_nulls_last())
-    return [*columns, F.col(seq).asc()] if tie_break else columns
+    by_sequence = F.col(seq) if sequence is None else sequence
+    return [*columns, by_sequence.asc()] if tie_break else columns
 
 
 def with_run_numbers(df: DataFrame, value: Column, *, seq: str, name: str) -> DataFrame:
@@ -280,6 +286,7 @@ def top_rows(
     tie_break: bool = True,
     fields: Sequence[bool] | None = None,
     numbered: bool = True,
+    sequence: Column | None = None,
 ) -> DataFrame:
     """The records with index ``first <= i < last`` of ``df`` sorted by ``keys`` (as
     :func:`sort_columns`), numbered again: one top-N sort instead of a sort and a limit.
@@ -287,7 +294,8 @@ def top_rows(
     the member once per row where the record is built, or prunes the record to it); any other
     key is computed once per row into a column of its own, not at each comparison. Not
     ``numbered``, the records keep ``df``'s sequence and the computed keys' columns (a select
-    less, for a reader that reads neither: a store's project)."""
+    less, for a reader that reads neither: a store's project). ``sequence``: the value ties
+    are sorted by, if not ``df``'s column ``seq``."""
     if last <= first:
         return df.limit(0)
     fields = fields or [False] * len(keys)
@@ -299,7 +307,7 @@ def top_rows(
         (F.col(computed[i]) if i in computed else value, direction, nulls)
         for i, (value, direction, nulls) in enumerate(keys)
     ]
-    order = sort_columns(by, seq=seq, tie_break=tie_break)
+    order = sort_columns(by, seq=seq, tie_break=tie_break, sequence=sequence)
     top = flat.orderBy(*order).limit(last)
     if first:
         top = top.offset(first)

@@ -45,6 +45,7 @@ from engine.exec.spark.compiler import (
     one_reader,
     store_inputs,
     store_read_limits,
+    store_read_orders,
     store_sorted_orders,
     top_n_orders,
     unnumbered_segments,
@@ -175,6 +176,7 @@ class SparkPlanRun:
         self.ctx.store_sorted = store_sorted_orders(plan) & store_sorted_orders(self.planned)
         self.ctx.store_read = store_read_limits(plan) & store_read_limits(self.planned)
         self.ctx.one_reader = one_reader(plan) & one_reader(self.planned)
+        self.ctx.store_read_orders = store_read_orders(plan) & store_read_orders(self.planned)
         # The Dagster ops compile the plan as given, the executor as planned: either's limits.
         self.ctx.limited = limit_inputs(plan.query) | limit_inputs(self.planned.query)
         self.compiler = SparkCompiler(spark, self.ctx)

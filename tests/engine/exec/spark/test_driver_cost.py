@@ -63,10 +63,11 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # 171 and 17, flatten_items at 102 and 8. A top-N that a store's project reads, not numbered
 # again: q3 at 404 calls and 39 DataFrames, topn at 89 and 6. An aggregate's select and a
 # running aggregate's rebuild left to the one operator reading them (PendingColumns): q1 at 188
-# calls and 10 DataFrames, sessionize at 269 and 13.
+# calls and 10 DataFrames, sessionize at 269 and 13; through a top-N to its store's project: q3
+# at 386 and 36.
 BOUNDS = {
     "q1_pricing_summary": (200, 10),
-    "q3_shipping_priority": (415, 37),
+    "q3_shipping_priority": (400, 36),
     "q6_forecast_revenue": (135, 10),
     "sessionize_windowframe": (280, 13),
     "topn_order_limit": (95, 6),

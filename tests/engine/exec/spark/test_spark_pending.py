@@ -1,7 +1,8 @@
 """A ``collapsingaggregate`` read by one operator leaves its records' select to it
 (:class:`~engine.exec.spark.paths.PendingColumns`): a project or a transform selects its own
-columns through the aggregate's, an order its store sorts passes them on, and any other reader
-makes the select first. One DataFrame step (one analysis on the driver) less, or none more, and
+columns through the aggregate's, an order its store sorts passes them on, so does an order run as
+the top-N of a limit a store's project reads (and that limit), and any other reader makes the
+select first. One DataFrame step (one analysis on the driver) less, or none more, and
 the records stay the local executor's."""
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ TRANSFORM = {
 FILTER = {"op": "filter", "expr": "n > 1"}
 ORDER_BY_KEY = {"op": "order", "orderings": [{"order": "desc", "expr": "r.k"}]}
 ORDER_BY_X = {"op": "order", "orderings": [{"order": "asc", "expr": "m.x"}]}  # ties
+TOP_3 = {"op": "limit", "first": 0, "last": 3}
 ORDER_BY_COUNT = {"op": "order", "orderings": [{"order": "asc", "expr": "n"}]}
 COPIES = {
     "op": "project",
@@ -119,6 +121,9 @@ def frames_and_records(plan: Any, spark: Any, *, pending: bool) -> tuple[int, li
         ([FILTER], 0),  # so does the filter
         ([], 0),  # and the store
         ([TRANSFORM, PROJECT], 1),
+        ([ORDER_BY_KEY, TOP_3, COPIES], 1),  # the top-N sorts the aggregate's rows
+        ([ORDER_BY_X, TOP_3, COPIES], 1),  # ... by the aggregate's sequence too (`m.x` ties)
+        ([ORDER_BY_X, TOP_3, FILTER], 0),  # the top-N is numbered again: the order selects
     ],
     ids=[
         "project",
@@ -129,6 +134,9 @@ def frames_and_records(plan: Any, spark: Any, *, pending: bool) -> tuple[int, li
         "filter",
         "store",
         "transform-then-project",
+        "top-n",
+        "top-n-ties",
+        "top-n-numbered",
     ],
 )
 def test_the_aggregates_select_is_its_readers(
