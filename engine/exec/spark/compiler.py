@@ -573,7 +573,7 @@ class SparkCompiler:
                 tie_break=tie_break,
                 fields=fields,
                 numbered=op.id not in self.ctx.store_read,
-                sequence=None if reading is None else reading.read((SEQ_COLUMN,)).column,
+                sequence=None if reading is None else reading.values[SEQ_COLUMN].column,
             )
             if reading is not None:
                 self._pending[op.id] = reading.over(top)  # for the store's project
@@ -1055,9 +1055,10 @@ def store_inputs(plan: LogicalPlan) -> set[str]:
 
 def one_reader(plan: LogicalPlan) -> set[str]:
     """The ids of the operators of ``plan`` that exactly one operator reads: a
-    ``collapsingaggregate`` among them leaves its records' select to that reader
-    (:class:`~engine.exec.spark.paths.PendingColumns`), which selects its own columns through
-    them or, if it cannot, makes that select first: never a step more."""
+    ``collapsingaggregate`` among them leaves its records' select to that reader, a
+    ``runningaggregate`` over a spread its rebuild (:class:`~engine.exec.spark.paths.
+    PendingColumns`); the reader selects its own columns through them or, if it cannot, makes
+    that select first: never a step more."""
     return set(_one_reader(plan))
 
 
