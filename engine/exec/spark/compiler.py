@@ -30,7 +30,7 @@ from pyspark.sql import types as T
 
 from engine.errors import DrillError, PlanningError
 from engine.exec.local.aggregate_functions import split_calls
-from engine.exec.spark.columns import compile_expression, compile_typed
+from engine.exec.spark.columns import compile_expression, compile_predicate, compile_typed
 from engine.exec.spark.compiler_aggregate import (
     FRAME_ROWS,
     FrameSpec,
@@ -53,7 +53,7 @@ from engine.exec.spark.compiler_order import (
 )
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
 from engine.exec.spark.metrics import RowCounter
-from engine.exec.spark.nested_filter import filter_records
+from engine.exec.spark.nested_filter import array_levels, filter_records
 from engine.exec.spark.paths import (
     PendingColumns,
     TopColumns,
@@ -274,11 +274,14 @@ class SparkCompiler:
 
     def _reads_pending(self, op: Any) -> bool:
         """Whether ``op`` reads its input's pending columns (:class:`PendingColumns`): a project
-        or a transform selects its own columns through them; an order its store sorts, or one
-        a top-N limit a store's project reads runs, passes them on to its one reader (that
-        limit sorts their base and passes them on to the project)."""
+        or a transform selects its own columns through them; a filter one operator reads
+        filters their base and passes them on; so does an order its store sorts, or one a top-N
+        limit a store's project reads runs (that limit sorts their base and passes them on to
+        the project)."""
         if op.op in ("project", "transform"):
             return True
+        if op.op == "filter":  # keeps their base's rows that hold, passes them on
+            return op.id in self.ctx.one_reader
         top_n = self.ctx.store_read_orders & self.ctx.top_n_orders
         if op.op == "limit":  # the top-N of an order that passed them on
             return op.input in top_n and op.input in self._orders
@@ -301,7 +304,7 @@ class SparkCompiler:
         if reading is None:
             return self.typed(expr, df)
         tree = parse_cached(expr) if isinstance(expr, str) else expr
-        return compile_typed(tree, reading.schema, resolve=lambda ref: reading.read(ref.path))
+        return compile_typed(tree, reading.schema, resolve=functools.partial(_read_field, reading))
 
     def flushed(self, op_id: str, df: DataFrame) -> DataFrame:
         """``df``, operator ``op_id``'s DataFrame, with the counts it carries for operators
@@ -465,6 +468,16 @@ class SparkCompiler:
                 self.unchanged.add(op.id)
                 return df
             condition = rest.condition
+        reading = self._reading
+        if reading is not None:
+            schema = reading.schema
+            if any(array_levels(schema, ref.path) for ref in field_refs(condition)):
+                df = reading.select()  # Appendix A rewrites records: it filters them built
+            else:
+                read = functools.partial(_read_field, reading)
+                kept = df.where(compile_predicate(condition, schema, resolve=read))
+                self._pending[op.id] = reading.over(kept)  # for its one reader
+                return kept
         return filter_records(df, condition)
 
     def visit_transform(self, op: Transform, inputs: list[DataFrame]) -> DataFrame:
@@ -1136,6 +1149,11 @@ def _copied_paths(op: Project) -> dict[Member, Path]:
         if member is not None and path and not overwritten:
             copied[member] = path
     return copied
+
+
+def _read_field(pending: PendingColumns, ref: FieldRef) -> Typed:
+    """A field read through pending columns (a ``compile_typed`` resolver)."""
+    return pending.read(ref.path)
 
 
 def _sequence_order(sequence: Typed, equal: Mapping[str, Column] | None = None) -> list[Column]:

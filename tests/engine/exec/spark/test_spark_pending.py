@@ -1,8 +1,9 @@
 """A ``collapsingaggregate`` read by one operator leaves its records' select to it, a
 ``runningaggregate`` over a spread its rebuild (:class:`~engine.exec.spark.paths.PendingColumns`):
-a project or a transform selects its own columns through them, an order its store sorts passes
-them on, so does an order run as the top-N of a limit a store's project reads (and that limit),
-and any other reader makes the select first. One DataFrame step (one analysis on the driver)
+a project or a transform selects its own columns through them; a filter keeps the rows of
+their base that hold and passes them on, so does an order its store sorts, and an order run as
+the top-N of a limit a store's project reads (and that limit); any other reader makes the
+select first. One DataFrame step (one analysis on the driver)
 less, or none more, and the records stay the local executor's."""
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
 
 RECORDS = [
-    {"r": {"k": "a", "v": 1}, "m": {"x": 10}},
-    {"r": {"k": "b", "v": 2}, "m": {"x": 20}},
+    {"r": {"k": "a", "v": 1}, "m": {"x": 10, "tags": [1, 2]}},
+    {"r": {"k": "b", "v": 2}, "m": {"x": 20, "tags": []}},
     {"r": {"k": "a", "v": 3}, "m": None},
-    {"r": {"k": "c", "v": None}, "m": {"x": 20}},
-    {"r": {"k": "b", "v": 5}, "m": {"x": 40}},
-    {"r": {"k": "d", "v": 6}, "m": {"x": 40}},
+    {"r": {"k": "c", "v": None}, "m": {"x": 20, "tags": [3]}},
+    {"r": {"k": "b", "v": 5}, "m": {"x": 40, "tags": [0, 5]}},
+    {"r": {"k": "d", "v": 6}, "m": {"x": 40, "tags": None}},
 ]
 
 AGGREGATE = [
@@ -61,6 +62,7 @@ TRANSFORM = {
     "transforms": [{"ref": "s.mean", "expr": "total / n"}, {"ref": "m.y", "expr": "s.mean + 1"}],
 }
 FILTER = {"op": "filter", "expr": "n > 1"}
+FILTER_TAGS = {"op": "filter", "expr": "m.tags > 1"}  # Appendix A: prunes the arrays
 ORDER_BY_KEY = {"op": "order", "orderings": [{"order": "desc", "expr": "r.k"}]}
 ORDER_BY_X = {"op": "order", "orderings": [{"order": "asc", "expr": "m.x"}]}  # ties
 TOP_3 = {"op": "limit", "first": 0, "last": 3}
@@ -118,8 +120,10 @@ def frames_and_records(plan: Any, spark: Any, *, pending: bool) -> tuple[int, li
         ([ORDER_BY_KEY, COPIES], 1),  # the store sorts by the project's copy of `r.k`
         ([ORDER_BY_X, COPIES], 1),  # ... then by the aggregate's sequence (`m.x` ties)
         ([ORDER_BY_COUNT, COPIES], 0),  # the order builds its sequence: it makes the select
-        ([FILTER], 0),  # so does the filter
-        ([], 0),  # and the store
+        ([FILTER], 0),  # the filter passes them on, the store makes the select
+        ([FILTER, PROJECT], 1),  # ... a project reads through them
+        ([FILTER_TAGS, PROJECT], 0),  # a filter pruning arrays makes the select first
+        ([], 0),  # the store makes the select
         ([TRANSFORM, PROJECT], 1),
         ([ORDER_BY_KEY, TOP_3, COPIES], 1),  # the top-N sorts the aggregate's rows
         ([ORDER_BY_X, TOP_3, COPIES], 1),  # ... by the aggregate's sequence too (`m.x` ties)
@@ -132,6 +136,8 @@ def frames_and_records(plan: Any, spark: Any, *, pending: bool) -> tuple[int, li
         "store-sorted-order-ties",
         "order",
         "filter",
+        "filter-then-project",
+        "filter-in-arrays",
         "store",
         "transform-then-project",
         "top-n",
