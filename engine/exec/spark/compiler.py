@@ -944,9 +944,20 @@ class SparkCompiler:
             right = F.broadcast(right)
         ordered = op.id not in self.ctx.unordered
         related = op.id not in self.ctx.unrelated
-        return join_rows(
-            left, right, conditions, how=op.type, seq=SEQ_COLUMN, ordered=ordered, related=related
+        joined = join_rows(
+            left,
+            right,
+            conditions,
+            how=op.type,
+            seq=SEQ_COLUMN,
+            ordered=ordered,
+            related=related,
+            pending=op.id in self.ctx.one_reader,
         )
+        if isinstance(joined, PendingColumns):
+            self._pending[op.id] = joined  # its one reader selects through the joined records
+            return joined.base
+        return joined
 
 
 def fused_operators(plan: LogicalPlan) -> set[str]:

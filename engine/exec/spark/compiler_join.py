@@ -41,6 +41,7 @@ from engine.exec.spark.compiler_order import (
     temp,
     with_bits,
 )
+from engine.exec.spark.paths import PendingColumns, Typed, top_column
 
 RELATIONSHIPS: dict[str, Callable[[object, object], object]] = {
     "==": operator.eq,
@@ -78,9 +79,12 @@ def join_rows(
     seq: str,
     ordered: bool = True,
     related: bool = True,
-) -> DataFrame:
+    pending: bool = False,
+) -> DataFrame | PendingColumns:
     """``left`` joined with ``right`` (see the module docstring); ``how`` is a Drill join type.
-    ``related``: the inputs may derive from one DataFrame (:func:`related_joins`)."""
+    ``related``: the inputs may derive from one DataFrame (:func:`related_joins`). With
+    ``pending``, the records of sides with no field in common, where their sequence is a long,
+    are left unselected (:class:`~engine.exec.spark.paths.PendingColumns` over the join)."""
     left_names, right_names = record_names(left, seq), record_names(right, seq)
     left_seq, right_seq = temp("join_lseq"), temp("join_rseq")
     if not set(left_names) & set(right_names):
@@ -96,6 +100,13 @@ def join_rows(
         else:
             joined = left.join(right, on=on, how=JOIN_TYPES[how])
             seqs = (left[seq], right[seq]) if ordered else (None, None)
+        if pending:
+            order = _join_order(left, right, how, seq, *seqs, ordered)
+            if order is not None:
+                types = {f.name: f.dataType for f in [*left.schema.fields, *right.schema.fields]}
+                names = [*left_names, *right_names]
+                values = {n: Typed(top_column(n), types[n]) for n in names}
+                return PendingColumns(joined, {**values, seq: order})
         return _with_join_sequence(joined, merged, left, right, how, seq, *seqs, ordered)
     lhs = left.select(
         *[F.col(_quoted(n)).alias(temp(f"l{i}")) for i, n in enumerate(left_names)],
@@ -209,6 +220,31 @@ def _with_join_sequence(
     else:
         order = join_sequence(left_seq, left_type, right_seq, right_type).alias(seq)
     return joined.select(*merged, order)  # one select: each step is an analysis on the driver
+
+
+def _join_order(
+    left: DataFrame,
+    right: DataFrame,
+    how: str,
+    seq: str,
+    left_seq: Column | None,
+    right_seq: Column | None,
+    ordered: bool,
+) -> Typed | None:
+    """The joined records' sequence as :func:`_with_join_sequence` selects it, where it is a
+    long (None otherwise)."""
+    if not ordered:
+        return Typed(_unordered(), T.LongType())
+    assert left_seq is not None and right_seq is not None
+    long = T.LongType()
+    if left.schema[seq].dataType != long or right.schema[seq].dataType != long:
+        return None
+    sides = (
+        (sequence_bits(left, seq), how not in ("inner", "left")),
+        (sequence_bits(right, seq), how != "inner"),
+    )
+    order, bits = join_sequence_long(left_seq, right_seq, *sides)
+    return None if bits is None else Typed(with_bits(order, seq, bits), long)
 
 
 def join_sequence_long(

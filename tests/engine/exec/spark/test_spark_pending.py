@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from py4j_calls import counted
 from pyspark.sql import functions as F
@@ -252,3 +254,54 @@ def test_a_reader_compiled_again_reads_the_same_records(spark: Any) -> None:
     assert "3" in run.ctx.one_reader
     assert sorted(map(str, again.collect())) == sorted(map(str, frames["4"].collect()))
     assert again.columns == frames["4"].columns == ["key", "twice", "x", "top"]
+
+
+def join_plan(root: Path, *readers: dict[str, Any]) -> Any:
+    """Two parquet inputs (numbered densely: their sequences pair into a long) joined (left) on
+    ``a.k == b.k``, then ``readers``, then a queue store."""
+    pq.write_table(pa.table({"k": ["x", "y", "z", "x"], "v": [1, 2, 3, 4]}), root / "a.parquet")
+    pq.write_table(pa.table({"k": ["x", "x", "y"], "w": [10, 20, 30]}), root / "b.parquet")
+    query: list[dict[str, Any]] = [
+        {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "a",
+         "selection": {"path": "a.parquet", "format": "parquet"}},
+        {"@id": 2, "op": "scan", "storageengine": "fs", "ref": "b",
+         "selection": {"path": "b.parquet", "format": "parquet"}},
+        {"@id": 3, "op": "join", "left": 1, "right": 2, "type": "left",
+         "conditions": [{"relationship": "==", "left": "a.k", "right": "b.k"}]},
+    ]  # fmt: skip
+    for reader in readers:
+        query.append({"@id": len(query) + 1, "input": len(query), **reader})
+    store = {"@id": len(query) + 1, "op": "store", "input": len(query), "storageengine": "q"}
+    query.append({**store, "target": {}})
+    storage = {"q": {"type": "queue"}, "fs": {"type": "fs", "root": str(root)}}
+    return parse_plan({"storage": storage, "query": query})
+
+
+JOINED = {
+    "op": "project",
+    "projections": [
+        {"ref": "output.k", "expr": "a.k"},
+        {"ref": "output.sum", "expr": "a.v + b.w"},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("readers", "saved"),
+    [
+        ([JOINED], 1),
+        ([{"op": "filter", "expr": "isnull(b.w) || b.w > 10"}, JOINED], 1),
+        ([], 0),  # the store makes the select
+    ],
+    ids=["project", "filter-then-project", "store"],
+)
+def test_a_joins_select_is_its_readers(
+    readers: list[dict[str, Any]], saved: int, spark: Any, tmp_path: Path
+) -> None:
+    """A join of sides with no field in common (their sequences pairing into a long) leaves its
+    records' select to its one reader the same way."""
+    plan = join_plan(tmp_path, *readers)
+    frames, records = frames_and_records(plan, spark, pending=True)
+    before, before_records = frames_and_records(plan, spark, pending=False)
+    assert records == before_records == run_plan(plan, executor="local").records()
+    assert frames == before - saved
