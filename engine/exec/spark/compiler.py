@@ -1079,8 +1079,8 @@ def store_inputs(plan: LogicalPlan) -> set[str]:
 
 def one_reader(plan: LogicalPlan) -> set[str]:
     """The ids of the operators of ``plan`` that exactly one operator reads: a
-    ``collapsingaggregate`` among them leaves its records' select to that reader, a
-    ``runningaggregate`` over a spread its rebuild (:class:`~engine.exec.spark.paths.
+    ``collapsingaggregate`` or a ``join`` among them leaves its records' select to that reader,
+    a ``runningaggregate`` over a spread its rebuild (:class:`~engine.exec.spark.paths.
     PendingColumns`); the reader selects its own columns through them or, if it cannot, makes
     that select first: never a step more."""
     return set(_one_reader(plan))

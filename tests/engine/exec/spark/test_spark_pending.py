@@ -1,10 +1,10 @@
-"""A ``collapsingaggregate`` read by one operator leaves its records' select to it, a
-``runningaggregate`` over a spread its rebuild (:class:`~engine.exec.spark.paths.PendingColumns`):
-a project or a transform selects its own columns through them; a filter keeps the rows of
-their base that hold and passes them on, so does an order its store sorts, and an order run as
-the top-N of a limit a store's project reads (and that limit); any other reader makes the
-select first. One DataFrame step (one analysis on the driver)
-less, or none more, and the records stay the local executor's."""
+"""A ``collapsingaggregate`` read by one operator leaves its records' select to it (so does a
+join of sides with no field in common), a ``runningaggregate`` over a spread its rebuild
+(:class:`~engine.exec.spark.paths.PendingColumns`): a project or a transform selects its own
+columns through them; a filter keeps the rows of their base that hold and passes them on, so
+does an order its store sorts, and an order run as the top-N of a limit a store's project reads
+(and that limit); any other reader makes the select first. One DataFrame step (one analysis on
+the driver) less, or none more, and the records stay the local executor's."""
 
 from __future__ import annotations
 
