@@ -83,8 +83,9 @@ def join_rows(
 ) -> DataFrame | PendingColumns:
     """``left`` joined with ``right`` (see the module docstring); ``how`` is a Drill join type.
     ``related``: the inputs may derive from one DataFrame (:func:`related_joins`). With
-    ``pending``, the records of sides with no field in common, where their sequence is a long,
-    are left unselected (:class:`~engine.exec.spark.paths.PendingColumns` over the join)."""
+    ``pending``, the records of sides with no field in common, where their sequence is a long or
+    a decimal pair, are left unselected (:class:`~engine.exec.spark.paths.PendingColumns` over
+    the join)."""
     left_names, right_names = record_names(left, seq), record_names(right, seq)
     left_seq, right_seq = temp("join_lseq"), temp("join_rseq")
     if not set(left_names) & set(right_names):
@@ -102,7 +103,7 @@ def join_rows(
             seqs = (left[seq], right[seq]) if ordered else (None, None)
         if pending:
             order = _join_order(left, right, how, seq, *seqs, ordered)
-            if order is not None:
+            if not isinstance(order.dtype, T.NullType):
                 types = {f.name: f.dataType for f in [*left.schema.fields, *right.schema.fields]}
                 names = [*left_names, *right_names]
                 values = {n: Typed(top_column(n), types[n]) for n in names}
@@ -206,20 +207,8 @@ def _with_join_sequence(
     """The joined records (``merged``) with their sequence, from ``left_seq`` and ``right_seq``,
     the columns of ``joined`` holding each side's (``seq`` of ``left`` and ``right``; read only
     when ``ordered``)."""
-    if not ordered:
-        return joined.select(*merged, _unordered().alias(seq))
-    assert left_seq is not None and right_seq is not None
-    left_type, right_type = left.schema[seq].dataType, right.schema[seq].dataType
-    if isinstance(left_type, T.LongType) and isinstance(right_type, T.LongType):
-        sides = (
-            (sequence_bits(left, seq), how not in ("inner", "left")),
-            (sequence_bits(right, seq), how != "inner"),
-        )
-        order, bits = join_sequence_long(left_seq, right_seq, *sides)
-        order = order.alias(seq) if bits is None else with_bits(order, seq, bits)
-    else:
-        order = join_sequence(left_seq, left_type, right_seq, right_type).alias(seq)
-    return joined.select(*merged, order)  # one select: each step is an analysis on the driver
+    order = _join_order(left, right, how, seq, left_seq, right_seq, ordered)
+    return joined.select(*merged, order.column)  # one select: each step is an analysis
 
 
 def _join_order(
@@ -230,21 +219,24 @@ def _join_order(
     left_seq: Column | None,
     right_seq: Column | None,
     ordered: bool,
-) -> Typed | None:
-    """The joined records' sequence as :func:`_with_join_sequence` selects it, where it is a
-    long (None otherwise)."""
+) -> Typed:
+    """The joined records' sequence, named ``seq``; typed where it is a long or a decimal (a
+    struct of the sides' sequences gets :class:`~pyspark.sql.types.NullType`: not known)."""
     if not ordered:
-        return Typed(_unordered(), T.LongType())
+        return Typed(_unordered().alias(seq), T.LongType())
     assert left_seq is not None and right_seq is not None
-    long = T.LongType()
-    if left.schema[seq].dataType != long or right.schema[seq].dataType != long:
-        return None
+    left_type, right_type = left.schema[seq].dataType, right.schema[seq].dataType
+    if not (isinstance(left_type, T.LongType) and isinstance(right_type, T.LongType)):
+        order = join_sequence(left_seq, left_type, right_seq, right_type)
+        return Typed(order.alias(seq), T.NullType())
     sides = (
         (sequence_bits(left, seq), how not in ("inner", "left")),
         (sequence_bits(right, seq), how != "inner"),
     )
     order, bits = join_sequence_long(left_seq, right_seq, *sides)
-    return None if bits is None else Typed(with_bits(order, seq, bits), long)
+    if bits is None:
+        return Typed(order.alias(seq), PAIR)
+    return Typed(with_bits(order, seq, bits), T.LongType())
 
 
 def join_sequence_long(

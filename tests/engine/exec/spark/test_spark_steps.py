@@ -144,7 +144,8 @@ def test_a_join_reads_each_sides_sequence_where_spark_tells_them_apart(
     frames = {op.id: run.compiler.compile(op, []) for op in map(plan.operator, ("1", "5"))}
     frames["2"] = run.compiler.compile(plan.operator("2"), [frames[str(right["input"])]])
     with counted() as counts:
-        run.compiler.compile(plan.operator("3"), [frames["1"], frames["2"]])
+        joined = run.compiler.compile(plan.operator("3"), [frames["1"], frames["2"]])
+        run.compiler.materialized("3", joined)  # its select, which it leaves to its one reader
     assert counts.frames == steps
     on_spark = run_plan(plan, executor="spark", spark=spark).records()
     assert on_spark == run_plan(plan, executor="local").records()
