@@ -101,14 +101,13 @@ def join_rows(
         else:
             joined = left.join(right, on=on, how=JOIN_TYPES[how])
             seqs = (left[seq], right[seq]) if ordered else (None, None)
-        if pending:
-            order = _join_order(left, right, how, seq, *seqs, ordered)
-            if not isinstance(order.dtype, T.NullType):
-                types = {f.name: f.dataType for f in [*left.schema.fields, *right.schema.fields]}
-                names = [*left_names, *right_names]
-                values = {n: Typed(top_column(n), types[n]) for n in names}
-                return PendingColumns(joined, {**values, seq: order})
-        return _with_join_sequence(joined, merged, left, right, how, seq, *seqs, ordered)
+        order = _join_order(left, right, how, seq, *seqs, ordered)
+        if pending and not isinstance(order.dtype, T.NullType):
+            types = {f.name: f.dataType for f in [*left.schema.fields, *right.schema.fields]}
+            names = [*left_names, *right_names]
+            values = {n: Typed(top_column(n), types[n]) for n in names}
+            return PendingColumns(joined, {**values, seq: order})
+        return joined.select(*merged, order.column)  # one select: each step is an analysis
     lhs = left.select(
         *[F.col(_quoted(n)).alias(temp(f"l{i}")) for i, n in enumerate(left_names)],
         *[c.alias(temp(f"jl{i}")) for i, (c, _, _) in enumerate(conditions)],
@@ -140,9 +139,8 @@ def join_rows(
             merged.append(
                 deep_merge(l_col, r_col, left_types[name], right_types[name], name=name).alias(name)
             )
-    return _with_join_sequence(
-        joined, merged, left, right, how, seq, F.col(left_seq), F.col(right_seq), ordered
-    )
+    order = _join_order(left, right, how, seq, F.col(left_seq), F.col(right_seq), ordered)
+    return joined.select(*merged, order.column)
 
 
 def related_joins(operators: Sequence[Any]) -> set[str]:
@@ -193,24 +191,6 @@ def _all_hold(conditions: Sequence[Column]) -> Column:
     return matches
 
 
-def _with_join_sequence(
-    joined: DataFrame,
-    merged: Sequence[Column],
-    left: DataFrame,
-    right: DataFrame,
-    how: str,
-    seq: str,
-    left_seq: Column | None,
-    right_seq: Column | None,
-    ordered: bool,
-) -> DataFrame:
-    """The joined records (``merged``) with their sequence, from ``left_seq`` and ``right_seq``,
-    the columns of ``joined`` holding each side's (``seq`` of ``left`` and ``right``; read only
-    when ``ordered``)."""
-    order = _join_order(left, right, how, seq, left_seq, right_seq, ordered)
-    return joined.select(*merged, order.column)  # one select: each step is an analysis
-
-
 def _join_order(
     left: DataFrame,
     right: DataFrame,
@@ -220,8 +200,10 @@ def _join_order(
     right_seq: Column | None,
     ordered: bool,
 ) -> Typed:
-    """The joined records' sequence, named ``seq``; typed where it is a long or a decimal (a
-    struct of the sides' sequences gets :class:`~pyspark.sql.types.NullType`: not known)."""
+    """The joined records' sequence, named ``seq``, from ``left_seq`` and ``right_seq``, the
+    columns of the join holding each side's (``seq`` of ``left`` and ``right``; read only when
+    ``ordered``). Typed where it is a long or a decimal (a struct of the sides' sequences gets
+    :class:`~pyspark.sql.types.NullType`: not known)."""
     if not ordered:
         return Typed(_unordered().alias(seq), T.LongType())
     assert left_seq is not None and right_seq is not None
