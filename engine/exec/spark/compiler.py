@@ -42,6 +42,7 @@ from engine.exec.spark.compiler_aggregate import (
 from engine.exec.spark.compiler_flatten import flatten_rows
 from engine.exec.spark.compiler_join import join_rows, union_rows
 from engine.exec.spark.compiler_order import (
+    SEQ_BITS,
     exact_type,
     limit_rows,
     order_rows,
@@ -152,6 +153,8 @@ class SparkRunContext:
     one_reader: set[str] = field(default_factory=set)
     # orders whose one reader is such a limit (:func:`store_read_orders`)
     store_read_orders: set[str] = field(default_factory=set)
+    # scans whose records their readers read as plain columns (:func:`read_through`)
+    read_through: set[str] = field(default_factory=set)
 
     def engine(self, name: str) -> Any:
         try:
@@ -224,6 +227,7 @@ class SparkCompiler:
         # op id -> its records' select, left to its one reader (its DataFrame is their base)
         self._pending: dict[str, PendingColumns] = {}
         self._reading: PendingColumns | None = None  # the pending input of the op compiling
+        self._sides: list[PendingColumns | None] = []  # each input's, for a join
 
     def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:
         """``op``'s DataFrame from its inputs' DataFrames."""
@@ -237,11 +241,11 @@ class SparkCompiler:
         )
         # Kept for a reader compiled again (a Dagster op retried).
         pending = {ref: self._pending[ref] for ref in input_ids if ref in self._pending}
-        reading = None
         for i, ref in enumerate(input_ids):
-            if ref in pending and (flushes or not self._reads_pending(op)):
+            if ref in pending and (flushes or not self._reads_pending(op, pending[ref])):
                 inputs = [*inputs[:i], pending.pop(ref).over(inputs[i]).select(), *inputs[i + 1 :]]
         kept: dict[Expr, tuple[str, T.DataType]] = {}
+        readings: list[PendingColumns | None] = [None] * len(input_ids)
         for i, ref in enumerate(input_ids):
             keys = self._keys.get(ref, {})
             kept = {e: k for e, k in keys.items() if _keeps_key(op, e)}
@@ -249,9 +253,9 @@ class SparkCompiler:
             # No longer the value of its expression, or a reader that would show it; a project
             # selects only what it writes.
             if ref in pending:
-                reading = pending[ref].over(inputs[i])
+                readings[i] = pending[ref].over(inputs[i])
                 if dropped and op.op != "project":
-                    reading = reading.without(dropped)
+                    readings[i] = readings[i].without(dropped)
             elif dropped and op.op != "project":
                 inputs = [*inputs[:i], inputs[i].drop(*dropped), *inputs[i + 1 :]]
         if any(ref in self._deferred for ref in input_ids):
@@ -259,11 +263,12 @@ class SparkCompiler:
                 self._deferred[op.id] = self._take_deferred(input_ids[0])
             elif flushes:
                 inputs = [self.flushed(ref, df) for ref, df in zip(input_ids, inputs)]
-        self._reading = reading
+        self._reading = readings[0] if len(readings) == 1 else None
+        self._sides = readings
         try:
             frame = visit(op, inputs)
         finally:
-            self._reading = None
+            self._reading, self._sides = None, []
         if kept:
             self._keys[op.id] = {**kept, **self._keys.get(op.id, {})}
         if op.op in ("order", "limit") or any(i in self._ordered for i in input_ids):
@@ -272,14 +277,22 @@ class SparkCompiler:
             self._sorted.add(op.id)
         return frame
 
-    def _reads_pending(self, op: Any) -> bool:
-        """Whether ``op`` reads its input's pending columns (:class:`PendingColumns`): a project
-        or a transform selects its own columns through them; a filter one operator reads
-        filters their base and passes them on; so does an order its store sorts, or one a top-N
-        limit a store's project reads runs (that limit sorts their base and passes them on to
-        the project)."""
+    def _reads_pending(self, op: Any, pending: PendingColumns) -> bool:
+        """Whether ``op`` reads its input's ``pending`` columns (:class:`PendingColumns`): a
+        project or a transform selects its own columns through them; a segment its aggregates
+        fuse with, or an aggregate of every record, aggregates their base; a join of unrelated
+        inputs joins their base where they are named apart (a scan's, see :func:`read_through`);
+        a filter one operator reads filters their base and passes them on; so does an order its
+        store sorts, or one a top-N limit a store's project reads runs (that limit sorts their
+        base and passes them on to the project)."""
         if op.op in ("project", "transform"):
             return True
+        if op.op == "segment":  # its aggregates group their base (see _SegmentInput)
+            return op.id in self.ctx.fused
+        if op.op == "collapsingaggregate":  # one group of every record: aggregates their base
+            return op.within is None
+        if op.op == "join":  # joins their bases, its sides' columns named apart
+            return op.id in self.ctx.unrelated and pending.apart
         if op.op == "filter":  # keeps their base's rows that hold, passes them on
             return op.id in self.ctx.one_reader
         top_n = self.ctx.store_read_orders & self.ctx.top_n_orders
@@ -300,11 +313,14 @@ class SparkCompiler:
 
     def _typed_read(self, expr: str | Expr, df: DataFrame) -> Typed:
         """:meth:`typed` over the pending columns of the input being read, if it has them."""
-        reading = self._reading
-        if reading is None:
+        return self._typed_over(expr, df, self._reading)
+
+    def _typed_over(self, expr: str | Expr, df: DataFrame, pending: PendingColumns | None) -> Typed:
+        """:meth:`typed` over ``df``, or over its ``pending`` columns."""
+        if pending is None:
             return self.typed(expr, df)
         tree = parse_cached(expr) if isinstance(expr, str) else expr
-        return compile_typed(tree, reading.schema, resolve=functools.partial(_read_field, reading))
+        return compile_typed(tree, pending.schema, resolve=functools.partial(_read_field, pending))
 
     def flushed(self, op_id: str, df: DataFrame) -> DataFrame:
         """``df``, operator ``op_id``'s DataFrame, with the counts it carries for operators
@@ -413,6 +429,7 @@ class SparkCompiler:
             # this scan's order.
             self.ctx.total.discard(tie_free)
             self.ctx.unordered.discard(op.id)
+        leaves_records = op.id in self.ctx.read_through and op.pushed_limit is None
         df = scan_plan_dataframe(
             self.spark,
             plan,
@@ -429,7 +446,12 @@ class SparkCompiler:
                 if op.pushed_limit is None and op.id not in self.ctx.limited
                 else None
             ),
+            # Named by the scan: the same names each run (Columns made once, see top_column).
+            pending=f"__drill_s{op.id}_" if leaves_records else None,
         )
+        if isinstance(df, PendingColumns):
+            self._pending[op.id] = df  # its reader reads the columns, its joins join them
+            return df.base
         if op.pushed_limit is not None:
             df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
         return df
@@ -466,6 +488,8 @@ class SparkCompiler:
             # The scan applied part of the condition: each test runs once.
             if rest.condition is None:
                 self.unchanged.add(op.id)
+                if self._reading is not None:
+                    self._pending[op.id] = self._reading.over(df)  # for its one reader
                 return df
             condition = rest.condition
         reading = self._reading
@@ -661,8 +685,9 @@ class SparkCompiler:
         ref = writable_path(op.ref, "segment ref")
         exprs = tuple(parse_cached(text) for text in op.exprs)
         known = self._keys.get(op.input or "", {})
-        keys = [F.col(known[e][0]) if e in known else self.column(e, df) for e in exprs]
-        self._segments[op.id] = _SegmentInput(df, keys, ref, exprs, op.input or "")
+        keys = [F.col(known[e][0]) if e in known else self._typed_read(e, df).column for e in exprs]
+        reading = self._reading  # its aggregates group their base (fused)
+        self._segments[op.id] = _SegmentInput(df, keys, ref, exprs, op.input or "", reading)
         grouped = self._in_key_order(op.input, exprs)
         leading = self._key_order.get(op.input or "", []) if grouped else list(exprs)
         self._key_order[op.id] = _unwritten(leading, [ref])
@@ -751,6 +776,7 @@ class SparkCompiler:
         count_input = self.input_counters.get(op.id)
         frame_rows = False
         spread_out: Spread | None = None
+        reading = self._reading  # the input's records, if left to this aggregate
         windows = self._frames.get(segment.input_id) if segment is not None else None
         if segment is not None and windows is not None and windows.fuses_with(segment, op):
             # The first aggregate over the windows counts them (an observation is used once).
@@ -782,14 +808,14 @@ class SparkCompiler:
                 self._pass_members(op.id, windows.input_id, written, carried=carried_paths)
         elif segment is not None and segment.fuses_with(op):
             # The runs of a segment's number are its groups: group the segment's input instead.
-            df, group_by = segment.input, segment.keys
+            df, group_by, reading = segment.input, segment.keys, segment.pending
             for i, name in enumerate(op.carryovers):
                 if parse_cached(name) in segment.exprs:
                     carried_keys[i] = segment.exprs.index(parse_cached(name))
 
         def typed(arg: Expr) -> Typed:  # window functions read a spread record's leaves
             if spread_out is None:
-                return self.typed(arg, df)
+                return self._typed_over(arg, df, reading)
             return compile_typed(arg, spread_out.schema, resolve=spread_out.resolve)
 
         scalars: list[tuple[Path, Expr]] = []
@@ -808,9 +834,12 @@ class SparkCompiler:
         carried = [
             spread_out.value(parse_field_ref(name).path, keep_unread=True)
             if spread_out is not None
+            else reading.read(parse_field_ref(name).path, keep_unread=True)
+            if reading is not None
             else get_typed(df.schema, parse_field_ref(name).path, keep_unread=True)
             for name in op.carryovers
         ]
+        sequence = None if reading is None else reading.values[SEQ_COLUMN]
         target = target_is_true(typed(parse_field_ref(op.target))) if op.target else None
         collapsed = collapse_rows(
             df,
@@ -829,6 +858,7 @@ class SparkCompiler:
             count_input=count_input,
             frame_rows=frame_rows,
             rebuilt=spread_out.rebuilt if spread_out is not None else None,
+            sequence=None if sequence is None else (sequence.column, _bits_of(reading)),
         )
         # The collapsed record's schema, known without asking Spark (but for decimal averages).
         types = [
@@ -841,6 +871,8 @@ class SparkCompiler:
             seq_type = (
                 spread_out.types[SEQ_COLUMN]
                 if spread_out is not None
+                else sequence.dtype
+                if sequence is not None
                 else df.schema[SEQ_COLUMN].dataType
             )
             if (group_by is None and op.within is None and frame is None) or (
@@ -927,8 +959,9 @@ class SparkCompiler:
 
     def visit_join(self, op: Join, inputs: list[DataFrame]) -> DataFrame:
         left, right = inputs
-        typed_l = [self.typed(c.left, left) for c in op.conditions]
-        typed_r = [self.typed(c.right, right) for c in op.conditions]
+        sides = (self._sides[0], self._sides[1]) if self._sides else (None, None)
+        typed_l = [self._typed_over(c.left, left, sides[0]) for c in op.conditions]
+        typed_r = [self._typed_over(c.right, right, sides[1]) for c in op.conditions]
         conditions = []
         for condition, tl, tr in zip(op.conditions, typed_l, typed_r, strict=True):
             value_l, value_r, type_l, type_r = tl.column, tr.column, tl.dtype, tr.dtype
@@ -953,6 +986,7 @@ class SparkCompiler:
             ordered=ordered,
             related=related,
             pending=op.id in self.ctx.one_reader,
+            sides=sides,
         )
         if isinstance(joined, PendingColumns):
             self._pending[op.id] = joined  # its one reader selects through the joined records
@@ -1091,6 +1125,43 @@ def _one_reader(plan: LogicalPlan) -> dict[str, Any]:
     return {ref: ops[0] for ref, ops in consumers(plan).items() if len(ops) == 1}
 
 
+def read_through(plan: LogicalPlan, ctx: SparkRunContext) -> set[str]:
+    """The ids of the scans of ``plan`` that leave their records to their reader, as columns of
+    their own (:func:`~engine.exec.spark.sources.scan_plan_dataframe`): one reader reads them,
+    through readers that pass them on (a filter one operator reads, an order its store sorts or
+    a top-N limit runs, that limit), selecting its own columns of them (a project, a transform),
+    joining them (a join of unrelated inputs) or aggregating them (a segment its aggregates
+    fuse with, an aggregate of every record). Then no record struct is built below that reader,
+    a join joins and its observation counts plain columns, and the scan's select of its records
+    is the reader's. ``ctx`` holds the sets :meth:`SparkCompiler._reads_pending` reads."""
+    readers = _one_reader(plan)
+    top_n = ctx.store_read_orders & ctx.top_n_orders
+
+    def passes_on(op: Any) -> bool:
+        if isinstance(op, Filter):
+            return op.id in readers
+        if isinstance(op, Order):
+            sorted_by_store = op.id in ctx.store_sorted or op.id in top_n
+            return not op.within and op.id in readers and sorted_by_store
+        return isinstance(op, Limit) and op.input in top_n
+
+    found = set()
+    for op in plan.query:
+        if not isinstance(op, Scan):
+            continue
+        reader = readers.get(op.id)
+        while reader is not None and passes_on(reader):
+            reader = readers.get(reader.id)
+        if (
+            isinstance(reader, Project | Transform)
+            or (isinstance(reader, Join) and reader.id in ctx.unrelated)
+            or (isinstance(reader, Segment) and reader.id in ctx.fused)
+            or (isinstance(reader, CollapsingAggregate) and reader.within is None)
+        ):
+            found.add(op.id)
+    return found
+
+
 def top_n_orders(plan: LogicalPlan) -> set[str]:
     """The ids of the orders (without ``within``) of ``plan`` that only limits with an end read:
     each such limit runs with its order as one top-N over the order's input
@@ -1162,6 +1233,13 @@ def _copied_paths(op: Project) -> dict[Member, Path]:
     return copied
 
 
+def _bits_of(pending: PendingColumns | None) -> dict[str, int]:
+    """The metadata of a pending sequence column (its width, where known)."""
+    if pending is None or pending.seq_bits is None:
+        return {}
+    return {SEQ_BITS: pending.seq_bits}
+
+
 def _read_field(pending: PendingColumns, ref: FieldRef) -> Typed:
     """A field read through pending columns (a ``compile_typed`` resolver)."""
     return pending.read(ref.path)
@@ -1201,6 +1279,7 @@ class _SegmentInput:
     ref: Path
     exprs: tuple[Expr, ...] = ()
     input_id: str = ""
+    pending: PendingColumns | None = None  # the input's records, left to the segment's reader
 
     def writes_over_keys(self) -> bool:
         """Whether the group number is written over (a part of) a key it groups by."""

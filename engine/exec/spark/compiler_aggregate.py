@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
@@ -148,6 +149,7 @@ def collapse_rows(
     count_input: RowCounter | None = None,
     frame_rows: bool = False,
     rebuilt: Mapping[str, Column] | None = None,
+    sequence: tuple[Column, dict[str, Any]] | None = None,
 ) -> Collapsed:
     """One row per run with ``aggregate_names[i]`` (aggregate of ``calls[i]``),
     ``carryover_names[i]`` (value of ``carryovers[i]``) and the run's first sequence number in
@@ -162,7 +164,9 @@ def collapse_rows(
     given the aggregated DataFrame and the name of a column holding each group's input rows
     (with ``frame``: each record's frame rows, the records of the windows), to observe them.
     ``frame_rows`` (with ``frame`` whose every record has a frame holding it, and no ``target``:
-    one output row per row) adds that column to the output instead, as :data:`FRAME_ROWS`."""
+    one output row per row) adds that column to the output instead, as :data:`FRAME_ROWS`.
+    ``sequence`` (not with ``frame``): the value of ``df``'s sequence and its metadata, where
+    ``df`` is the base of pending columns, which holds no column ``seq``."""
     calls = prepare_arguments(typed_calls)
     if frame is not None:
         return _collapse_frames(
@@ -185,10 +189,11 @@ def collapse_rows(
         AGGREGATE_FORMS[name](*args).alias(alias)
         for (name, args), alias in zip(calls, aggregate_names, strict=True)
     ]
-    chosen = F.col(seq)
+    value, metadata = sequence if sequence is not None else (F.col(seq), df.schema[seq].metadata)
+    chosen = value
     has_target = temp("has_target")
     if target is not None:
-        chosen = F.when(target, F.col(seq))
+        chosen = F.when(target, value)
     carried_keys = carried_keys if group_by is not None else {}
     carried = [
         F.max_by(value, chosen).alias(alias)
@@ -197,7 +202,7 @@ def collapse_rows(
     ]
     extras = [F.max(chosen).alias(has_target)] if target is not None else []
     # The first sequence keeps the width of a long sequence (so that pairs with it stay longs).
-    first = F.min(seq).alias(seq, metadata=df.schema[seq].metadata)
+    first = F.min(value).alias(seq, metadata=metadata)
     columns = {name: F.col(name) for name in (*aggregate_names, *carryover_names)}
     if group_by is not None:
         keys = [key.alias(temp(f"key{i}")) for i, key in enumerate(group_by)]

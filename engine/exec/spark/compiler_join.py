@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -70,6 +71,50 @@ def record_names(df: DataFrame, seq: str) -> list[str]:
     return [name for name in df.columns if name != seq]
 
 
+@dataclass(frozen=True)
+class JoinSide:
+    """What a join reads of one input: the DataFrame joined, its record's top-level fields as
+    values over it, and its sequence (value, type, width)."""
+
+    df: DataFrame
+    values: dict[str, Typed]
+    seq: Column
+    seq_type: T.DataType
+    bits: int
+
+    @classmethod
+    def of(
+        cls, df: DataFrame, seq: str, pending: PendingColumns | None = None, *, missing: bool
+    ) -> JoinSide:
+        """``df``'s records, or (``pending``) the columns ``df``, their base, left to the join;
+        ``missing``: the side may be missing from a joined row (an outer join's)."""
+        if pending is not None and missing:
+            if pending.present is None:  # nothing tells a missing record: select them first
+                return cls.of(pending.over(df).select(), seq, missing=missing)
+            pending = pending.absent_where_null()
+        if pending is not None:
+            values = {n: v for n, v in pending.values.items() if n != seq}
+            order = pending.values[seq]
+            bits = LONG_BITS if pending.seq_bits is None else pending.seq_bits
+            value = order.column
+            if missing and order.is_constant and pending.present is not None:
+                value = F.when(pending.present.isNotNull(), value)  # null where missing
+            return cls(df, values, value, order.dtype, bits, bound_seq=True)
+        types = {f.name: f.dataType for f in df.schema.fields}
+        values = {n: Typed(top_column(n), types[n]) for n in record_names(df, seq)}
+        return cls(df, values, top_column(seq), types[seq], sequence_bits(df, seq))
+
+    bound_seq: bool = False  # whether ``seq`` is read as ``df``'s own (not by name)
+
+    def with_seq(self, seq: Column) -> JoinSide:
+        return JoinSide(self.df, self.values, seq, self.seq_type, self.bits, bound_seq=True)
+
+    def bound(self, seq: str) -> JoinSide:
+        """This side with its sequence read as ``df``'s own column ``seq`` where it is read by
+        name (Spark then tells it from the other side's)."""
+        return self if self.bound_seq else self.with_seq(self.df[seq])
+
+
 def join_rows(
     left: DataFrame,
     right: DataFrame,
@@ -80,13 +125,21 @@ def join_rows(
     ordered: bool = True,
     related: bool = True,
     pending: bool = False,
+    sides: tuple[PendingColumns | None, PendingColumns | None] = (None, None),
 ) -> DataFrame | PendingColumns:
     """``left`` joined with ``right`` (see the module docstring); ``how`` is a Drill join type.
     ``related``: the inputs may derive from one DataFrame (:func:`related_joins`). With
     ``pending``, the records of sides with no field in common, where their sequence is a long or
     a decimal pair, are left unselected (:class:`~engine.exec.spark.paths.PendingColumns` over
-    the join)."""
-    left_names, right_names = record_names(left, seq), record_names(right, seq)
+    the join). ``sides``: an input's own pending columns named apart (``PendingColumns.apart``),
+    read over their base (``left`` or ``right``; not for ``related`` inputs), so that plain
+    columns are joined, not records."""
+    missing = (how == "outer", how != "inner")
+    lside, rside = (
+        JoinSide.of(df, seq, p, missing=m)
+        for df, p, m in zip((left, right), sides, missing, strict=True)
+    )
+    left_names, right_names = list(lside.values), list(rside.values)
     left_seq, right_seq = temp("join_lseq"), temp("join_rseq")
     if not set(left_names) & set(right_names):
         # No field on both sides: the conditions read each side's columns by name in the join
@@ -94,29 +147,31 @@ def join_rows(
         # step is an analysis on the driver), but for inputs that may derive from one DataFrame
         # (Spark could not tell their columns apart): the right sequence is renamed.
         on = _all_hold([_relation(lc, r, rc) for lc, r, rc in conditions])
-        merged = [F.col(_quoted(name)) for name in [*left_names, *right_names]]
-        if related and ordered:
-            joined = left.join(right.withColumnRenamed(seq, right_seq), on=on, how=JOIN_TYPES[how])
-            seqs = F.col(seq), F.col(right_seq)
+        if related and ordered and sides == (None, None):
+            renamed = rside.df.withColumnRenamed(seq, right_seq)
+            joined = lside.df.join(renamed, on=on, how=JOIN_TYPES[how])
+            lside, rside = lside.with_seq(F.col(seq)), rside.with_seq(F.col(right_seq))
         else:
-            joined = left.join(right, on=on, how=JOIN_TYPES[how])
-            seqs = (left[seq], right[seq]) if ordered else (None, None)
-        order = _join_order(left, right, how, seq, *seqs, ordered)
+            joined = lside.df.join(rside.df, on=on, how=JOIN_TYPES[how])
+            if ordered:  # both sides may hold a column `seq`: each read as its side's own
+                lside, rside = (s.bound(seq) for s in (lside, rside))
+        order, bits = _join_order(lside, rside, how, seq, ordered)
+        values = {**lside.values, **rside.values}
         if pending and not isinstance(order.dtype, T.NullType):
-            types = {f.name: f.dataType for f in [*left.schema.fields, *right.schema.fields]}
-            names = [*left_names, *right_names]
-            values = {n: Typed(top_column(n), types[n]) for n in names}
-            return PendingColumns(joined, {**values, seq: order})
-        return joined.select(*merged, order.column)  # one select: each step is an analysis
-    lhs = left.select(
-        *[F.col(_quoted(n)).alias(temp(f"l{i}")) for i, n in enumerate(left_names)],
+            # Named apart if both sides' columns were: the joined base holds only theirs.
+            apart = all(p is not None and p.apart for p in sides)
+            return PendingColumns(joined, {**values, seq: order}, seq_bits=bits, apart=apart)
+        # One select: each step is an analysis.
+        return joined.select(*[_named(v.column, n) for n, v in values.items()], order.column)
+    lhs = lside.df.select(
+        *[v.column.alias(temp(f"l{i}")) for i, v in enumerate(lside.values.values())],
         *[c.alias(temp(f"jl{i}")) for i, (c, _, _) in enumerate(conditions)],
-        F.col(seq).alias(left_seq),
+        lside.seq.alias(left_seq),
     )
-    rhs = right.select(
-        *[F.col(_quoted(n)).alias(temp(f"r{i}")) for i, n in enumerate(right_names)],
+    rhs = rside.df.select(
+        *[v.column.alias(temp(f"r{i}")) for i, v in enumerate(rside.values.values())],
         *[c.alias(temp(f"jr{i}")) for i, (_, _, c) in enumerate(conditions)],
-        F.col(seq).alias(right_seq),
+        rside.seq.alias(right_seq),
     )
     matches = _all_hold(
         [
@@ -125,8 +180,6 @@ def join_rows(
         ]
     )
     joined = lhs.join(rhs, on=matches, how=JOIN_TYPES[how])
-    left_types = {f.name: f.dataType for f in left.schema.fields}
-    right_types = {f.name: f.dataType for f in right.schema.fields}
     merged = []
     for name in [*left_names, *(n for n in right_names if n not in left_names)]:
         l_col = F.col(temp(f"l{left_names.index(name)}")) if name in left_names else None
@@ -136,11 +189,17 @@ def join_rows(
         elif r_col is None:
             merged.append(l_col.alias(name))
         else:
-            merged.append(
-                deep_merge(l_col, r_col, left_types[name], right_types[name], name=name).alias(name)
-            )
-    order = _join_order(left, right, how, seq, F.col(left_seq), F.col(right_seq), ordered)
+            left_type, right_type = lside.values[name].dtype, rside.values[name].dtype
+            merged.append(deep_merge(l_col, r_col, left_type, right_type, name=name).alias(name))
+    lside, rside = lside.with_seq(F.col(left_seq)), rside.with_seq(F.col(right_seq))
+    order, _ = _join_order(lside, rside, how, seq, ordered)
     return joined.select(*merged, order.column)
+
+
+def _named(column: Column, name: str) -> Column:
+    """``column`` as top-level column ``name`` (unaliased where it already reads that column:
+    each alias is a py4j call)."""
+    return column if column is top_column(name) else column.alias(name)
 
 
 def related_joins(operators: Sequence[Any]) -> set[str]:
@@ -192,33 +251,22 @@ def _all_hold(conditions: Sequence[Column]) -> Column:
 
 
 def _join_order(
-    left: DataFrame,
-    right: DataFrame,
-    how: str,
-    seq: str,
-    left_seq: Column | None,
-    right_seq: Column | None,
-    ordered: bool,
-) -> Typed:
-    """The joined records' sequence, named ``seq``, from ``left_seq`` and ``right_seq``, the
-    columns of the join holding each side's (``seq`` of ``left`` and ``right``; read only when
-    ``ordered``). Typed where it is a long or a decimal (a struct of the sides' sequences gets
-    :class:`~pyspark.sql.types.NullType`: not known)."""
+    left: JoinSide, right: JoinSide, how: str, seq: str, ordered: bool
+) -> tuple[Typed, int | None]:
+    """The joined records' sequence, named ``seq``, from each side's (read only when
+    ``ordered``), and its width where it is a long. Typed where it is a long or a decimal (a
+    struct of the sides' sequences gets :class:`~pyspark.sql.types.NullType`: not known)."""
     if not ordered:
-        return Typed(_unordered().alias(seq), T.LongType())
-    assert left_seq is not None and right_seq is not None
-    left_type, right_type = left.schema[seq].dataType, right.schema[seq].dataType
-    if not (isinstance(left_type, T.LongType) and isinstance(right_type, T.LongType)):
-        order = join_sequence(left_seq, left_type, right_seq, right_type)
-        return Typed(order.alias(seq), T.NullType())
-    sides = (
-        (sequence_bits(left, seq), how not in ("inner", "left")),
-        (sequence_bits(right, seq), how != "inner"),
-    )
-    order, bits = join_sequence_long(left_seq, right_seq, *sides)
+        return Typed(_unordered().alias(seq), T.LongType()), 0
+    long = T.LongType()
+    if not (isinstance(left.seq_type, T.LongType) and isinstance(right.seq_type, T.LongType)):
+        order = join_sequence(left.seq, left.seq_type, right.seq, right.seq_type)
+        return Typed(order.alias(seq), T.NullType()), None
+    sides = ((left.bits, how not in ("inner", "left")), (right.bits, how != "inner"))
+    order, bits = join_sequence_long(left.seq, right.seq, *sides)
     if bits is None:
-        return Typed(order.alias(seq), PAIR)
-    return Typed(with_bits(order, seq, bits), T.LongType())
+        return Typed(order.alias(seq), PAIR), None
+    return Typed(with_bits(order, seq, bits), long), bits
 
 
 def join_sequence_long(

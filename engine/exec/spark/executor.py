@@ -43,6 +43,7 @@ from engine.exec.spark.compiler import (
     fused_operators,
     nullable_everywhere,
     one_reader,
+    read_through,
     store_inputs,
     store_read_limits,
     store_read_orders,
@@ -177,6 +178,7 @@ class SparkPlanRun:
         self.ctx.store_read = store_read_limits(plan) & store_read_limits(self.planned)
         self.ctx.one_reader = one_reader(plan) & one_reader(self.planned)
         self.ctx.store_read_orders = store_read_orders(plan) & store_read_orders(self.planned)
+        self.ctx.read_through = read_through(plan, self.ctx) & read_through(self.planned, self.ctx)
         # The Dagster ops compile the plan as given, the executor as planned: either's limits.
         self.ctx.limited = limit_inputs(plan.query) | limit_inputs(self.planned.query)
         self.compiler = SparkCompiler(spark, self.ctx)

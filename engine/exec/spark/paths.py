@@ -22,6 +22,7 @@ Example (with a SparkSession)::
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 from collections.abc import Callable, Sequence
@@ -234,6 +235,61 @@ class _Written(Typed):
 
     members: tuple[tuple[str, Typed], ...] = ()
     nulls: tuple[Column, ...] = ()
+
+
+def record_value(
+    build: Callable[[], Column],
+    dtype: T.StructType,
+    members: Callable[[], Sequence[tuple[str, Typed]]],
+    *,
+    present: Column | None = None,
+) -> Typed:
+    """A record of type ``dtype`` that ``build`` builds as a struct of ``members`` (both called
+    on first use), null only where ``present`` is given and null (a record missing from an outer
+    join's side): a read or a write of a member uses the member's own value, so a plan that
+    reads members never builds the struct, nor asks the JVM for its Column (a scan's records
+    left to their reader: :class:`PendingColumns`)."""
+    return _Record({"column": build, "members": members}, dtype, present)
+
+
+class _Record(_Written):
+    """:func:`record_value`'s record: its Column, members and null test made when first read."""
+
+    def __init__(
+        self, makers: dict[str, Callable[[], Any]], dtype: T.StructType, present: Column | None
+    ) -> None:
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "_makers", makers)
+        object.__setattr__(self, "present", present)
+
+    def _made(self, name: str, make: Callable[[], Any]) -> Any:
+        made = self.__dict__.get(f"_{name}")
+        if made is None:
+            made = make()
+            object.__setattr__(self, f"_{name}", made)
+        return made
+
+    @property  # type: ignore[override]
+    def column(self) -> Column:
+        def build() -> Column:
+            struct = self._makers["column"]()
+            present = self.present
+            return struct if present is None else F.when(present.isNotNull(), struct)
+
+        return self._made("column", build)
+
+    @property  # type: ignore[override]
+    def members(self) -> tuple[tuple[str, Typed], ...]:
+        return self._made("members", lambda: tuple(self._makers["members"]()))
+
+    @property  # type: ignore[override]
+    def nulls(self) -> tuple[Column, ...]:
+        present = self.present  # else never null
+        return self._made("nulls", lambda: (F.lit(True) if present is None else present,))
+
+    def absent_where_null(self, present: Column) -> _Record:
+        """This record, null where ``present`` is null."""
+        return _Record(self._makers, self.dtype, present)
 
 
 def _written(members: Sequence[tuple[str, Typed]], nulls: Sequence[Column]) -> _Written:
@@ -466,6 +522,13 @@ class PendingColumns:
 
     base: DataFrame
     values: dict[str, Typed]
+    seq_bits: int | None = None  # the width of a long sequence among ``values``, when known
+    # A column of ``base`` null on no row, where the values are records of
+    # :func:`record_value`: an outer join's side missing from a joined row has it null.
+    present: Column | None = None
+    # Whether the values read only columns of ``base`` named as no other DataFrame's are (a
+    # scan's): they stay what they are when ``base`` is joined with another.
+    apart: bool = False
 
     @property
     def schema(self) -> T.StructType:
@@ -482,11 +545,22 @@ class PendingColumns:
     def over(self, base: DataFrame) -> PendingColumns:
         """The same columns over ``base``, a DataFrame of the same columns and rows (the base
         observed)."""
-        return PendingColumns(base, self.values)
+        return dataclasses.replace(self, base=base)
 
     def without(self, names: Sequence[str]) -> PendingColumns:
         """These columns but ``names``."""
-        return PendingColumns(self.base, {n: v for n, v in self.values.items() if n not in names})
+        kept = {n: v for n, v in self.values.items() if n not in names}
+        return dataclasses.replace(self, values=kept)
+
+    def absent_where_null(self) -> PendingColumns:
+        """These columns as an outer join's side gives them: a joined row missing this side
+        has its records null (:attr:`present` null), not maps of nulls."""
+        assert self.present is not None
+        values = {
+            n: v.absent_where_null(self.present) if isinstance(v, _Record) else v
+            for n, v in self.values.items()
+        }
+        return dataclasses.replace(self, values=values)
 
     def select(self) -> DataFrame:
         """The columns as a DataFrame (one step)."""

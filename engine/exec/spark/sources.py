@@ -88,9 +88,9 @@ from engine.exec.spark.datasource import (
     resolve_scan,
     spark_schema_of,
 )
-from engine.exec.spark.paths import cast_column, top_column
-from engine.exec.spark.unions import collect_arrow, revive, storage_schema
-from engine.exec.spark.unread_member import with_unread, with_unread_type, without_unread
+from engine.exec.spark.paths import PendingColumns, Typed, cast_column, record_value, top_column
+from engine.exec.spark.unions import collect_arrow, has_variant, revive, storage_schema
+from engine.exec.spark.unread_member import UNREAD, with_unread, with_unread_type, without_unread
 from engine.expr import Call, Cast, Expr, FieldRef, IfElse, field_refs
 from engine.expr import Literal as LiteralNode
 from engine.planner.rules.filter_pushdown import constant_date
@@ -300,13 +300,21 @@ def scan_plan_dataframe(
     ordered: bool = True,
     observe: Callable[[DataFrame], DataFrame] | None = None,
     counted: Callable[[int], None] | None = None,
-) -> DataFrame:
+    pending: str | None = None,
+) -> DataFrame | PendingColumns:
     """The DataFrame of a scan already planned with :func:`plan_scan`. ``observe`` counts the
     rows as read (its pushed filter applied), before they are wrapped into records, unless the
     filter reads outside the record or bad records are counted. ``counted`` takes the rows the
     scan reads where its files' footers say it without an observation (Spark's parquet reader,
     no ``pushed_filter``: every row of every file); ``observe`` is then not applied. Give it
-    only when no limit reads the scan (Spark pushes a limit into the read)."""
+    only when no limit reads the scan (Spark pushes a limit into the read).
+
+    With ``pending`` (a prefix no other scan of the plan gives), where Spark's own reader reads
+    the files into records under ``ref``, the records are left to the scan's reader:
+    :class:`~engine.exec.spark.paths.PendingColumns` over the rows read, each column and the
+    sequence named with that prefix (so that joins join the plain columns), and the record a
+    struct of them only where a reader builds it whole
+    (:func:`~engine.exec.spark.paths.record_value`)."""
     resolved = plan.resolved
     # Only the Drill data source skips records (the planner sends `onError: skip` there).
     counting = (
@@ -345,6 +353,25 @@ def scan_plan_dataframe(
         # Records wrapped in the reader's select; an observation counts the rows below the
         # records' structs, where it does not keep Spark from pruning them.
         shape = None if not ref else lambda values: [record_of(values).alias(ref)]
+
+        def records(values: Mapping[str, Column]) -> dict[str, Typed]:
+            target = resolved.spark_schema
+
+            def struct() -> Column:
+                # Members named as the record's, so that the cast changes no name and Spark
+                # drops it: a struct its readers read only by member is then never built.
+                return record_of({c: values[c].alias(c) for c in columns})
+
+            def members() -> list[tuple[str, Typed]]:
+                unread = Typed(F.lit(None).cast("boolean"), BooleanType())
+                return [
+                    *((c, Typed(values[c], target[c].dataType)) for c in columns),
+                    (UNREAD, unread),
+                ]
+
+            return {ref: record_value(struct, with_unread_type(target), members)}
+
+        leaves = ref and late_filter is None and not has_variant(resolved.spark_schema)
         frame = _native_scan(
             spark,
             resolved,
@@ -353,6 +380,7 @@ def scan_plan_dataframe(
             rows=rows,
             shape=shape,
             observe=observe if observed and shape is not None else None,
+            records=(pending, records) if pending is not None and leaves else None,
         )
         if shape is not None:
             return frame if late_filter is None else _late_filtered(frame, late_filter)
@@ -521,7 +549,8 @@ def _native_scan(
     rows: Callable[[int], None] | None = None,
     shape: Shape | None = None,
     observe: Callable[[DataFrame], DataFrame] | None = None,
-) -> DataFrame:
+    records: tuple[str, Callable[[Mapping[str, Column]], dict[str, Typed]]] | None = None,
+) -> DataFrame | PendingColumns:
     """One read of every file by Spark's reader, each row given its file's implicit values and a
     sequence number ``file base + row id``; ``rows``, for parquet files, takes the rows they hold
     (the sum of their footers' row counts, what the read gives without ``row_filter``).
@@ -531,7 +560,10 @@ def _native_scan(
     right above the read where nothing reads the files' ``_metadata`` (one select less), else
     above the select of the columns and sequence (above an observation, Spark would read the
     ``_metadata`` struct whole, its row index too, which the reader refuses beside
-    :data:`ROW_INDEX_COLUMN`).
+    :data:`ROW_INDEX_COLUMN`). ``records`` (a prefix and the records of columns, with
+    ``shape``) leaves the shape to the reader: the columns and sequence are selected under
+    names with that prefix and observed, and the records of them are their
+    :class:`~engine.exec.spark.paths.PendingColumns`.
 
     Spark packs files into partitions by size, not in the scan's order. Parquet rows are numbered
     densely: the row id is the row's index in its file (:data:`ROW_INDEX_COLUMN`) and a file's
@@ -577,7 +609,9 @@ def _native_scan(
 
     def shaped(
         source: DataFrame, values: dict[str, Column], seq: Column, *, reads_metadata: bool = True
-    ) -> DataFrame:
+    ) -> DataFrame | PendingColumns:
+        if records is not None:
+            return _left_to_reader(source, values, seq, bits, observe, *records)
         if observe is not None and not reads_metadata:
             source = observe(source)
         elif observe is not None:
@@ -587,6 +621,7 @@ def _native_scan(
 
     table = {n: column(n) for n in names}
     if not ordered and not implicit:
+        bits = 0
         zero = with_bits(cast_column(F.lit(0), LongType()), SEQ_COLUMN, 0)
         return shaped(read, table, zero, reads_metadata=False)
     if dense and len(files) == 1 and not implicit:
@@ -642,6 +677,38 @@ def _native_scan(
 
 Shape = Callable[[dict[str, Column]], list[Column]]
 """What :func:`_native_scan` selects, given the scan's columns by name (each named so)."""
+
+
+def _left_to_reader(
+    source: DataFrame,
+    values: Mapping[str, Column],
+    seq: Column,
+    bits: int | None,
+    observe: Callable[[DataFrame], DataFrame] | None,
+    prefix: str,
+    records: Callable[[Mapping[str, Column]], dict[str, Typed]],
+) -> PendingColumns:
+    """``source``'s ``values`` and sequence ``seq`` (of width ``bits``) selected under names
+    starting with ``prefix`` (two scans a join reads never share one), observed, and the
+    ``records`` of them left to the reader."""
+    names = {name: f"{prefix}{i}" for i, name in enumerate(values)}
+    selected = [v.alias(names[n]) for n, v in values.items()]
+    # A column never null, so null only where an outer join's side is missing: the sequence,
+    # or beside a sequence of width 0 (0: a literal Spark folds, not a column carried along)
+    # a mark Spark prunes unless a join pads it.
+    if bits == 0:
+        present = column(f"{prefix}row")
+        order = Typed(cast_column(F.lit(0), LongType()), LongType(), 0)
+        selected.append(F.lit(True).alias(f"{prefix}row"))
+    else:
+        present = column(f"{prefix}seq")
+        order = Typed(present, LongType())
+        selected.append(seq.alias(f"{prefix}seq"))
+    base = source.select(*selected)
+    if observe is not None:
+        base = observe(base)
+    built = records({n: column(names[n]) for n in values})
+    return PendingColumns(base, {**built, SEQ_COLUMN: order}, bits, present, apart=True)
 
 
 def _as_columns(values: dict[str, Column]) -> list[Column]:

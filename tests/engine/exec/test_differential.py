@@ -239,6 +239,29 @@ _REGRESSION_RECORDS = [
     combine={"op": "union", "distinct": False},
     dimension=[{"k": 0, "name": "u"}],
 )
+@example(  # an aggregate's columns left to a join: `__drill_seq` on both sides of it
+    records=[{"a": [5, 1, 8], "s": "p", "m": {"t": True, "k": 2}, "g": 2, "x": None}],
+    chain=[
+        {"op": "runningaggregate", "aggregations": [{"ref": "r", "expr": "min(s)"}]},
+        {"op": "limit", "first": 0, "last": 0},
+        {
+            "op": "collapsingaggregate",
+            "carryovers": ["g"],
+            "aggregations": [
+                {"ref": "n", "expr": "count(1)"},
+                {"ref": "total", "expr": "min(s)"},
+            ],
+            "within": "g",
+            "target": "m.t",
+        },
+    ],
+    combine={
+        "op": "join",
+        "type": "inner",
+        "conditions": [{"relationship": "==", "left": "g", "right": "d.k"}],
+    },
+    dimension=[{"name": "u", "k": 1}, {"name": "v", "k": 1}, {"name": "v", "k": 0}],
+)
 def test_local_and_spark_agree(
     spark: Any,
     records: list[dict[str, Any]],
