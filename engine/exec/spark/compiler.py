@@ -155,6 +155,8 @@ class SparkRunContext:
     store_read_orders: set[str] = field(default_factory=set)
     # scans whose records their readers read as plain columns (:func:`read_through`)
     read_through: set[str] = field(default_factory=set)
+    # scans whose sequence a join or a union pairs with another's (:func:`paired_scans`)
+    paired: set[str] = field(default_factory=set)
 
     def engine(self, name: str) -> Any:
         try:
@@ -448,6 +450,9 @@ class SparkCompiler:
             ),
             # Named by the scan: the same names each run (Columns made once, see top_column).
             pending=f"__drill_s{op.id}_" if leaves_records else None,
+            # Spark's row ids where nothing pairs the sequence and no record is built over them
+            # (they are not deterministic: Spark merges no select into theirs).
+            numbered=op.id in self.ctx.paired or not leaves_records,
         )
         if isinstance(df, PendingColumns):
             self._pending[op.id] = df  # its reader reads the columns, its joins join them
@@ -1160,6 +1165,32 @@ def read_through(plan: LogicalPlan, ctx: SparkRunContext) -> set[str]:
         ):
             found.add(op.id)
     return found
+
+
+def paired_scans(plan: LogicalPlan) -> set[str]:
+    """The ids of the scans of ``plan`` that a join or a union reads, through any operators:
+    their sequence may be paired with another's into one long, where its width counts (a
+    parquet scan numbers its rows densely for it, see
+    :func:`~engine.exec.spark.sources.scan_plan_dataframe`).
+
+    >>> from engine.plan import parse_plan
+    >>> plan = parse_plan({"storage": {"s": {"type": "queue"}}, "query": [
+    ...     {"@id": 1, "op": "constant", "content": []},
+    ...     {"@id": 2, "op": "scan", "storageengine": "s", "ref": "a", "selection": {}},
+    ...     {"@id": 3, "op": "scan", "storageengine": "s", "ref": "b", "selection": {}},
+    ...     {"@id": 4, "op": "filter", "input": 3, "expr": "b.x > 1"},
+    ...     {"@id": 5, "op": "union", "inputs": [1, 4]},
+    ...     {"@id": 6, "op": "store", "input": 5, "storageengine": "s", "target": {}},
+    ...     {"@id": 7, "op": "store", "input": 2, "storageengine": "s", "target": {}}]})
+    >>> sorted(paired_scans(plan))
+    ['3']
+    """
+    readers = consumers(plan)
+
+    def pairs(op_id: str) -> bool:
+        return any(isinstance(r, Join | Union) or pairs(r.id) for r in readers.get(op_id, ()))
+
+    return {op.id for op in plan.query if isinstance(op, Scan) and pairs(op.id)}
 
 
 def top_n_orders(plan: LogicalPlan) -> set[str]:

@@ -43,6 +43,7 @@ from engine.exec.spark.compiler import (
     fused_operators,
     nullable_everywhere,
     one_reader,
+    paired_scans,
     read_through,
     store_inputs,
     store_read_limits,
@@ -179,6 +180,7 @@ class SparkPlanRun:
         self.ctx.one_reader = one_reader(plan) & one_reader(self.planned)
         self.ctx.store_read_orders = store_read_orders(plan) & store_read_orders(self.planned)
         self.ctx.read_through = read_through(plan, self.ctx) & read_through(self.planned, self.ctx)
+        self.ctx.paired = paired_scans(plan) | paired_scans(self.planned)
         # The Dagster ops compile the plan as given, the executor as planned: either's limits.
         self.ctx.limited = limit_inputs(plan.query) | limit_inputs(self.planned.query)
         self.compiler = SparkCompiler(spark, self.ctx)

@@ -301,13 +301,18 @@ def scan_plan_dataframe(
     observe: Callable[[DataFrame], DataFrame] | None = None,
     counted: Callable[[int], None] | None = None,
     pending: str | None = None,
+    numbered: bool = True,
 ) -> DataFrame | PendingColumns:
     """The DataFrame of a scan already planned with :func:`plan_scan`. ``observe`` counts the
     rows as read (its pushed filter applied), before they are wrapped into records, unless the
     filter reads outside the record or bad records are counted. ``counted`` takes the rows the
     scan reads where its files' footers say it without an observation (Spark's parquet reader,
     no ``pushed_filter``: every row of every file); ``observe`` is then not applied. Give it
-    only when no limit reads the scan (Spark pushes a limit into the read).
+    only when no limit reads the scan (Spark pushes a limit into the read). ``numbered``:
+    parquet rows are numbered densely (see :func:`_native_scan`), as a sequence paired with
+    another's further on (a join, a union) needs; else by Spark's row ids, which are cheaper to
+    read but not deterministic, so Spark merges no later select into the one computing them
+    (give it False only with ``pending``, where no record struct is built in that select).
 
     With ``pending`` (a prefix no other scan of the plan gives), where Spark's own reader reads
     the files into records under ``ref``, the records are left to the scan's reader:
@@ -381,6 +386,7 @@ def scan_plan_dataframe(
             shape=shape,
             observe=observe if observed and shape is not None else None,
             records=(pending, records) if pending is not None and leaves else None,
+            numbered=numbered,
         )
         if shape is not None:
             return frame if late_filter is None else _late_filtered(frame, late_filter)
@@ -550,6 +556,7 @@ def _native_scan(
     shape: Shape | None = None,
     observe: Callable[[DataFrame], DataFrame] | None = None,
     records: tuple[str, Callable[[Mapping[str, Column]], dict[str, Typed]]] | None = None,
+    numbered: bool = True,
 ) -> DataFrame | PendingColumns:
     """One read of every file by Spark's reader, each row given its file's implicit values and a
     sequence number ``file base + row id``; ``rows``, for parquet files, takes the rows they hold
@@ -566,11 +573,14 @@ def _native_scan(
     :class:`~engine.exec.spark.paths.PendingColumns`.
 
     Spark packs files into partitions by size, not in the scan's order. Parquet rows are numbered
-    densely: the row id is the row's index in its file (:data:`ROW_INDEX_COLUMN`) and a file's
-    base the rows of the files before it (from the footers), so the sequence is a long of known
-    width (``compiler_order.SEQ_BITS``) and pairs of such sequences stay longs. Other formats use
-    ``monotonically_increasing_id`` (within a file, rows keep their order and the file's splits
-    get increasing partition ids) and a file's index shifted above the bits it uses. The file
+    densely where ``numbered`` (the sequence is paired with another's further on): the row id is
+    the row's index in its file (:data:`ROW_INDEX_COLUMN`) and a file's base the rows of the
+    files before it (from the footers), so the sequence is a long of known width
+    (``compiler_order.SEQ_BITS``) and pairs of such sequences stay longs. Other formats, and
+    parquet elsewhere, use ``monotonically_increasing_id`` (within a file, rows keep their order
+    and the file's splits get increasing partition ids; reading the row index costs more: topn
+    at scale 1, 1.14x hand-written against 1.05x) and a file's index shifted above the bits it
+    uses. The file
     comes from ``_metadata.file_size`` when the files' sizes differ, else ``_metadata.file_path``:
     its position among the files (:func:`_position_of`, or in an array literal), its base and
     implicit values from array literals at that position (a projection Spark prunes when
@@ -586,12 +596,12 @@ def _native_scan(
         schema = StructType([*resolved.spark_schema.fields, StructField(SEQ_COLUMN, LongType())])
         return spark.createDataFrame([], schema)
     implicit = [n for n in resolved.output_types if n in resolved.implicit]
-    if dense:
-        counts = [resolved.parquet_rows[str(f.real_path)] for f in files]
+    counts = [resolved.parquet_rows[str(f.real_path)] for f in files] if dense else []
+    if dense and rows is not None:
+        rows(sum(counts))
+    if dense and numbered:
         bases = dict(zip((f.real_path for f in files), accumulate(counts, initial=0), strict=False))
         bits: int | None = max(sum(counts) - 1, 0).bit_length()
-        if rows is not None:
-            rows(sum(counts))
         row_id = column(ROW_INDEX_COLUMN)  # never null; nullable in Spark's eyes (coalesced)
     else:
         shift = 63 - max(1, (len(resolved.files) - 1).bit_length())
@@ -625,8 +635,10 @@ def _native_scan(
         zero = with_bits(cast_column(F.lit(0), LongType()), SEQ_COLUMN, 0)
         return shaped(read, table, zero, reads_metadata=False)
     if dense and len(files) == 1 and not implicit:
+        if bits is None:  # the row ids of one file, in its order
+            return shaped(read, table, row_id.alias(SEQ_COLUMN), reads_metadata=False)
         row_id = F.coalesce(row_id, F.lit(0))  # non-nullable, like the data source's
-        return shaped(read, table, with_bits(row_id, SEQ_COLUMN, bits or 0), reads_metadata=False)
+        return shaped(read, table, with_bits(row_id, SEQ_COLUMN, bits), reads_metadata=False)
     in_literals = len(files) <= LITERAL_LOOKUP_FILES
     # Files of distinct sizes (Spark reads only these) are known by their size: a long compare
     # per row instead of a path's (topn at scale 1: 1.10x hand-written instead of 1.23x).

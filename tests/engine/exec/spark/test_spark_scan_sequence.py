@@ -72,21 +72,49 @@ def join(op_id: int, how: str, left: int = 1, right: int = 2, key: str = "u.k") 
 
 
 def test_a_parquet_scan_numbers_its_rows_densely_in_file_order(spark: Any, data: Path) -> None:
+    # A union pairs the scan's sequence with its other input's: the rows are numbered densely.
     plan = plan_of(
         data,
         scan(1, "t", "t"),
         {"@id": 2, "op": "filter", "input": 1, "expr": "t.k > 1"},
-        queue(3, 2),
+        {"@id": 3, "op": "constant", "content": [{"t": {"k": 0, "f": "z"}}]},
+        {"@id": 4, "op": "union", "inputs": [2, 3]},
+        queue(5, 4),
     )
     run = run_of(spark, plan)
     result = run.run()
+    assert "1" in run.ctx.paired
     field = run.frames["2"].schema[SEQ_COLUMN]
     assert field.dataType == T.LongType()
     assert field.metadata[SEQ_BITS] == 4  # 12 rows: 0..11
     # The filter skips row groups; the numbers stay the rows' places in the whole scan.
     seqs = [r[SEQ_COLUMN] for r in run.frames["2"].orderBy(SEQ_COLUMN).collect()]
     assert seqs == [0, 2, 4, 5, 6, 7, 9, 10, 11]
-    assert [r["t"]["k"] for r in result.records()] == [3, 2, 4, 2, 2, 5, 3, 9, 4]
+    assert [r["t"]["k"] for r in result.records()] == [3, 2, 4, 2, 2, 5, 3, 9, 4, 0]
+
+
+def test_a_parquet_scan_nothing_pairs_numbers_its_rows_by_spark_row_ids(
+    spark: Any, data: Path
+) -> None:
+    # No join or union, and the records left to the project: the row ids Spark gives (no row
+    # index read), in file order all the same; ties on the order's key keep that order.
+    plan = plan_of(
+        data,
+        scan(1, "t", "t"),
+        {"@id": 2, "op": "filter", "input": 1, "expr": "t.k > 1"},
+        {"@id": 3, "op": "order", "input": 2, "orderings": [{"order": "asc", "expr": "t.f"}]},
+        {"@id": 4, "op": "project", "input": 3, "projections": [
+            {"ref": "output.f", "expr": "t.f"}, {"ref": "output.k", "expr": "t.k"}]},
+        queue(5, 4),
+    )  # fmt: skip
+    run = run_of(spark, plan)
+    result = run.run()
+    assert "1" not in run.ctx.paired and "1" in run.ctx.read_through
+    records = run.compiler.materialized("1", run.frames["1"])
+    assert SEQ_BITS not in records.schema[SEQ_COLUMN].metadata  # no width known
+    assert "row_index" not in physical_plan(records)
+    assert result.records() == run_plan(parse_plan(plan), executor="local").records()
+    assert [r["k"] for r in result.records()] == [3, 2, 4, 2, 2, 5, 3, 9, 4]
 
 
 @pytest.mark.parametrize("how", ["inner", "left", "outer"])
@@ -227,8 +255,12 @@ def test_the_row_index_column_spark_fills_is_metadata_row_index(spark: Any, data
     assert indexed == expected
     assert {i for _, i in indexed} == {0, 2, 4, 1, 5, 6}  # a: 3, 2, 4; c: 2, 2, 5, 3, 9, 4
     filtered = {"@id": 2, "op": "filter", "input": 1, "expr": "t.k > 1"}
-    plan = plan_of(data, scan(1, "t", "t"), filtered, queue(3, 2))
-    (frame,) = run_of(spark, plan).compile_frames().values()
+    also = {"@id": 3, "op": "constant", "content": [{"t": {"k": 0, "f": "z"}}]}
+    union = {"@id": 4, "op": "union", "inputs": [2, 3]}  # pairs the scan's sequence: dense
+    plan = plan_of(data, scan(1, "t", "t"), filtered, also, union, queue(5, 2))
+    run = run_of(spark, plan)
+    run.compile_frames()
+    frame = run.frames["2"]
     assert not frame.schema[SEQ_COLUMN].nullable
     seqs = [r[SEQ_COLUMN] for r in frame.select(SEQ_COLUMN).collect()]
     assert sorted(seqs) == [0, 2, 4, 5, 6, 7, 9, 10, 11]  # a's rows 0-4, c's from 5
