@@ -1186,11 +1186,12 @@ def paired_scans(plan: LogicalPlan) -> set[str]:
     ['3']
     """
     readers = consumers(plan)
-
-    def pairs(op_id: str) -> bool:
-        return any(isinstance(r, Join | Union) or pairs(r.id) for r in readers.get(op_id, ()))
-
-    return {op.id for op in plan.query if isinstance(op, Scan) and pairs(op.id)}
+    pairs: dict[str, bool] = {}  # op id -> whether a join or a union reads it, through any
+    for op in reversed(plan.topological_order()):
+        pairs[op.id] = any(
+            isinstance(r, Join | Union) or pairs[r.id] for r in readers.get(op.id, ())
+        )
+    return {op.id for op in plan.query if isinstance(op, Scan) and pairs[op.id]}
 
 
 def top_n_orders(plan: LogicalPlan) -> set[str]:

@@ -81,6 +81,7 @@ class JoinSide:
     seq: Column
     seq_type: T.DataType
     bits: int
+    bound_seq: bool = False  # whether ``seq`` is read as ``df``'s own (not by name)
 
     @classmethod
     def of(
@@ -103,8 +104,6 @@ class JoinSide:
         types = {f.name: f.dataType for f in df.schema.fields}
         values = {n: Typed(top_column(n), types[n]) for n in record_names(df, seq)}
         return cls(df, values, top_column(seq), types[seq], sequence_bits(df, seq))
-
-    bound_seq: bool = False  # whether ``seq`` is read as ``df``'s own (not by name)
 
     def with_seq(self, seq: Column) -> JoinSide:
         return JoinSide(self.df, self.values, seq, self.seq_type, self.bits, bound_seq=True)
@@ -258,7 +257,6 @@ def _join_order(
     struct of the sides' sequences gets :class:`~pyspark.sql.types.NullType`: not known)."""
     if not ordered:
         return Typed(_unordered().alias(seq), T.LongType()), 0
-    long = T.LongType()
     if not (isinstance(left.seq_type, T.LongType) and isinstance(right.seq_type, T.LongType)):
         order = join_sequence(left.seq, left.seq_type, right.seq, right.seq_type)
         return Typed(order.alias(seq), T.NullType()), None
@@ -266,7 +264,7 @@ def _join_order(
     order, bits = join_sequence_long(left.seq, right.seq, *sides)
     if bits is None:
         return Typed(order.alias(seq), PAIR), None
-    return Typed(with_bits(order, seq, bits), long), bits
+    return Typed(with_bits(order, seq, bits), T.LongType()), bits
 
 
 def join_sequence_long(

@@ -241,15 +241,12 @@ def record_value(
     build: Callable[[], Column],
     dtype: T.StructType,
     members: Callable[[], Sequence[tuple[str, Typed]]],
-    *,
-    present: Column | None = None,
 ) -> Typed:
-    """A record of type ``dtype`` that ``build`` builds as a struct of ``members`` (both called
-    on first use), null only where ``present`` is given and null (a record missing from an outer
-    join's side): a read or a write of a member uses the member's own value, so a plan that
-    reads members never builds the struct, nor asks the JVM for its Column (a scan's records
-    left to their reader: :class:`PendingColumns`)."""
-    return _Record({"column": build, "members": members}, dtype, present)
+    """A record (never null) of type ``dtype`` that ``build`` builds as a struct of ``members``
+    (both called on first use): a read or a write of a member uses the member's own value, so a
+    plan that reads members never builds the struct, nor asks the JVM for its Column (a scan's
+    records left to their reader: :class:`PendingColumns`)."""
+    return _Record({"column": build, "members": members}, dtype, None)
 
 
 class _Record(_Written):
@@ -288,7 +285,8 @@ class _Record(_Written):
         return self._made("nulls", lambda: (F.lit(True) if present is None else present,))
 
     def absent_where_null(self, present: Column) -> _Record:
-        """This record, null where ``present`` is null."""
+        """This record, null where ``present`` is null (a record missing from an outer join's
+        side)."""
         return _Record(self._makers, self.dtype, present)
 
 

@@ -19,7 +19,7 @@ from py4j_calls import counted
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.exec.spark.compiler import SparkRunContext, read_through
+from engine.exec.spark.compiler import SparkRunContext, paired_scans, read_through
 from engine.exec.spark.executor import SparkPlanRun
 from engine.exec.spark.paths import PendingColumns, Typed, get_in, read_in, record_value
 from engine.plan import parse_plan
@@ -210,6 +210,23 @@ def test_read_through_follows_one_reader_to_a_selecting_or_joining_one(data: Pat
     # 1 and 2 (through the filter) reach the join; 5 an aggregate; 8 has two readers.
     assert read_through(plan, ctx) == {"1", "2"}
     assert read_through(plan, SparkRunContext(engines={})) == set()  # the join is related
+
+
+def test_paired_scans_are_the_ones_a_join_or_a_union_reads(data: Path) -> None:
+    plan = plan_of(
+        data,
+        scan(1, "t", "t"),
+        scan(2, "u", "u"),
+        {"@id": 3, "op": "filter", "input": 2, "expr": "u.k > 1"},
+        join(4, "inner", right_id=3),
+        scan(5, "v", "u"),
+        {"@id": 6, "op": "order", "input": 5, "orderings": [{"order": "asc", "expr": "v.k"}]},
+        {"@id": 7, "op": "union", "inputs": [4, 6]},
+        scan(8, "w", "u"),
+        {"@id": 9, "op": "limit", "input": 8, "first": 0, "last": 2},
+    )
+    # 1, 2 (through the filter) and 5 (through the order) may be paired; 8 only reaches a store.
+    assert paired_scans(plan) == {"1", "2", "5"}
 
 
 def test_a_record_value_reads_its_members_without_building_the_struct(spark: Any) -> None:
