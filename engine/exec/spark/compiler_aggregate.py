@@ -189,11 +189,11 @@ def collapse_rows(
         AGGREGATE_FORMS[name](*args).alias(alias)
         for (name, args), alias in zip(calls, aggregate_names, strict=True)
     ]
-    value, metadata = sequence if sequence is not None else (F.col(seq), df.schema[seq].metadata)
-    chosen = value
+    first_of, metadata = sequence or (F.col(seq), df.schema[seq].metadata)
+    chosen = first_of
     has_target = temp("has_target")
     if target is not None:
-        chosen = F.when(target, value)
+        chosen = F.when(target, first_of)
     carried_keys = carried_keys if group_by is not None else {}
     carried = [
         F.max_by(value, chosen).alias(alias)
@@ -202,7 +202,7 @@ def collapse_rows(
     ]
     extras = [F.max(chosen).alias(has_target)] if target is not None else []
     # The first sequence keeps the width of a long sequence (so that pairs with it stay longs).
-    first = F.min(value).alias(seq, metadata=metadata)
+    first = F.min(first_of).alias(seq, metadata=metadata)
     columns = {name: F.col(name) for name in (*aggregate_names, *carryover_names)}
     if group_by is not None:
         keys = [key.alias(temp(f"key{i}")) for i, key in enumerate(group_by)]

@@ -157,9 +157,10 @@ def join_rows(
         order, bits = _join_order(lside, rside, how, seq, ordered)
         values = {**lside.values, **rside.values}
         if pending and not isinstance(order.dtype, T.NullType):
-            # Named apart if both sides' columns were: the joined base holds only theirs.
-            apart = all(p is not None and p.apart for p in sides)
-            return PendingColumns(joined, {**values, seq: order}, seq_bits=bits, apart=apart)
+            # Not named apart for another join: its select makes one column of the pair of
+            # sequences, carried through that join's exchange (at scale 10, q3's orders side
+            # then stays small enough for Spark to broadcast it at run time).
+            return PendingColumns(joined, {**values, seq: order}, seq_bits=bits)
         # One select: each step is an analysis.
         return joined.select(*[_named(v.column, n) for n, v in values.items()], order.column)
     lhs = lside.df.select(
