@@ -297,6 +297,8 @@ class SparkCompiler:
             return op.id in self.ctx.unrelated and pending.apart
         if op.op == "filter":  # keeps their base's rows that hold, passes them on
             return op.id in self.ctx.one_reader
+        if op.op == "store":  # selects them without the sequence, unless it sorts by it
+            return not self._store_sorts(op)
         top_n = self.ctx.store_read_orders & self.ctx.top_n_orders
         if op.op == "limit":  # the top-N of an order that passed them on
             return op.input in top_n and op.input in self._orders
@@ -468,11 +470,9 @@ class SparkCompiler:
         (df,) = inputs
         engine = self.ctx.engine(op.storage_engine)
         sink = isinstance(engine, ConsoleEngine | QueueEngine)
-        # Sinks return the records in order. A file store keeps the order a plan gave its records
-        # (an `order` or `limit` upstream); otherwise each task writes its records as they come,
-        # as Drill's fragments do, and nothing is sorted.
-        needs_order = sink or op.input in self._ordered
-        sort = needs_order and op.input not in self._sorted
+        sort = self._store_sorts(op)
+        if self._reading is not None:  # its input's pending columns: one select, no sequence
+            df = self._reading.without([SEQ_COLUMN]).select()
         order = self._store_orders.get(op.input or "") or (lambda: sequence_order(df, SEQ_COLUMN))
         ordered = df.orderBy(*order()) if sort else df
         if sink:
@@ -482,6 +482,15 @@ class SparkCompiler:
                 ordered, engine, op.target, sink_records=self.ctx.sink_records
             )
         return df
+
+    def _store_sorts(self, op: Store) -> bool:
+        """Whether store ``op`` sorts its records. Sinks return the records in order. A file
+        store keeps the order a plan gave its records (an `order` or `limit` upstream);
+        otherwise each task writes its records as they come, as Drill's fragments do, and
+        nothing is sorted."""
+        engine = self.ctx.engine(op.storage_engine)
+        needs_order = isinstance(engine, ConsoleEngine | QueueEngine) or op.input in self._ordered
+        return needs_order and op.input not in self._sorted
 
     # -- record at a time ------------------------------------------------------------------
 

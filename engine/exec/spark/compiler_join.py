@@ -350,10 +350,18 @@ def union_rows(
 ) -> DataFrame:
     """The records of ``inputs`` one input after the other; ``distinct`` keeps first occurrences."""
     if not ordered:
-        inputs = [df.withColumn(seq, _unordered()) for df in inputs]
-        combined = inputs[0]
-        for df in inputs[1:]:
+        # One sequence value for all, set above the union where the inputs' sequences share a
+        # type (one step), else in each input; distinct records grouped by their values alone.
+        same = all(df.schema[seq].dataType == inputs[0].schema[seq].dataType for df in inputs)
+        parts = inputs if same else [df.withColumn(seq, _unordered()) for df in inputs]
+        combined = parts[0]
+        for df in parts[1:]:
             combined = combined.unionByName(df, allowMissingColumns=True)
+        names = [_quoted(n) for n in record_names(combined, seq)] if distinct else []
+        if names:
+            return combined.groupBy(*names).agg(_unordered().alias(seq))
+        if same:
+            combined = combined.withColumn(seq, _unordered())
         return combined.distinct() if distinct else combined
     index = temp("union_input")
     types = [df.schema[seq].dataType for df in inputs]

@@ -77,6 +77,17 @@ def test_sessionize_shuffles_once_by_user_and_reads_only_what_it_uses(
     assert "ReadSchema: struct<event_id:bigint,ts:bigint,user_id:bigint>" in text
 
 
+def test_union_distinct_groups_the_records_by_their_values_alone(
+    data: Path, tmp_path: Path, spark: Any
+) -> None:
+    # Nothing observes the union's order: its records share one sequence value, which is no
+    # grouping key of the distinct (Spark hashes and shuffles the two names only).
+    text = physical_plans(spark, "union_distinct", data, tmp_path)
+    keys = re.findall(r"HashAggregate\(keys=\[([^\]]*)\]", text)
+    assert len(keys) == 2
+    assert all(re.fullmatch(r"name#\d+, segment#\d+", k) for k in keys), keys
+
+
 def test_topn_compares_the_columns_it_reads_without_copies_of_its_keys(
     data: Path, tmp_path: Path, spark: Any
 ) -> None:
