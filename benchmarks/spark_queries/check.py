@@ -75,6 +75,26 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def round_ratios(ours: list[float], theirs: list[float]) -> list[float]:
+    """The rounds' own ratios ``ours[i] / theirs[i]`` (each round runs both, back to back).
+
+    >>> round_ratios([1.0, 3.0], [2.0, 2.0])
+    [0.5, 1.5]
+    """
+    return [a / b for a, b in zip(ours, theirs, strict=True)]
+
+
+def median_ratio(ours: list[float], theirs: list[float]) -> float:
+    """The median of the rounds' ratios: the paired estimate, which a slow spell of the machine
+    that slows both runs of a round leaves as it is (a ratio of the two medians takes each run
+    from a different round).
+
+    >>> median_ratio([1.0, 2.0, 9.0], [1.0, 1.0, 1.0])
+    2.0
+    """
+    return statistics.median(round_ratios(ours, theirs))
+
+
 def round_spread(ours: list[float], theirs: list[float]) -> tuple[float, float]:
     """The 25th and 75th percentiles of the rounds' ratios ``ours[i] / theirs[i]`` (one round:
     its ratio twice).
@@ -82,7 +102,7 @@ def round_spread(ours: list[float], theirs: list[float]) -> tuple[float, float]:
     >>> round_spread([1.0, 2.0, 3.0, 4.0], [1.0, 1.0, 1.0, 1.0])
     (1.25, 3.75)
     """
-    ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+    ratios = round_ratios(ours, theirs)
     if len(ratios) < 2:
         return ratios[0], ratios[0]
     low, _, high = statistics.quantiles(ratios, n=4)

@@ -19,6 +19,7 @@ sys.path.insert(0, str(BENCHMARKS))
 from spark_queries.check import (  # noqa: E402
     PLANS,
     load_plan,
+    median_ratio,
     round_spread,
     run_ours,
     same_records,
@@ -99,6 +100,14 @@ def test_topn_compares_the_columns_it_reads_without_copies_of_its_keys(
     assert re.search(r"orderBy=\[__drill_s\d+_\d+#\d+ DESC", top_n)
     assert "__drill_top" not in text
     assert " struct(" not in text  # no record built (``_metadata`` is Spark's named_struct)
+
+
+def test_the_median_ratio_pairs_the_runs_of_each_round() -> None:
+    # Each round's own ratio counts once; the ratio of the medians (2.0 / 1.5) would take its
+    # two runs from different rounds.
+    ours, theirs = [1.0, 2.0, 4.0], [1.0, 2.0, 1.5]
+    assert median_ratio(ours, theirs) == 1.0
+    assert median_ratio([2.0], [1.0]) == 2.0
 
 
 def test_the_rounds_spread_is_the_quartiles_of_their_ratios() -> None:
