@@ -240,18 +240,38 @@ def comparable(a: Typed, b: Typed) -> tuple[Typed, Typed]:
     raise ArgumentError(f"cannot compare {type_name(a.dtype)} with {type_name(b.dtype)}")
 
 
-def _comparison(operator: Callable[[Column, Column], Column], nan_result: bool) -> Builder:
+def _comparison(
+    operator: Callable[[Column, Column], Column], nan_result: bool, *, nan_agrees: str = ""
+) -> Builder:
+    """A comparison whose answer for NaN is IEEE's (``nan_result``), as Arrow's and Java's are:
+    Spark orders NaN above every number and equal to itself. Where only the operand on the side
+    ``nan_agrees`` names (``"left"``, ``"right"``, ``"both"``) may be NaN, Spark's order already
+    gives IEEE's answer (``NaN < 1`` is false in both) and the comparison stays plain."""
+
     def compare(a: Typed, b: Typed) -> Typed:
-        a, b = comparable(a, b)
+        compared = comparable(a, b)
+        may_be_nan = [_may_be_nan(given, v) for given, v in zip((a, b), compared, strict=True)]
+        a, b = compared
         result = operator(a.column, b.column)
-        nan = [v.column for v in (a, b) if is_floating(v.dtype)]
-        if nan:
-            # Spark orders NaN above every number and equal to itself; Arrow and Java use IEEE.
+        nan = [v.column for v, maybe in zip((a, b), may_be_nan, strict=True) if maybe]
+        side = "left" if may_be_nan[0] else "right"
+        if nan and not (len(nan) == 1 and nan_agrees in (side, "both")):
             is_nan = F.isnan(nan[0]) if len(nan) == 1 else F.isnan(nan[0]) | F.isnan(nan[1])
             result = F.when(is_nan & result.isNotNull(), F.lit(nan_result)).otherwise(result)
         return _typed(result, BOOLEAN)
 
     return compare
+
+
+def _may_be_nan(given: Typed, compared: Typed) -> bool:
+    """Whether an operand (``given``, as compared: ``compared``) may be NaN: a floating value that
+    is not a constant other than NaN."""
+    if not is_floating(compared.dtype):
+        return False
+    if not given.is_constant:
+        return True
+    value = given.constant
+    return isinstance(value, float) and value != value
 
 
 def _and(a: Typed, b: Typed) -> Typed:
@@ -719,12 +739,12 @@ SPARK_FUNCTIONS: dict[str, Builder] = {
     "or": _or,
     "and": _and,
     "not": _not,
-    "equal": _comparison(lambda a, b: a == b, nan_result=False),
-    "not_equal": _comparison(lambda a, b: a != b, nan_result=True),
-    "less_than": _comparison(lambda a, b: a < b, nan_result=False),
-    "less_than_or_equal": _comparison(lambda a, b: a <= b, nan_result=False),
-    "greater_than": _comparison(lambda a, b: a > b, nan_result=False),
-    "greater_than_or_equal": _comparison(lambda a, b: a >= b, nan_result=False),
+    "equal": _comparison(lambda a, b: a == b, nan_result=False, nan_agrees="both"),
+    "not_equal": _comparison(lambda a, b: a != b, nan_result=True, nan_agrees="both"),
+    "less_than": _comparison(lambda a, b: a < b, nan_result=False, nan_agrees="left"),
+    "less_than_or_equal": _comparison(lambda a, b: a <= b, nan_result=False, nan_agrees="left"),
+    "greater_than": _comparison(lambda a, b: a > b, nan_result=False, nan_agrees="right"),
+    "greater_than_or_equal": _comparison(lambda a, b: a >= b, nan_result=False, nan_agrees="right"),
     "add": _arithmetic(lambda a, b: a + b),
     "subtract": _arithmetic(lambda a, b: a - b),
     "multiply": _arithmetic(lambda a, b: a * b),

@@ -55,6 +55,59 @@ def test_ieee_division_and_casts_hold_whatever_the_ansi_setting(spark, df) -> No
     assert (row[4], row[5]) == (2, 1_000_500)  # days since the epoch; microseconds
 
 
+NAN_OPERANDS = [
+    ("f", "1.5"),
+    ("1.5", "f"),
+    ("f", "i"),
+    ("i", "f"),
+    ("f", "g"),
+    ("f", "0.0 / 0"),
+    ("f", "cast('NaN' as DOUBLE)"),
+]
+
+
+@pytest.mark.parametrize(("left", "right"), NAN_OPERANDS)
+@pytest.mark.parametrize("op", ["==", "!=", "<", "<=", ">", ">="])
+def test_comparisons_answer_for_nan_as_ieee_does(spark, left: str, right: str, op: str) -> None:
+    # Spark orders NaN above every number and equal to itself; Drill (Java, Arrow) compares
+    # IEEE's way. A plain comparison already agrees where only one side may be NaN and Spark's
+    # order gives IEEE's answer (NaN < 1.5); the others are guarded.
+    nan, values = float("nan"), [1.5, float("nan"), 0.0, None, 3.0]
+    schema = T.StructType(
+        [T.StructField(n, T.DoubleType()) for n in ("f", "g")] + [T.StructField("i", T.LongType())]
+    )
+    rows = [(f, g, 1) for f in values for g in values]
+    frame = spark.createDataFrame(rows, schema)
+    text = f"{left} {op} {right}"
+    compiled = compile_expression(parse_expression(text), frame.schema)
+    got = [r[0] for r in frame.select(compiled).collect()]
+
+    def value(name: str, row: tuple) -> float | None:
+        known = {"f": row[0], "g": row[1], "i": row[2], "1.5": 1.5}
+        return known.get(name, nan)
+
+    ieee = {
+        "==": lambda a, b: a == b,
+        "!=": lambda a, b: a != b,
+        "<": lambda a, b: a < b,
+        "<=": lambda a, b: a <= b,
+        ">": lambda a, b: a > b,
+        ">=": lambda a, b: a >= b,
+    }[op]
+    expected = [
+        None if a is None or b is None else ieee(a, b)
+        for a, b in ((value(left, r), value(right, r)) for r in rows)
+    ]
+    assert got == expected
+    one_side = sum(name in ("f", "g") or "NaN" in name or "/" in name for name in (left, right))
+    plain = one_side == 1 and (
+        op in ("==", "!=")
+        or (op in ("<", "<=") and left == "f")
+        or (op in (">", ">=") and right == "f")
+    )
+    assert ("isNaN" not in str(compiled)) == plain, str(compiled)
+
+
 def test_integer_modulo_by_zero_fails_at_run_time(df) -> None:
     with pytest.raises(Exception, match="integer division by zero"):
         select(df, "x % (x - 7)").collect()
