@@ -44,6 +44,7 @@ from engine.exec.spark.compiler_join import join_rows, union_rows
 from engine.exec.spark.compiler_order import (
     SEQ_BITS,
     exact_type,
+    lazy_order,
     limit_rows,
     order_rows,
     sequence_order,
@@ -130,7 +131,8 @@ class SparkRunContext:
     total: set[str] = field(default_factory=set)  # orders under which no two records tie
     # scan id -> the order reading it whose ties are equal records (:func:`tie_free_orders`)
     tie_free: dict[str, str] = field(default_factory=dict)
-    limited: set[str] = field(default_factory=set)  # operators a `limit` reads
+    limited: set[str] = field(default_factory=set)  # operators a `limit` reads (metrics's)
+    read_by_limit: set[str] = field(default_factory=set)  # operators any `limit` reads
     # scan id -> the rows it reads, from its parquet footers (a whole read: no filter, no limit)
     read_rows: dict[str, int] = field(default_factory=dict)
     # segments and windowframes whose own DataFrame no reader uses (:func:`fused_operators`)
@@ -286,7 +288,8 @@ class SparkCompiler:
         inputs joins their base where they are named apart (a scan's, see :func:`read_through`);
         a filter one operator reads filters their base and passes them on; so does an order its
         store sorts, or one a top-N limit a store's project reads runs (that limit sorts their
-        base and passes them on to the project)."""
+        base and passes them on to the project); any other order no limit reads selects them
+        with its sequence, and a store that sorts nothing selects them without one."""
         if op.op in ("project", "transform"):
             return True
         if op.op == "segment":  # its aggregates group their base (see _SegmentInput)
@@ -302,12 +305,12 @@ class SparkCompiler:
         top_n = self.ctx.store_read_orders & self.ctx.top_n_orders
         if op.op == "limit":  # the top-N of an order that passed them on
             return op.input in top_n and op.input in self._orders
-        return (
-            op.op == "order"
-            and not op.within
-            and op.id in self.ctx.one_reader
-            and (op.id in self.ctx.store_sorted or op.id in top_n)
-        )
+        if op.op != "order" or op.within:
+            return False
+        if op.id in self.ctx.store_sorted or op.id in top_n:  # passes them on
+            return op.id in self.ctx.one_reader
+        # Selects them with its sequence (a limit would read the order's keys instead).
+        return op.id not in self.ctx.read_by_limit
 
     def materialized(self, op_id: str, df: DataFrame) -> DataFrame:
         """``df``, operator ``op_id``'s DataFrame, with the select it left to its reader made
@@ -455,6 +458,7 @@ class SparkCompiler:
             # Spark's row ids where nothing pairs the sequence and no record is built over them
             # (they are not deterministic: Spark merges no select into theirs).
             numbered=op.id in self.ctx.paired or not leaves_records,
+            apart=op.id in self.ctx.paired,
         )
         if isinstance(df, PendingColumns):
             self._pending[op.id] = df  # its reader reads the columns, its joins join them
@@ -682,17 +686,36 @@ class SparkCompiler:
                 self._pending[op.id] = self._reading  # for its one reader, its store's project
             return df  # its store sorts by its project's copies of the keys: no sequence to build
         sources: list[int | None] = []
+        reading = self._reading
+        if reading is not None:  # its input's pending columns and its sequence: one select
+            sequence = reading.read((SEQ_COLUMN,)).column
+            lazy = lazy_order(
+                keys, types, seq=SEQ_COLUMN, tie_break=tie_break, sources=sources, sequence=sequence
+            )
+            if lazy is not None:
+                self._order_members(op, sources)
+                return reading.without([SEQ_COLUMN]).select(lazy.alias(SEQ_COLUMN))
+            # Keys with no lazy order: their base sorted, numbered in the select (as renumber).
+            by = sort_columns(keys, seq=SEQ_COLUMN, tie_break=tie_break, sequence=sequence)
+            self._sorted.add(op.id)
+            numbered = F.monotonically_increasing_id().alias(SEQ_COLUMN)
+            return reading.over(reading.base.orderBy(*by)).without([SEQ_COLUMN]).select(numbered)
         ordered = order_rows(
             df, keys, seq=SEQ_COLUMN, types=types, tie_break=tie_break, sources=sources
         )
         if ordered.schema[SEQ_COLUMN].dataType == T.LongType():
             self._sorted.add(op.id)  # no lazy order for these keys: sorted and numbered again
-        elif sources:
+        else:
+            self._order_members(op, sources)
+        return ordered
+
+    def _order_members(self, op: Order, sources: Sequence[int | None]) -> None:
+        """Which record member each member of ``op``'s lazy sequence equals (see :mod:`spread`)."""
+        if sources:
             exprs = [parse_cached(o.expr) for o in op.orderings]
             self._seq_members[op.id] = [
                 member_of(exprs[i]) if i is not None else None for i in sources
             ]
-        return ordered
 
     def visit_segment(self, op: Segment, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
@@ -1143,8 +1166,8 @@ def read_through(plan: LogicalPlan, ctx: SparkRunContext) -> set[str]:
     """The ids of the scans of ``plan`` that leave their records to their reader, as columns of
     their own (:func:`~engine.exec.spark.sources.scan_plan_dataframe`): one reader reads them,
     through readers that pass them on (a filter one operator reads, an order its store sorts or
-    a top-N limit runs, that limit), selecting its own columns of them (a project, a transform),
-    joining them (a join of unrelated inputs) or aggregating them (a segment its aggregates
+    a top-N limit runs, that limit), selecting its own columns of them (a project, a transform,
+    an order no limit reads, with its sequence), joining them (a join of unrelated inputs) or aggregating them (a segment its aggregates
     fuse with, an aggregate of every record). Then no record struct is built below that reader,
     a join joins and its observation counts plain columns, and the scan's select of its records
     is the reader's. ``ctx`` holds the sets :meth:`SparkCompiler._reads_pending` reads."""
@@ -1168,6 +1191,11 @@ def read_through(plan: LogicalPlan, ctx: SparkRunContext) -> set[str]:
             reader = readers.get(reader.id)
         if (
             isinstance(reader, Project | Transform)
+            or (
+                isinstance(reader, Order)
+                and not reader.within
+                and reader.id not in ctx.read_by_limit
+            )
             or (isinstance(reader, Join) and reader.id in ctx.unrelated)
             or (isinstance(reader, Segment) and reader.id in ctx.fused)
             or (isinstance(reader, CollapsingAggregate) and reader.within is None)

@@ -145,11 +145,13 @@ def lazy_order(
     seq: str,
     tie_break: bool = True,
     sources: list[int | None] | None = None,
+    sequence: Column | None = None,
 ) -> Column | None:
-    """A sequence value that orders like :func:`sort_columns` (keys, then ``seq`` unless not
-    ``tie_break``), or None when a key's type has no order-reversing encoding (``desc`` on
-    strings). ``sources``, if given, is filled with each member's key index where the member
-    is the key's value itself (ascending, nulls first), else None."""
+    """A sequence value that orders like :func:`sort_columns` (keys, then ``seq``, or the value
+    ``sequence`` when given, unless not ``tie_break``), or None when a key's type has no
+    order-reversing encoding (``desc`` on strings). ``sources``, if given, is filled with each
+    member's key index where the member is the key's value itself (ascending, nulls first),
+    else None."""
     parts: list[Column] = []
     found: list[int | None] = []
     for i, ((value, direction, nulls), dtype) in enumerate(zip(keys, types, strict=True)):
@@ -166,7 +168,7 @@ def lazy_order(
         parts.extend(encoded)
         found.extend([i if direction != "desc" and nulls != "last" else None] * len(encoded))
     if tie_break:
-        parts.append(F.col(seq))
+        parts.append(F.col(seq) if sequence is None else sequence)
         found.append(None)
     if sources is not None:
         sources.extend(found)

@@ -179,10 +179,13 @@ class SparkPlanRun:
         self.ctx.store_read = store_read_limits(plan) & store_read_limits(self.planned)
         self.ctx.one_reader = one_reader(plan) & one_reader(self.planned)
         self.ctx.store_read_orders = store_read_orders(plan) & store_read_orders(self.planned)
-        self.ctx.read_through = read_through(plan, self.ctx) & read_through(self.planned, self.ctx)
-        self.ctx.paired = paired_scans(plan) | paired_scans(self.planned)
         # The Dagster ops compile the plan as given, the executor as planned: either's limits.
         self.ctx.limited = limit_inputs(plan.query) | limit_inputs(self.planned.query)
+        self.ctx.read_by_limit = {
+            op.input for op in [*plan.query, *self.planned.query] if op.op == "limit" and op.input
+        }
+        self.ctx.read_through = read_through(plan, self.ctx) & read_through(self.planned, self.ctx)
+        self.ctx.paired = paired_scans(plan) | paired_scans(self.planned)
         self.compiler = SparkCompiler(spark, self.ctx)
         self.metrics = OperatorMetrics(read=self.ctx.read_rows, files=self.ctx.files_read)
         self.compiler.frame_counters = self.metrics.count_frames(

@@ -560,13 +560,14 @@ class PendingColumns:
         }
         return dataclasses.replace(self, values=values)
 
-    def select(self) -> DataFrame:
-        """The columns as a DataFrame (one step)."""
+    def select(self, *extra: Column) -> DataFrame:
+        """The columns, then ``extra`` (Columns over :attr:`base`), as a DataFrame (one step)."""
         return self.base.select(
             *[
                 value.column if value.column is top_column(name) else value.column.alias(name)
                 for name, value in self.values.items()
-            ]
+            ],
+            *extra,
         )
 
 

@@ -302,6 +302,7 @@ def scan_plan_dataframe(
     counted: Callable[[int], None] | None = None,
     pending: str | None = None,
     numbered: bool = True,
+    apart: bool = True,
 ) -> DataFrame | PendingColumns:
     """The DataFrame of a scan already planned with :func:`plan_scan`. ``observe`` counts the
     rows as read (its pushed filter applied), before they are wrapped into records, unless the
@@ -319,7 +320,8 @@ def scan_plan_dataframe(
     :class:`~engine.exec.spark.paths.PendingColumns` over the rows read, each column and the
     sequence named with that prefix (so that joins join the plain columns), and the record a
     struct of them only where a reader builds it whole
-    (:func:`~engine.exec.spark.paths.record_value`)."""
+    (:func:`~engine.exec.spark.paths.record_value`). Not ``apart`` (no join nor union reads
+    them), they may stay the read's own columns (:func:`_left_to_reader`)."""
     resolved = plan.resolved
     # Only the Drill data source skips records (the planner sends `onError: skip` there).
     counting = (
@@ -385,7 +387,7 @@ def scan_plan_dataframe(
             rows=rows,
             shape=shape,
             observe=observe if observed and shape is not None else None,
-            records=(pending, records) if pending is not None and leaves else None,
+            records=(pending, records, apart) if pending is not None and leaves else None,
             numbered=numbered,
         )
         if shape is not None:
@@ -555,7 +557,7 @@ def _native_scan(
     rows: Callable[[int], None] | None = None,
     shape: Shape | None = None,
     observe: Callable[[DataFrame], DataFrame] | None = None,
-    records: tuple[str, Callable[[Mapping[str, Column]], dict[str, Typed]]] | None = None,
+    records: tuple[str, Callable[[Mapping[str, Column]], dict[str, Typed]], bool] | None = None,
     numbered: bool = True,
 ) -> DataFrame | PendingColumns:
     """One read of every file by Spark's reader, each row given its file's implicit values and a
@@ -567,9 +569,10 @@ def _native_scan(
     right above the read where nothing reads the files' ``_metadata`` (one select less), else
     above the select of the columns and sequence (above an observation, Spark would read the
     ``_metadata`` struct whole, its row index too, which the reader refuses beside
-    :data:`ROW_INDEX_COLUMN`). ``records`` (a prefix and the records of columns, with
-    ``shape``) leaves the shape to the reader: the columns and sequence are selected under
-    names with that prefix and observed, and the records of them are their
+    :data:`ROW_INDEX_COLUMN`). ``records`` (a prefix, the records of columns and whether
+    they are named apart, with ``shape``) leaves the shape to the reader: the columns and
+    sequence are selected under names with that prefix and observed (see
+    :func:`_left_to_reader`), and the records of them are their
     :class:`~engine.exec.spark.paths.PendingColumns`.
 
     Spark packs files into partitions by size, not in the scan's order. Parquet rows are numbered
@@ -699,10 +702,16 @@ def _left_to_reader(
     observe: Callable[[DataFrame], DataFrame] | None,
     prefix: str,
     records: Callable[[Mapping[str, Column]], dict[str, Typed]],
+    apart: bool = True,
 ) -> PendingColumns:
     """``source``'s ``values`` and sequence ``seq`` (of width ``bits``) selected under names
     starting with ``prefix`` (two scans a join reads never share one), observed, and the
-    ``records`` of them left to the reader."""
+    ``records`` of them left to the reader. Where no join or union reads them (not ``apart``),
+    nothing observes them here and the sequence is a constant (width 0), the reader's select
+    is the only one: the values stay ``source``'s columns."""
+    if not apart and observe is None and bits == 0:
+        zero = Typed(cast_column(F.lit(0), LongType()), LongType(), 0)
+        return PendingColumns(source, {**records(values), SEQ_COLUMN: zero}, bits)
     names = {name: f"{prefix}{i}" for i, name in enumerate(values)}
     selected = [v.alias(names[n]) for n, v in values.items()]
     # A column never null, so null only where an outer join's side is missing: the sequence,

@@ -121,7 +121,7 @@ def frames_and_records(plan: Any, spark: Any, *, pending: bool) -> tuple[int, li
         ([TRANSFORM], 1),
         ([ORDER_BY_KEY, COPIES], 1),  # the store sorts by the project's copy of `r.k`
         ([ORDER_BY_X, COPIES], 1),  # ... then by the aggregate's sequence (`m.x` ties)
-        ([ORDER_BY_COUNT, COPIES], 0),  # the order builds its sequence: it makes the select
+        ([ORDER_BY_COUNT, COPIES], 1),  # the order builds its sequence over them, one select
         ([FILTER], 0),  # the filter passes them on, the store makes the select
         ([FILTER, PROJECT], 1),  # ... a project reads through them
         ([FILTER_TAGS, PROJECT], 0),  # a filter pruning arrays makes the select first

@@ -276,6 +276,55 @@ def test_an_aggregate_of_every_record_reads_the_scans_columns(spark: Any, data: 
     assert result.records() == local_records(plan)
 
 
+def test_a_scan_no_join_reads_leaves_its_reads_own_columns(spark: Any, data: Path) -> None:
+    # Unordered (the sum observes no order), counted by the aggregate (no observation), read by
+    # no join: the aggregate reads the read's columns, the scan makes no select of its own.
+    plan = plan_of(
+        data,
+        scan(1, "t", "t"),
+        {"@id": 2, "op": "collapsingaggregate", "input": 1,
+         "aggregations": [{"ref": "total", "expr": "sum(t.k * 2)"}]},
+    )  # fmt: skip
+    run, result = run_of(spark, plan)
+    assert "1" in run.ctx.read_through and "1" not in run.ctx.paired
+    text = executed(run, "2")
+    assert re.search(r"sum\(\(k#\d+L \* 2\)\)", text)
+    assert "__drill_s1_" not in text
+    assert result.records() == local_records(plan) == [{"total": 24}]
+    with counted() as apart:
+        run_of(spark, plan, through=False)
+    with counted() as left:
+        run_of(spark, plan)
+    assert left.frames == apart.frames - 1
+
+
+@pytest.mark.parametrize(
+    "orderings",
+    [
+        [{"order": "asc", "expr": "t.k"}],  # a sequence of the key and the scan's (ties)
+        [{"order": "desc", "expr": "t.f"}],  # strings descending: sorted and numbered
+    ],
+)
+def test_an_order_builds_its_sequence_over_the_scans_columns(
+    spark: Any, data: Path, orderings: list[dict[str, str]]
+) -> None:
+    plan = plan_of(
+        data,
+        scan(1, "t", "t"),
+        {"@id": 2, "op": "order", "input": 1, "orderings": orderings},
+        {"@id": 3, "op": "project", "input": 2,
+         "projections": [{"ref": "output.ten", "expr": "t.k * 10"}, {"ref": "output.f", "expr": "t.f"}]},
+    )  # fmt: skip
+    run, result = run_of(spark, plan)
+    assert "1" in run.ctx.read_through
+    assert result.records() == local_records(plan)
+    with counted() as selected_first:
+        run_of(spark, plan, through=False)
+    with counted() as over_columns:
+        run_of(spark, plan)
+    assert over_columns.frames <= selected_first.frames
+
+
 def test_a_joins_columns_are_grouped_where_it_left_them(spark: Any, data: Path) -> None:
     # Two scans joined, grouped by a member of each: no record struct below the aggregate
     # (q3's shape); the aggregate's own records are built from its keys.
