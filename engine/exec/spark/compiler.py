@@ -651,6 +651,9 @@ class SparkCompiler:
             for ref in field_refs(expr):
                 record.drop(tuple(ref.path))
         record.write(writable_path(op.ref, "flatten ref"), rows.element)
+        if rows.sequence is None and op.id in self.ctx.one_reader:
+            self._pending[op.id] = record.pending(rows.frame)  # its reader selects through them
+            return rows.frame
         if rows.sequence is None:
             return record.select(rows.frame)
         record.drop((SEQ_COLUMN,))

@@ -498,6 +498,11 @@ class TopColumns:
         else:
             del self.values[head]
 
+    def pending(self, df: DataFrame) -> PendingColumns:
+        """These columns over ``df``, not selected yet (for the one reader that selects its own
+        columns through them)."""
+        return PendingColumns(df, dict(self.values))
+
     def select(self, df: DataFrame, *extra: Column) -> DataFrame:
         """``df`` with these columns (Columns over ``df``), then ``extra``, in one step."""
         columns = [

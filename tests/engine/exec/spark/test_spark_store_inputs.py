@@ -186,3 +186,43 @@ def test_a_top_n_a_stores_project_reads_is_not_numbered_again(
             again = run_plan(plan, executor="spark", spark=spark)
     assert stored_records(again, store) == expected.records()
     assert unnumbered.frames == numbered.frames - 1
+
+
+def test_an_unordered_flattens_records_are_selected_by_its_one_reader(
+    tmp_path: Path, spark: Any
+) -> None:
+    # Nothing observes the order (a parquet store): the flatten explodes, and the project that
+    # reads it selects its own columns through the flattened records (one select for both).
+    lines = ['{"k": "x", "tags": [1, 2]}', '{"k": "y", "tags": []}', '{"k": "z", "tags": null}',
+             '{"k": "w", "tags": [3]}']  # fmt: skip
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "a.json").write_text("\n".join(lines) + "\n")
+    flatten = {"@id": 2, "op": "flatten", "input": 1, "ref": "tag", "expr": "e.tags"}
+    project = {"@id": 3, "op": "project", "input": 2, "projections": [
+        {"ref": "output.k", "expr": "e.k"}, {"ref": "output.ten", "expr": "tag * 10"}]}  # fmt: skip
+    plan = plan_of(SCAN, flatten, project, root=tmp_path, store="fs")
+
+    def frames(one_reader: bool) -> tuple[int, list[dict[str, Any]]]:
+        def run() -> Any:
+            engines = build_engines(plan, base_dir=None, classpath=[])
+            planned = SparkPlanRun(plan, spark, engines=engines, params={})
+            if not one_reader:
+                planned.ctx.one_reader.clear()
+            return planned.run()
+
+        run()
+        with counted() as counts:
+            result = run()
+        return counts.frames, sorted(stored_records(result, "fs"), key=str)
+
+    through, records = frames(True)
+    apart, before = frames(False)
+    local = run_plan(plan_of(SCAN, flatten, project, root=tmp_path), executor="local").records()
+    assert records == before == sorted(local, key=str)
+    assert [r["ten"] for r in sorted(records, key=lambda r: (r["k"], r["ten"] or 0))] == [
+        30,
+        10,
+        20,
+        None,  # w, x (twice), z: the null array keeps its record; y's empty one none
+    ]
+    assert through == apart - 1
