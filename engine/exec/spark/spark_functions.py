@@ -264,9 +264,10 @@ def _comparison(
 
 
 def _may_be_nan(given: Typed, compared: Typed) -> bool:
-    """Whether an operand (``given``, as compared: ``compared``) may be NaN: a floating value that
-    is not a constant other than NaN."""
-    if not is_floating(compared.dtype):
+    """Whether an operand (``given``, as compared: ``compared``) may be NaN: a floating value,
+    compared as one, that is not a constant other than NaN (an integer cast to a double is
+    never NaN)."""
+    if not (is_floating(given.dtype) and is_floating(compared.dtype)):
         return False
     if not given.is_constant:
         return True

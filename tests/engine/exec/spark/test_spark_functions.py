@@ -4,6 +4,7 @@ argument forms refused on Spark, and that every function compiles to native expr
 from __future__ import annotations
 
 import datetime as dt
+import operator
 
 import pytest
 from pyspark.sql import types as T
@@ -86,14 +87,9 @@ def test_comparisons_answer_for_nan_as_ieee_does(spark, left: str, right: str, o
         known = {"f": row[0], "g": row[1], "i": row[2], "1.5": 1.5}
         return known.get(name, nan)
 
-    ieee = {
-        "==": lambda a, b: a == b,
-        "!=": lambda a, b: a != b,
-        "<": lambda a, b: a < b,
-        "<=": lambda a, b: a <= b,
-        ">": lambda a, b: a > b,
-        ">=": lambda a, b: a >= b,
-    }[op]
+    # Python compares floats IEEE's way.
+    ieee = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+            ">": operator.gt, ">=": operator.ge}[op]  # fmt: skip
     expected = [
         None if a is None or b is None else ieee(a, b)
         for a, b in ((value(left, r), value(right, r)) for r in rows)
