@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -455,6 +455,17 @@ def remove_in(target: Typed, path: Sequence[str | int]) -> Typed:
     return _null_where(target.column.isNull(), make_struct(members))
 
 
+def _read_top(
+    values: Mapping[str, Typed], path: Sequence[str | int], *, keep_unread: bool = False
+) -> Typed:
+    """The value at ``path`` among top-level columns ``values`` (a missing column or member is a
+    NullType null)."""
+    head = path[0]
+    if not isinstance(head, str) or head not in values:
+        return null_typed()
+    return read_in(values[head], path[1:], keep_unread=keep_unread)
+
+
 class TopColumns:
     """A DataFrame's top-level columns as values, changed path by path without a DataFrame step
     each (:meth:`write`, :meth:`drop`) and selected once (:meth:`select`); :meth:`read` sees what
@@ -475,10 +486,7 @@ class TopColumns:
 
     def read(self, path: Sequence[str | int]) -> Typed:
         """The value at ``path`` (a missing column or member is a NullType null)."""
-        head = path[0]
-        if not isinstance(head, str) or head not in self.values:
-            return null_typed()
-        return read_in(self.values[head], path[1:])
+        return _read_top(self.values, path)
 
     def write(self, path: Sequence[str | int], value: Typed) -> None:
         """``value`` written at ``path``, as :func:`with_path` writes it."""
@@ -540,10 +548,7 @@ class PendingColumns:
 
     def read(self, path: Sequence[str | int], *, keep_unread: bool = False) -> Typed:
         """The value at ``path``, as :func:`get_typed` reads it from :meth:`select`."""
-        head = path[0]
-        if not isinstance(head, str) or head not in self.values:
-            return null_typed()
-        return read_in(self.values[head], path[1:], keep_unread=keep_unread)
+        return _read_top(self.values, path, keep_unread=keep_unread)
 
     def over(self, base: DataFrame) -> PendingColumns:
         """The same columns over ``base``, a DataFrame of the same columns and rows (the base
