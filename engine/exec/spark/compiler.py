@@ -289,7 +289,8 @@ class SparkCompiler:
         a filter one operator reads filters their base and passes them on; so does an order its
         store sorts, or one a top-N limit a store's project reads runs (that limit sorts their
         base and passes them on to the project); any other order no limit reads selects them
-        with its sequence, and a store that sorts nothing selects them without one."""
+        with its sequence, an unordered flatten with its elements (over their base exploded),
+        and a store that sorts nothing without the sequence."""
         if op.op in ("project", "transform"):
             return True
         if op.op == "segment":  # its aggregates group their base (see _SegmentInput)
@@ -302,6 +303,8 @@ class SparkCompiler:
             return op.id in self.ctx.one_reader
         if op.op == "store":  # selects them without the sequence, unless it sorts by it
             return not self._store_sorts(op)
+        if op.op == "flatten":  # explodes their base, numbers nothing: selects them with it
+            return op.id in self.ctx.unordered
         top_n = self.ctx.store_read_orders & self.ctx.top_n_orders
         if op.op == "limit":  # the top-N of an order that passed them on
             return op.input in top_n and op.input in self._orders
@@ -641,12 +644,14 @@ class SparkCompiler:
         (df,) = inputs
         expr = parse_cached(op.expr)
         element = temp("flatten_value")
-        value = self.typed(expr, df)  # typed by the compiler: no analysis by Spark
+        value = self._typed_read(expr, df)  # typed by the compiler: no analysis by Spark
+        reading = self._reading  # unordered: its input's pending columns, exploded with their base
+        base = df if reading is None else reading.base
         rows = flatten_rows(
-            df, value, seq=SEQ_COLUMN, name=element, ordered=op.id not in self.ctx.unordered
+            base, value, seq=SEQ_COLUMN, name=element, ordered=op.id not in self.ctx.unordered
         )
         # The record's changes in one select over the flattened rows.
-        record = TopColumns(df.schema)
+        record = TopColumns(df.schema) if reading is None else TopColumns.of(reading)
         if op.drop:
             for ref in field_refs(expr):
                 record.drop(tuple(ref.path))
@@ -1170,7 +1175,7 @@ def read_through(plan: LogicalPlan, ctx: SparkRunContext) -> set[str]:
     their own (:func:`~engine.exec.spark.sources.scan_plan_dataframe`): one reader reads them,
     through readers that pass them on (a filter one operator reads, an order its store sorts or
     a top-N limit runs, that limit), selecting its own columns of them (a project, a transform,
-    an order no limit reads, with its sequence), joining them (a join of unrelated inputs) or
+    an order no limit reads, with its sequence, an unordered flatten), joining them (a join of unrelated inputs) or
     aggregating them (a segment its aggregates fuse with, an aggregate of every record). Then
     no record struct is built below that reader, a join joins and its observation counts plain
     columns, and the scan's select of its records is the reader's. ``ctx`` holds the sets
@@ -1195,6 +1200,7 @@ def read_through(plan: LogicalPlan, ctx: SparkRunContext) -> set[str]:
             reader = readers.get(reader.id)
         if (
             isinstance(reader, Project | Transform)
+            or (isinstance(reader, Flatten) and reader.id in ctx.unordered)
             or (
                 isinstance(reader, Order)
                 and not reader.within

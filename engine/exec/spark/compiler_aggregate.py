@@ -202,7 +202,7 @@ def collapse_rows(
     ]
     extras = [F.max(chosen).alias(has_target)] if target is not None else []
     # The first sequence keeps the width of a long sequence (so that pairs with it stay longs).
-    first = F.min(first_of).alias(seq, metadata=metadata)
+    first = F.min(first_of).alias(seq, metadata=metadata or None)
     columns = {name: F.col(name) for name in (*aggregate_names, *carryover_names)}
     if group_by is not None:
         keys = [key.alias(temp(f"key{i}")) for i, key in enumerate(group_by)]

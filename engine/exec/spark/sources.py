@@ -706,12 +706,13 @@ def _left_to_reader(
 ) -> PendingColumns:
     """``source``'s ``values`` and sequence ``seq`` (of width ``bits``) selected under names
     starting with ``prefix`` (two scans a join reads never share one), observed, and the
-    ``records`` of them left to the reader. Where no join or union reads them (not ``apart``),
-    nothing observes them here and the sequence is a constant (width 0), the reader's select
-    is the only one: the values stay ``source``'s columns."""
-    if not apart and observe is None and bits == 0:
+    ``records`` of them left to the reader. Where no join or union reads them (not ``apart``)
+    and the sequence is a constant (width 0), the reader's select is the only one: the values
+    stay ``source``'s columns, observed as read (they read no ``_metadata``)."""
+    if not apart and bits == 0:
         zero = Typed(cast_column(F.lit(0), LongType()), LongType(), 0)
-        return PendingColumns(source, {**records(values), SEQ_COLUMN: zero}, bits)
+        base = source if observe is None else observe(source)
+        return PendingColumns(base, {**records(values), SEQ_COLUMN: zero}, bits)
     names = {name: f"{prefix}{i}" for i, name in enumerate(values)}
     selected = [v.alias(names[n]) for n, v in values.items()]
     # A column never null, so null only where an outer join's side is missing: the sequence,

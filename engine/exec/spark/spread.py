@@ -173,14 +173,13 @@ def spread(
     rebuilt: dict[str, Column] = {}
     for record, dtype in records.items():
         members_of = [
-            top_column(leaves[(record, f.name)]).alias(f.name, metadata=f.metadata)
-            for f in dtype.fields
+            _alias(top_column(leaves[(record, f.name)]), f.name, f.metadata) for f in dtype.fields
         ]
-        rebuilt[record] = F.struct(*members_of).alias(record, metadata=field[record].metadata)
+        rebuilt[record] = _alias(F.struct(*members_of), record, field[record].metadata)
     ordered = [top_column(leaf).alias(p.name) for leaf, p in zip(order, parts, strict=True)]
-    rebuilt[seq] = F.struct(*ordered).alias(seq, metadata=sequence.metadata)
+    rebuilt[seq] = _alias(F.struct(*ordered), seq, sequence.metadata)
     for key, member in keys.items():
-        rebuilt[key] = top_column(leaves[member]).alias(key, metadata=field[key].metadata)
+        rebuilt[key] = _alias(top_column(leaves[member]), key, field[key].metadata)
     types = {name: field[name].dataType for name in rebuilt if name in field}
     for key, member in added.items():
         assert member is not None
@@ -188,6 +187,12 @@ def spread(
         types[key] = schema[leaves[member]].dataType
     columns = [*df.columns, *added]
     return Spread(frame, leaves, order, rebuilt, columns, types, schema)
+
+
+def _alias(value: Column, name: str, metadata: Mapping[str, object]) -> Column:
+    """``value`` named ``name`` with ``metadata``: passed only when there is some (PySpark
+    parses even an empty one in the JVM, a py4j call; sessionize made 13 of them)."""
+    return value.alias(name, metadata=dict(metadata)) if metadata else value.alias(name)
 
 
 _NO_MEMBERS = T.StructType([])

@@ -226,3 +226,50 @@ def test_an_unordered_flattens_records_are_selected_by_its_one_reader(
         None,  # w, x (twice), z: the null array keeps its record; y's empty one none
     ]
     assert through == apart - 1
+
+
+@pytest.mark.parametrize(
+    "flatten",
+    [
+        {"ref": "tag", "expr": "e.tags"},
+        {"ref": "tag", "expr": "e.tags", "drop": True},
+        {"ref": "e.tag", "expr": "e.tags", "drop": True},
+        {"ref": "tag", "expr": "e.k"},  # not an array: one record each, carrying the value
+    ],
+    ids=["beside", "dropped", "into-the-record", "scalar"],
+)
+def test_an_unordered_flatten_explodes_its_scans_own_columns(
+    tmp_path: Path, spark: Any, flatten: dict[str, Any]
+) -> None:
+    # The scan leaves its columns to the flatten (observed as read, a JSON scan's rows having no
+    # footers to count them): no select builds the record below the explode.
+    lines = ['{"k": "x", "tags": [1, 2]}', '{"k": "y", "tags": []}', '{"k": "z", "tags": null}',
+             '{"k": "w", "tags": [3]}']  # fmt: skip
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "a.json").write_text("\n".join(lines) + "\n")
+    flatten = {"@id": 2, "op": "flatten", "input": 1, **flatten}
+    project = {"@id": 3, "op": "project", "input": 2, "projections": [
+        {"ref": "output.e", "expr": "e"}, {"ref": "output.tag", "expr": "tag"}]}  # fmt: skip
+    plan = plan_of(SCAN, flatten, project, root=tmp_path, store="fs")
+
+    def run(through: bool) -> tuple[int, list[dict[str, Any]], dict[str, Any]]:
+        def once() -> Any:
+            engines = build_engines(plan, base_dir=None, classpath=[])
+            planned = SparkPlanRun(plan, spark, engines=engines, params={})
+            assert "1" in planned.ctx.read_through
+            if not through:
+                planned.ctx.read_through.clear()
+            return planned.run()
+
+        once()
+        with counted() as counts:
+            result = once()
+        return counts.frames, sorted(stored_records(result, "fs"), key=str), result.metrics
+
+    frames, records, metrics = run(True)
+    frames_apart, records_apart, metrics_apart = run(False)
+    local = run_plan(plan, executor="local")
+    expected = sorted(stored_records(local, "fs"), key=str)
+    assert records == records_apart == expected
+    assert metrics == metrics_apart == local.metrics
+    assert frames == frames_apart - 1
