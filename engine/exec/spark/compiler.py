@@ -131,7 +131,9 @@ class SparkRunContext:
     total: set[str] = field(default_factory=set)  # orders under which no two records tie
     # scan id -> the order reading it whose ties are equal records (:func:`tie_free_orders`)
     tie_free: dict[str, str] = field(default_factory=dict)
-    limited: set[str] = field(default_factory=set)  # operators a `limit` reads (metrics's)
+    # operators whose rows a `limit` cuts short, so Spark reads only part of them (but an order
+    # a top-N reads: it sorts every record of its input; see metrics.limit_inputs)
+    cut_by_limit: set[str] = field(default_factory=set)
     read_by_limit: set[str] = field(default_factory=set)  # operators any `limit` reads
     # scan id -> the rows it reads, from its parquet footers (a whole read: no filter, no limit)
     read_rows: dict[str, int] = field(default_factory=dict)
@@ -431,7 +433,7 @@ class SparkCompiler:
         for file in plan.resolved.files:  # a read that fails in a store's job names a scan
             for path in {str(file.path), str(file.real_path)}:
                 self.ctx.scan_files.setdefault(path, set()).add(op.id)
-        if op.pushed_limit is None and op.id not in self.ctx.limited:
+        if op.pushed_limit is None and op.id not in self.ctx.cut_by_limit:
             self.ctx.files_read[op.id] = len(plan.resolved.files)
         tie_free = self.ctx.tie_free.get(op.id)
         if tie_free is not None and not _exact_members(plan.resolved, op.projection or ()):
@@ -453,7 +455,7 @@ class SparkCompiler:
             # Spark pushes a limit into the read: its footers' rows are not what it reads.
             counted=(
                 functools.partial(self.ctx.read_rows.__setitem__, op.id)
-                if op.pushed_limit is None and op.id not in self.ctx.limited
+                if op.pushed_limit is None and op.id not in self.ctx.cut_by_limit
                 else None
             ),
             # Named by the scan: the same names each run (Columns made once, see top_column).

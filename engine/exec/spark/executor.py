@@ -180,7 +180,7 @@ class SparkPlanRun:
         self.ctx.one_reader = one_reader(plan) & one_reader(self.planned)
         self.ctx.store_read_orders = store_read_orders(plan) & store_read_orders(self.planned)
         # The Dagster ops compile the plan as given, the executor as planned: either's limits.
-        self.ctx.limited = limit_inputs(plan.query) | limit_inputs(self.planned.query)
+        self.ctx.cut_by_limit = limit_inputs(plan.query) | limit_inputs(self.planned.query)
         self.ctx.read_by_limit = {
             op.input for op in [*plan.query, *self.planned.query] if op.op == "limit" and op.input
         }

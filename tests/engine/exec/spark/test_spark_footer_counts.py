@@ -219,7 +219,7 @@ def test_a_parquet_scan_a_limit_reads_still_observes(spark: Any, data: Path) -> 
     assert result.records() == [{"n": 2}]
     assert result.metrics["2"]["rows"] == 2
     assert run.ctx.read_rows == {}
-    assert "1" in run.ctx.limited and "1" in run.metrics._observations
+    assert "1" in run.ctx.cut_by_limit and "1" in run.metrics._observations
     assert result.metrics["1"]["rows"] <= 8  # what Spark read for the limit
 
 
