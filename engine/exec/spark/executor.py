@@ -7,13 +7,14 @@ rows with ``DataFrame.observe`` (:mod:`engine.exec.spark.metrics`), but for the 
 count is derived (one-to-one operators, those whose records all reach a store) or known (a
 parquet scan reading every row of its files, from their footers; a parquet store, from the
 footers of the files it wrote); an operator whose records all reach one grouping aggregate is
-counted by it, any other scan observes its rows as read. Segments and windowframes whose readers group
-or frame their input themselves are not built (``compiler.fused_operators``), nor the group numbers
-no one reads (``compiler.unnumbered_segments``). The stores are the
-actions: each writes its input when it is compiled; an operator that no one reads and that is not
-a store is collected into ``RunResult.outputs``. Failures become :class:`~engine.errors.ExecutionError` naming
-the operator: the one being compiled, or the store (or output) whose Spark job failed, but a file
-that fails to be read (gone, unreadable, malformed) names the scan that reads it.
+counted by it, any other scan observes its rows as read. Segments and windowframes whose
+readers group or frame their input themselves are not built (``compiler.fused_operators``), nor
+the group numbers no one reads (``compiler.unnumbered_segments``). The stores are the actions:
+each writes its input when it is compiled; an operator that no one reads and that is not a store
+is collected into ``RunResult.outputs``. Failures become
+:class:`~engine.errors.ExecutionError` naming the operator: the one being compiled, or the store
+(or output) whose Spark job failed, but a file that fails to be read (gone, unreadable,
+malformed) names the scan that reads it.
 
 The session is the given one, or one created from :class:`SparkConfig` defaults and stopped at the
 end of the run (only a session this run started is stopped).

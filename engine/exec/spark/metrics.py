@@ -19,9 +19,10 @@ An operator (a scan, a join, ...) whose records all reach one grouping ``collaps
 through operators that emit one record per record (a filter its scan applied whole among them)
 is counted there instead: the aggregate adds a hidden ``count(1)`` per group, and the
 observation sums it over the aggregate's few output rows (:func:`aggregate_counted`; the
-engine's executor only, the Dagster ops observe those operators where they stand). An observation where every row flows splits Spark's code generation
-there and costs each row; at the aggregate it costs nothing measurable (q6 at scale 1: 0.28 s
-without the scan's observation, 0.31 s with it).
+engine's executor only, the Dagster ops observe those operators where they stand). An
+observation where every row flows splits Spark's code generation there and costs each row; at
+the aggregate it costs nothing measurable (q6 at scale 1: 0.28 s without the scan's
+observation, 0.31 s with it).
 
 A windowframe the compiler fuses into the ``collapsingaggregate`` over its windows (its members
 are never built, ``compiler.fused_operators``) is counted there: the aggregate adds a hidden
@@ -66,7 +67,8 @@ ROWS = "rows"
 """The metric name of an operator's row count."""
 
 SKIPPED = "skipped_records"
-"""The metric name of the bad records a scan skipped (``onError: skip``), as the local executor's."""
+"""The metric name of the bad records a scan skipped (``onError: skip``), as the local
+executor's."""
 
 FILES = "files"
 """The metric name of the files a scan read, as the local executor's."""

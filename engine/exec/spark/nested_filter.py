@@ -64,7 +64,8 @@ class ArrayLevel:
 
 
 def array_levels(schema: T.StructType, path: Sequence[str | int]) -> list[ArrayLevel]:
-    """The arrays ``path`` crosses in rows of ``schema``, outermost first (an index is no crossing)."""
+    """The arrays ``path`` crosses in rows of ``schema``, outermost first (an index is no
+    crossing)."""
     head = path[0]
     field = next((f for f in schema.fields if f.name == head), None)
     if not isinstance(head, str) or field is None:

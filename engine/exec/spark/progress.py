@@ -140,7 +140,8 @@ def summary_line(fragment: FragmentTiming, rows: int | None) -> str:
     """The line printed for a finished fragment."""
     seconds = (fragment.ended or time.monotonic()) - fragment.started
     counted = f"{rows} rows" if rows is not None else "rows not counted"
-    return f"fragment {fragment.index}: {fragment.kind} {fragment.operator_id}, {counted}, {seconds:.2f} s"
+    where = f"fragment {fragment.index}: {fragment.kind} {fragment.operator_id}"
+    return f"{where}, {counted}, {seconds:.2f} s"
 
 
 class SparkProgress:

@@ -4,7 +4,8 @@
 :class:`~engine.exec.spark.paths.Typed` arguments (Column + Spark type). The semantics are the local
 executor's (``engine.exec.local.functions_arrow``), reproduced with ``pyspark.sql.functions`` only:
 no UDFs, no SQL text. A builder raises :class:`ArgumentError` for argument types it can never
-work on; :mod:`engine.exec.spark.columns` turns that into an ``ExpressionTypeError`` at compile time.
+work on; :mod:`engine.exec.spark.columns` turns that into an ``ExpressionTypeError`` at compile
+time.
 
 - Comparisons: numbers by value; strings with dates and times by reading the string as one; other
   mixes are errors; NaN compares as IEEE does (equal to nothing), as in Arrow.
