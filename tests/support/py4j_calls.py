@@ -10,7 +10,8 @@ from typing import Any
 import py4j.java_gateway
 from pyspark.sql.classic import dataframe as classic
 
-from engine.exec.spark.executor import SCAN_THREAD_PREFIX
+from engine.exec.spark.executor import SCAN_THREAD_PREFIX, SparkPlanRun
+from engine.run import build_engines
 
 
 class Counts:
@@ -44,3 +45,22 @@ def counted() -> Iterator[Counts]:
     finally:
         py4j.java_gateway.GatewayClient.send_command = send  # type: ignore[method-assign]
         classic.DataFrame.__init__ = init  # type: ignore[method-assign]
+
+
+def warm_run(plan: Any, spark: Any, *, emptied: str | None = None) -> tuple[int, Any]:
+    """The DataFrames a warm run of ``plan`` on the Spark executor builds (one run before it
+    warms the caches), and its result. ``emptied`` names a set of the run's context
+    (``one_reader``, ``read_through``) emptied before it runs: the compiler without what that
+    set saves."""
+
+    def once() -> Any:
+        engines = build_engines(plan, base_dir=None, classpath=[])
+        run = SparkPlanRun(plan, spark, engines=engines, params={})
+        if emptied is not None:
+            getattr(run.ctx, emptied).clear()
+        return run.run()
+
+    once()
+    with counted() as counts:
+        result = once()
+    return counts.frames, result

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from py4j_calls import counted
+from py4j_calls import warm_run
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -100,18 +100,8 @@ def plan_of(*readers: dict[str, Any]) -> Any:
 def frames_and_records(plan: Any, spark: Any, *, pending: bool) -> tuple[int, list[Any]]:
     """The DataFrames a warm run builds and the records it stores; ``pending=False`` makes
     every operator select its own records (what the compiler did before)."""
-
-    def run() -> Any:
-        engines = build_engines(plan, base_dir=None, classpath=[])
-        planned = SparkPlanRun(plan, spark, engines=engines, params={})
-        if not pending:
-            planned.ctx.one_reader.clear()
-        return planned.run()
-
-    run()
-    with counted() as counts:
-        result = run()
-    return counts.frames, result.records()
+    frames, result = warm_run(plan, spark, emptied=None if pending else "one_reader")
+    return frames, result.records()
 
 
 @pytest.mark.parametrize(

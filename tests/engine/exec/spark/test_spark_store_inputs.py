@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from py4j_calls import counted
+from py4j_calls import counted, warm_run
 
 from engine.exec.spark import executor
 from engine.exec.spark.compiler import store_inputs, store_read_limits, store_sorted_orders
@@ -203,17 +203,8 @@ def test_an_unordered_flattens_records_are_selected_by_its_one_reader(
     plan = plan_of(SCAN, flatten, project, root=tmp_path, store="fs")
 
     def frames(one_reader: bool) -> tuple[int, list[dict[str, Any]]]:
-        def run() -> Any:
-            engines = build_engines(plan, base_dir=None, classpath=[])
-            planned = SparkPlanRun(plan, spark, engines=engines, params={})
-            if not one_reader:
-                planned.ctx.one_reader.clear()
-            return planned.run()
-
-        run()
-        with counted() as counts:
-            result = run()
-        return counts.frames, sorted(stored_records(result, "fs"), key=str)
+        frames, result = warm_run(plan, spark, emptied=None if one_reader else "one_reader")
+        return frames, sorted(stored_records(result, "fs"), key=str)
 
     through, records = frames(True)
     apart, before = frames(False)
@@ -253,19 +244,11 @@ def test_an_unordered_flatten_explodes_its_scans_own_columns(
     plan = plan_of(SCAN, flatten, project, root=tmp_path, store="fs")
 
     def run(through: bool) -> tuple[int, list[dict[str, Any]], dict[str, Any]]:
-        def once() -> Any:
-            engines = build_engines(plan, base_dir=None, classpath=[])
-            planned = SparkPlanRun(plan, spark, engines=engines, params={})
-            assert "1" in planned.ctx.read_through
-            if not through:
-                planned.ctx.read_through.clear()
-            return planned.run()
+        frames, result = warm_run(plan, spark, emptied=None if through else "read_through")
+        return frames, sorted(stored_records(result, "fs"), key=str), result.metrics
 
-        once()
-        with counted() as counts:
-            result = once()
-        return counts.frames, sorted(stored_records(result, "fs"), key=str), result.metrics
-
+    engines = build_engines(plan, base_dir=None, classpath=[])
+    assert "1" in SparkPlanRun(plan, spark, engines=engines, params={}).ctx.read_through
     frames, records, metrics = run(True)
     frames_apart, records_apart, metrics_apart = run(False)
     local = run_plan(plan, executor="local")
