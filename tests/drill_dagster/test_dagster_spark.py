@@ -105,3 +105,46 @@ def test_a_store_loads_as_a_dataframe_in_a_downstream_python_asset(range_run: Ra
         instance=instance,
     )
     assert seen == {"columns": ["amount", "day", "id", "user"], "rows": 3}
+
+
+def test_a_flatten_over_a_json_scan_counts_as_the_local_executor(
+    tmp_path: Path, spark: Any, kit: Kit
+) -> None:
+    """An unordered flatten explodes its JSON scan's own columns on Spark (the scan observed as
+    read, no record built below the explode): the op graph stores the records and counts each
+    operator's rows as the local executor does."""
+    plan = {
+        "storage": {
+            "raw": {"type": "fs", "root": "../data/raw"},
+            "lake": {"type": "fs", "root": "../data/lake"},
+        },
+        "query": [
+            {"@id": 1, "op": "scan", "storageengine": "raw", "ref": "e",
+             "selection": {"path": "tagged", "format": "json"}},
+            {"@id": 2, "op": "flatten", "input": 1, "ref": "tag", "expr": "e.tags", "drop": True},
+            {"@id": 3, "op": "project", "input": 2, "projections": [
+                {"ref": "output.k", "expr": "e.k"}, {"ref": "output.tag", "expr": "tag"}]},
+            {"@id": 4, "op": "store", "input": 3, "storageengine": "lake",
+             "target": {"path": "tags", "format": "parquet"}},
+        ],
+    }  # fmt: skip
+    lines = ['{"k": "x", "tags": [1, 2]}', '{"k": "y", "tags": []}', '{"k": "z", "tags": null}']
+    counters = {}
+    for executor in ("local", "spark"):
+        root = tmp_path / executor
+        plans_dir = kit.write(root, plans={"tags": plan}, project_yaml=None)
+        (root / "data" / "raw" / "tagged").mkdir(parents=True)
+        (root / "data" / "raw" / "tagged" / "a.json").write_text("\n".join(lines) + "\n")
+        defs = load_definitions(plans_dir, executor=executor)
+        with DagsterInstance.ephemeral() as instance:
+            result = materialize_ok(defs, instance, "tags")
+        (event,) = result.get_asset_materialization_events()
+        counters[executor] = event.materialization.metadata["drill/operator_counters"].value
+        records = pq.read_table(root / "data" / "lake" / "tags").to_pylist()
+        assert sorted(records, key=str) == [
+            {"k": "x", "tag": 1},
+            {"k": "x", "tag": 2},
+            {"k": "z", "tag": None},  # a null array keeps its record; y's empty one has none
+        ]
+    assert counters["spark"] == counters["local"]
+    assert {k: v["rows"] for k, v in counters["spark"].items()} == {"1": 3, "2": 3, "3": 3, "4": 3}
