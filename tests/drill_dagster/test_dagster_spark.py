@@ -114,10 +114,7 @@ def test_a_flatten_over_a_json_scan_counts_as_the_local_executor(
     read, no record built below the explode): the op graph stores the records and counts each
     operator's rows as the local executor does."""
     plan = {
-        "storage": {
-            "raw": {"type": "fs", "root": "../data/raw"},
-            "lake": {"type": "fs", "root": "../data/lake"},
-        },
+        "storage": kit.CLEAN["storage"],  # raw and lake beside the plans
         "query": [
             {"@id": 1, "op": "scan", "storageengine": "raw", "ref": "e",
              "selection": {"path": "tagged", "format": "json"}},

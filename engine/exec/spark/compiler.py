@@ -1179,10 +1179,9 @@ def read_through(plan: LogicalPlan, ctx: SparkRunContext) -> set[str]:
     a top-N limit runs, that limit), selecting its own columns of them (a project, a transform,
     an order no limit reads, with its sequence, an unordered flatten), joining them (a join of
     unrelated inputs) or aggregating them (a segment its aggregates fuse with, an aggregate of
-    every record). Then
-    no record struct is built below that reader, a join joins and its observation counts plain
-    columns, and the scan's select of its records is the reader's. ``ctx`` holds the sets
-    :meth:`SparkCompiler._reads_pending` reads."""
+    every record). Then no record struct is built below that reader, a join joins and its
+    observation counts plain columns, and the scan's select of its records is the reader's.
+    ``ctx`` holds the sets :meth:`SparkCompiler._reads_pending` reads."""
     readers = _one_reader(plan)
     top_n = ctx.store_read_orders & ctx.top_n_orders
 

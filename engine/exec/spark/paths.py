@@ -474,14 +474,12 @@ class TopColumns:
 
     def __init__(self, schema: T.StructType) -> None:
         self.values = {f.name: Typed(top_column(f.name), f.dataType) for f in schema.fields}
-        self._changed: set[str] = set()  # the others keep their names unaliased (py4j calls)
 
     @classmethod
     def of(cls, pending: PendingColumns) -> TopColumns:
         """The columns ``pending`` would select, to change before selecting them over its base."""
         top = cls(T.StructType([]))
         top.values = dict(pending.values)
-        top._changed = set(top.values)
         return top
 
     def read(self, path: Sequence[str | int]) -> Typed:
@@ -492,7 +490,6 @@ class TopColumns:
         """``value`` written at ``path``, as :func:`with_path` writes it."""
         names = check_writable(path)
         self.values[names[0]] = write_in(self.values.get(names[0]), names[1:], value, merge=False)
-        self._changed.add(names[0])
 
     def drop(self, path: Sequence[str | int]) -> None:
         """The value at ``path`` removed (unchanged if there is none); removing a map's last
@@ -502,7 +499,6 @@ class TopColumns:
             return
         if rest:
             self.values[head] = remove_in(self.values[head], rest)
-            self._changed.add(head)
         else:
             del self.values[head]
 
@@ -513,11 +509,7 @@ class TopColumns:
 
     def select(self, df: DataFrame, *extra: Column) -> DataFrame:
         """``df`` with these columns (Columns over ``df``), then ``extra``, in one step."""
-        columns = [
-            value.column.alias(name) if name in self._changed else value.column
-            for name, value in self.values.items()
-        ]
-        return df.select(*columns, *extra)
+        return self.pending(df).select(*extra)
 
 
 @dataclass(frozen=True)
