@@ -1,5 +1,5 @@
-"""Running a benchmark plan, checking that ours and the hand-written query agree, and the spread
-of the timed rounds.
+"""Running a benchmark plan, checking that ours and the hand-written query agree, and reading
+the timed rounds: their paired ratios, spread and confidence intervals, pooled over runs.
 
 >>> same_records([{"a": 1.0}], [{"a": 1.0 + 1e-12}], ordered=True)
 True
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import statistics
 from pathlib import Path
 from typing import Any
@@ -107,3 +108,93 @@ def round_spread(ours: list[float], theirs: list[float]) -> tuple[float, float]:
         return ratios[0], ratios[0]
     low, _, high = statistics.quantiles(ratios, n=4)
     return low, high
+
+
+def ratio_interval(
+    ours: list[float], theirs: list[float], *, confidence: float = 0.9, resamples: int = 2000
+) -> tuple[float, float]:
+    """A bootstrap interval of :func:`median_ratio`: the rounds resampled with replacement
+    ``resamples`` times (a fixed seed: the same rounds give the same interval), the central
+    ``confidence`` of the medians. A query whose interval holds the target is not decided by
+    these rounds either way.
+
+    >>> ratio_interval([1.0] * 9, [1.0] * 9)
+    (1.0, 1.0)
+    >>> low, high = ratio_interval([1.0, 1.1, 1.2, 1.3, 1.4], [1.0] * 5)
+    >>> 1.0 <= low < 1.2 < high <= 1.4
+    True
+    """
+    return _interval([round_ratios(ours, theirs)], confidence, resamples)
+
+
+def median_interval(
+    runs: list[tuple[list[float], list[float]]],
+    *,
+    confidence: float = 0.9,
+    resamples: int = 2000,
+) -> tuple[float, float]:
+    """A bootstrap interval of the median over queries of their :func:`median_ratio`, given each
+    query's ``(ours, theirs)`` rounds: each query's rounds resampled on their own.
+
+    >>> median_interval([([1.0] * 5, [1.0] * 5), ([2.0] * 5, [1.0] * 5), ([3.0] * 5, [1.0] * 5)])
+    (2.0, 2.0)
+    """
+    return _interval([round_ratios(o, t) for o, t in runs], confidence, resamples)
+
+
+def _interval(ratios: list[list[float]], confidence: float, resamples: int) -> tuple[float, float]:
+    pick = random.Random(0).choices
+    estimates = sorted(
+        statistics.median(statistics.median(pick(r, k=len(r))) for r in ratios)
+        for _ in range(resamples)
+    )
+    tail = (1 - confidence) / 2
+    return estimates[int(tail * (resamples - 1))], estimates[round((1 - tail) * (resamples - 1))]
+
+
+def verdict(median: tuple[float, float], queries: dict[str, tuple[float, float]]) -> str:
+    """Whether the rounds meet the target (median ratio <= 1.0, none above 1.10), given the
+    interval of the median and of each query's ratio: "met" and "not met" only where the
+    intervals say so; else which queries the rounds leave undecided.
+
+    >>> verdict((0.9, 0.98), {"q1": (0.95, 1.05)})
+    'met'
+    >>> verdict((0.98, 1.03), {"q1": (1.12, 1.2), "q2": (1.0, 1.02)})
+    'not met: q1 above 1.10'
+    >>> verdict((1.02, 1.04), {"q1": (1.0, 1.05)})
+    'not met: the median above 1.0'
+    >>> verdict((0.97, 1.02), {"q1": (1.05, 1.15)})
+    'undecided at this noise: the median, q1'
+    """
+    above = [name for name, (low, _) in queries.items() if low > MAX_TARGET]
+    if median[0] > MEDIAN_TARGET or above:
+        parts = ["the median above 1.0"] if median[0] > MEDIAN_TARGET else []
+        parts += [f"{', '.join(above)} above 1.10"] if above else []
+        return "not met: " + "; ".join(parts)
+    open_ = ["the median"] if median[1] > MEDIAN_TARGET else []
+    open_ += [name for name, (_, high) in queries.items() if high > MAX_TARGET]
+    return "met" if not open_ else "undecided at this noise: " + ", ".join(open_)
+
+
+MEDIAN_TARGET = 1.0
+MAX_TARGET = 1.10
+
+
+def pooled_runs(records: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
+    """Each query's timed rounds (``{"ours": [...], "handwritten": [...]}``) over several
+    ``--record`` files of ``spark_queries.py``, in file order; only the queries every file
+    holds.
+
+    >>> a = {"queries": {"q1": {"runs": {"ours": [1.0], "handwritten": [2.0]}}}}
+    >>> b = {"queries": {"q1": {"runs": {"ours": [3.0], "handwritten": [4.0]}}, "q2": {}}}
+    >>> pooled_runs([a, b])
+    {'q1': {'ours': [1.0, 3.0], 'handwritten': [2.0, 4.0]}}
+    """
+    names = [n for n in records[0]["queries"] if all(n in r["queries"] for r in records)]
+    return {
+        name: {
+            label: [t for r in records for t in r["queries"][name]["runs"][label]]
+            for label in ("ours", "handwritten")
+        }
+        for name in names
+    }

@@ -4,6 +4,9 @@ No timing here: benchmarks/spark_queries.py measures."""
 
 from __future__ import annotations
 
+import doctest
+import importlib.util
+import json
 import re
 import sys
 from pathlib import Path
@@ -16,14 +19,19 @@ from engine.plan import parse_plan
 BENCHMARKS = Path(__file__).resolve().parents[4] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
+import spark_queries.check as check  # noqa: E402
 from spark_queries.check import (  # noqa: E402
     PLANS,
     load_plan,
+    median_interval,
     median_ratio,
+    pooled_runs,
+    ratio_interval,
     round_spread,
     run_ours,
     same_records,
     stored_rows,
+    verdict,
     written_rows,
 )
 from spark_queries.data import generate  # noqa: E402
@@ -113,6 +121,65 @@ def test_the_median_ratio_pairs_the_runs_of_each_round() -> None:
 def test_the_rounds_spread_is_the_quartiles_of_their_ratios() -> None:
     assert round_spread([1.0, 2.0, 3.0, 4.0], [1.0, 1.0, 1.0, 1.0]) == (1.25, 3.75)
     assert round_spread([3.0], [2.0]) == (1.5, 1.5)
+
+
+def test_the_ratio_interval_holds_the_median_and_narrows_with_more_rounds() -> None:
+    ours = [1.0, 1.3, 0.9, 1.2, 1.1, 1.05, 1.15, 0.95, 1.25]
+    theirs = [1.0] * len(ours)
+    low, high = ratio_interval(ours, theirs)
+    assert low <= median_ratio(ours, theirs) <= high
+    more_low, more_high = ratio_interval(ours * 5, theirs * 5)
+    assert more_high - more_low < high - low
+    assert ratio_interval(ours, theirs) == (low, high)  # a fixed seed: the same rounds, the same
+
+
+def test_the_median_interval_is_over_the_queries_medians() -> None:
+    fast, slow, even = [0.8] * 6, [1.3] * 6, [1.0] * 6
+    assert median_interval([(fast, even), (slow, even), (even, even)]) == (1.0, 1.0)
+    assert median_interval([(slow, even), (slow, even), (fast, even)]) == (1.3, 1.3)
+
+
+def test_the_verdict_says_met_or_not_met_only_where_the_intervals_do() -> None:
+    assert verdict((0.95, 0.99), {"a": (1.0, 1.1), "b": (0.7, 0.8)}) == "met"
+    assert verdict((1.01, 1.05), {"a": (1.0, 1.1)}) == "not met: the median above 1.0"
+    assert verdict((0.9, 0.95), {"a": (1.11, 1.2)}) == "not met: a above 1.10"
+    both = verdict((1.01, 1.05), {"a": (1.11, 1.2), "b": (1.2, 1.3)})
+    assert both == "not met: the median above 1.0; a, b above 1.10"
+    assert verdict((0.98, 1.02), {"a": (1.05, 1.12), "b": (0.9, 1.0)}) == (
+        "undecided at this noise: the median, a"
+    )
+
+
+def test_pooled_runs_join_each_querys_rounds_across_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def record(ours: list[float], theirs: list[float]) -> dict[str, Any]:
+        runs = {"q1": {"runs": {"ours": ours, "handwritten": theirs}}}
+        return {"scale": 1.0, "median": 1.0, "queries": runs}
+
+    first, second = record([1.2, 1.1], [1.0, 1.0]), record([0.9], [1.0])
+    assert pooled_runs([first, second]) == {
+        "q1": {"ours": [1.2, 1.1, 0.9], "handwritten": [1.0] * 3}
+    }
+    # The benchmark's --pool prints the pooled figures without running Spark.
+    paths = []
+    for i, rec in enumerate([first, second]):
+        paths.append(tmp_path / f"r{i}.json")
+        paths[-1].write_text(json.dumps(rec))
+    script = importlib.util.spec_from_file_location("bench_main", BENCHMARKS / "spark_queries.py")
+    assert script is not None and script.loader is not None
+    benchmark = importlib.util.module_from_spec(script)
+    script.loader.exec_module(benchmark)
+    assert benchmark.main(["--pool", *map(str, paths)]) == 0
+    printed = capsys.readouterr().out
+    assert "2 records pooled" in printed
+    assert re.search(r"q1 +ours +1\.10 s +hand-written +1\.00 s +ratio +1\.10", printed)
+    assert "target: undecided at this noise: the median, q1" in printed
+
+
+def test_the_benchmark_helpers_docstring_examples_hold() -> None:
+    result = doctest.testmod(check)
+    assert result.attempted > 0 and result.failed == 0
 
 
 def test_executor_cpu_counts_each_stage_once(spark: Any) -> None:
