@@ -48,6 +48,9 @@ def _log4j_file() -> Path:
 EXCLUDED_AQE_RULES = "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation"
 """The adaptive rules the sessions leave out (``spark.sql.adaptive.optimizer.excludedRules``)."""
 
+EXCLUDED_RULES = "org.apache.spark.sql.catalyst.optimizer.PruneFilters"
+"""The optimizer rules the sessions leave out (``spark.sql.optimizer.excludedRules``)."""
+
 
 class SparkConfig(BaseModel):
     """How to reach Spark. ``conf`` wins over every default."""
@@ -80,6 +83,11 @@ class SparkConfig(BaseModel):
             # observations in the stages below it are dropped with it: the row counts of the
             # operators under an empty result would never arrive.
             "spark.sql.adaptive.optimizer.excludedRules": EXCLUDED_AQE_RULES,
+            # Likewise, a filter the optimizer finds always false (a column no file holds,
+            # compared) would replace its input with an empty relation: the scans below it
+            # unread and uncounted, where the local executor reads and counts them. Left in,
+            # it reads them and keeps nothing (the benchmark queries' plans are the same).
+            "spark.sql.optimizer.excludedRules": EXCLUDED_RULES,
         }
         if self.remote:
             settings["spark.remote"] = self.remote

@@ -19,6 +19,8 @@ def test_defaults_are_local_quiet_and_use_this_interpreter() -> None:
     assert settings["spark.sql.adaptive.optimizer.excludedRules"].endswith(
         "AQEPropagateEmptyRelation"
     )
+    # nor does the optimizer drop what a filter it finds always false reads
+    assert settings["spark.sql.optimizer.excludedRules"].endswith("PruneFilters")
 
 
 def test_any_setting_passes_through_and_wins() -> None:

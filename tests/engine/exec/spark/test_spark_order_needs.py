@@ -571,6 +571,28 @@ def test_a_scan_that_counts_skipped_records_is_observed_as_it_is_read(
     assert result.metrics["1"]["skipped_records"] == 1
 
 
+@pytest.mark.parametrize("condition", ["t.missing == 1", "1 == 2", "t.x > 100"])
+def test_a_filter_that_keeps_nothing_leaves_its_scan_read_and_counted(
+    spark: Any, tmp_path: Path, condition: str
+) -> None:
+    """A filter Spark's optimizer finds always false (a column no file holds, compared; two
+    constants) would have Spark drop the scan below it unread, its count with it: the session
+    leaves that rule out, so the scan is read and counted as the local executor counts it."""
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "a.json").write_text('{"x": 1}\n{"x": 5}\n{"x": 7}\n')
+    plan = plan_of(
+        {**SCAN, "selection": {"path": "t", "format": "json"}},
+        {"@id": 2, "op": "filter", "input": 1, "expr": condition},
+        {"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {}},
+        root=tmp_path,
+    )
+    result = run_plan(plan, executor="spark", spark=spark)
+    local = run_plan(plan, executor="local")
+    assert result.records() == local.records() == []
+    assert result.metrics == local.metrics
+    assert result.metrics["1"]["rows"] == 3
+
+
 def test_an_aggregate_counts_the_rows_of_a_join_whose_records_all_reach_it(
     spark: Any, data: Path
 ) -> None:
