@@ -118,7 +118,10 @@ def _scan_statistics(engine: Any, selection: Mapping[str, Any]) -> ScanStatistic
         for file in files:
             if not file.size:
                 continue
-            meta = footers.read(file.real_path)
+            try:
+                meta = footers.read(file.real_path)
+            except DrillError:
+                return None  # the scan reports the file it cannot read, and where
             rows += meta.num_rows
             for column in meta.schema.to_arrow_schema():
                 seen = columns.setdefault(column.name, column.type)

@@ -156,17 +156,22 @@ class _OpenParquet:
                 reader.footers.put(reader.file.real_path, reader._metadata)
         except (pa.ArrowInvalid, OSError) as err:
             self.binary.close()
-            raise StorageError(
-                f"not a readable parquet file ({err})",
-                file=reader.name,
-                hint="a truncated or partly written file has no footer; rewrite it",
-            ) from err
+            raise unreadable_parquet(reader.name, err) from err
 
     def __enter__(self) -> _OpenParquet:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.binary.close()
+
+
+def unreadable_parquet(file: str, err: Exception) -> StorageError:
+    """The error for a file whose parquet footer cannot be read (not parquet, or cut short)."""
+    return StorageError(
+        f"not a readable parquet file ({err})",
+        file=file,
+        hint="a truncated or partly written file has no footer; rewrite it",
+    )
 
 
 class Footers:
@@ -182,10 +187,14 @@ class Footers:
         return None if key is None else self._known.get(key)
 
     def read(self, path: Path) -> pq.FileMetaData:
-        """The footer of the file at ``path``: known, or read now (and then known)."""
+        """The footer of the file at ``path``: known, or read now (and then known); a file with
+        none (not parquet, or cut short) is a StorageError naming it."""
         metadata = self.get(path)
         if metadata is None:
-            metadata = pq.read_metadata(path)
+            try:
+                metadata = pq.read_metadata(path)
+            except (pa.ArrowInvalid, OSError) as err:
+                raise unreadable_parquet(str(path), err) from err
             self.put(path, metadata)
         return metadata
 

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql.classic import dataframe as classic
 
+from engine.errors import ExecutionError
 from engine.exec.spark.executor import SparkPlanRun
 from engine.exec.spark.sources import (
     constant_dataframe,
@@ -308,3 +309,20 @@ def test_each_scanned_footer_is_read_once_per_run(
     scanned = [r for r in reads if "/t/" in r]
     assert sorted(scanned) == sorted(set(scanned))
     assert len(scanned) == 3  # part-0, part-1 and the row-less part-2, once each
+
+
+@pytest.mark.parametrize("executor", ["spark", "local"])
+def test_a_file_with_no_parquet_footer_is_an_error_naming_it_and_its_scan(
+    spark: Any, data: Path, executor: str
+) -> None:
+    """The footers are read before the run (statistics, row counts): a file that is no parquet
+    fails the scan with the file named, not with pyarrow's exception."""
+    foreign = data / "t" / "part-3.parquet"
+    foreign.write_text("not parquet\n")
+    storage = {"q": {"type": "queue"}, "fs": {"type": "fs", "root": str(data)}}
+    plan = parse_plan({"storage": storage, "query": [SCAN, PROJECT, COUNT, STORE]})
+    with pytest.raises(ExecutionError) as caught:
+        run_plan(plan, executor=executor, **({"spark": spark} if executor == "spark" else {}))
+    assert (caught.value.operator_id, caught.value.operator_kind) == ("1", "scan")
+    assert f"{foreign}: not a readable parquet file" in caught.value.message
+    assert caught.value.hint == "a truncated or partly written file has no footer; rewrite it"
