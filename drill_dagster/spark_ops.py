@@ -102,18 +102,20 @@ def store_step(
 @contextmanager
 def _named(plan: DrillPlan, slice_: RunSlice, op: Operator | None) -> Iterator[None]:
     """Failures as a :class:`DrillFailure` naming the plan file, the partition and the operator."""
+    from engine.exec.spark.data_errors import DataError, locate
     from engine.exec.spark.sources import translate_spark_error
 
     where = str(plan.path) + (f" ({slice_.label})" if slice_.partition_keys else "")
     try:
         yield
-    except DrillError as err:
-        raise DrillFailure.from_error(_with_operator(err, op), where=where) from None
     except Exception as err:
-        translated = translate_spark_error(err)
-        if translated is None:
+        error = err if isinstance(err, DrillError) else translate_spark_error(err)
+        if error is None:
             raise
-        raise DrillFailure.from_error(_with_operator(translated, op), where=where) from None
+        if isinstance(error, DataError) and op is not None:
+            # A value an expression could not take: the operator of that expression, if one.
+            error, op = locate(error, plan.logical, op.id) or (error, op)
+        raise DrillFailure.from_error(_with_operator(error, op), where=where) from None
 
 
 def _with_operator(error: DrillError, op: Operator | None) -> DrillError:

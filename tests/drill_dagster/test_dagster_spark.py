@@ -145,3 +145,38 @@ def test_a_flatten_over_a_json_scan_counts_as_the_local_executor(
         ]
     assert counters["spark"] == counters["local"]
     assert {k: v["rows"] for k, v in counters["spark"].items()} == {"1": 3, "2": 3, "3": 3, "4": 3}
+
+
+def test_a_value_an_expression_cannot_take_fails_the_op_naming_it(
+    tmp_path: Path, spark: Any, kit: Kit
+) -> None:
+    """Spark meets the bad value in the store's job; the failure names the operator and the
+    expression that raised it, as the local executor does, with no Spark advice nor trace."""
+    plan = {
+        "storage": kit.CLEAN["storage"],
+        "query": [
+            {"@id": 1, "op": "scan", "storageengine": "raw", "ref": "c",
+             "selection": {"path": "customers.csv", "format": "csv"}},
+            {"@id": 2, "op": "project", "input": 1, "projections": [
+                {"ref": "output.id", "expr": "cast(c.customer_id as BIGINT)"},
+                {"ref": "output.rank", "expr": "cast(c.segment as INT)"}]},
+            {"@id": 3, "op": "store", "input": 2, "storageengine": "lake",
+             "target": {"path": "ranked", "format": "parquet"}},
+        ],
+    }  # fmt: skip
+    plans_dir = kit.write(tmp_path, plans={"ranked": plan}, project_yaml=None)
+    defs = load_definitions(plans_dir, executor="spark")
+    with DagsterInstance.ephemeral() as instance:
+        result = materialize(
+            list(defs.assets),  # type: ignore[arg-type]
+            selection=["ranked"],
+            resources=defs.resources,
+            instance=instance,
+            raise_on_error=False,
+        )
+    (failure,) = result.get_step_failure_events()
+    description = failure.event_specific_data.user_failure_data.description
+    assert description == (
+        f"{plans_dir / 'ranked.json'}: operator 2 (project): cannot read 'gold' as INT in "
+        "`cast(c.segment as INT)`"
+    )

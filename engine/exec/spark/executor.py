@@ -61,6 +61,7 @@ from engine.exec.spark.compiler_order import (
     total_orders,
     unordered_outputs,
 )
+from engine.exec.spark.data_errors import DataError, locate
 from engine.exec.spark.metrics import (
     ONE_TO_ONE,
     OperatorMetrics,
@@ -228,7 +229,7 @@ class SparkPlanRun:
         built = build_apart(scans, self.compiler.compile, spark=self.compiler.spark)
         for op in order:
             inputs = [self.frames[ref] for ref in op.input_ids()]
-            with _failures_named(op, self.fragments.get(op.id), self._reader_of):
+            with _failures_named(op, self.fragments.get(op.id), self._culprit_of):
                 frame = (
                     built[op.id].result() if op.id in built else self.compiler.compile(op, inputs)
                 )
@@ -246,7 +247,7 @@ class SparkPlanRun:
             )
         for op in roots:
             if not isinstance(op, Store):
-                with _failures_named(op, self.fragments.get(op.id), self._reader_of):
+                with _failures_named(op, self.fragments.get(op.id), self._culprit_of):
                     frame = self.compiler.flushed(op.id, self.frames[op.id])
                     outputs[op.id] = collect_records(frame)
         for store_id, written in self.ctx.store_results.items():
@@ -261,9 +262,19 @@ class SparkPlanRun:
             self.ctx.sink_records,
         )
 
-    def _reader_of(self, error: DrillError) -> tuple[Operator, int | None] | None:
-        """The scan that reads the file ``error`` names, and its fragment: Spark reads files in
-        the job of the store (or output) that runs, and a failed read is the scan's."""
+    def _culprit_of(
+        self, error: DrillError, ran: Operator
+    ) -> tuple[DrillError, Operator, int | None] | None:
+        """The operator responsible for ``error``, raised by the job of the store (or output)
+        ``ran``: the scan that reads the file it names, or the one operator feeding ``ran``
+        whose expression can raise a value error (:func:`~engine.exec.spark.data_errors.locate`,
+        which says it at that expression); with its fragment."""
+        if isinstance(error, DataError):
+            located = locate(error, self.planned, ran.id)
+            if located is None:
+                return None
+            said, op = located
+            return said, op, self.fragments.get(op.id)
         file = getattr(error, "file", None)
         if not file:
             return None
@@ -272,7 +283,7 @@ class SparkPlanRun:
             return None
         # Of the scans reading it, the first in the plan (scans are built in threads of their own).
         scan = next(op for op in self.planned.topological_order() if op.id in scans)
-        return scan, self.fragments.get(scan.id)
+        return error, scan, self.fragments.get(scan.id)
 
     def compile_frames(self) -> dict[str, DataFrame]:
         """Each root's DataFrame (a store's input), compiled but not run: for ``explain``."""
@@ -378,27 +389,27 @@ def collect_records(df: DataFrame) -> pa.Table:
     return collect_arrow(nullable_everywhere(without_unread(df)))
 
 
-Blame = Callable[[DrillError], "tuple[Operator, int | None] | None"]
+Blame = Callable[[DrillError, Operator], "tuple[DrillError, Operator, int | None] | None"]
 
 
 @contextmanager
 def _failures_named(
-    op: Operator, fragment: int | None, blame: Blame = lambda error: None
+    op: Operator, fragment: int | None, blame: Blame = lambda error, op: None
 ) -> Iterator[None]:
     """Turns what fails inside the block into an ExecutionError naming ``op``, or the operator
-    (and fragment) ``blame`` finds responsible for it."""
+    (and fragment) ``blame`` finds responsible for it (saying the error as it knows it)."""
     try:
         yield
     except ExecutionError:
         raise
     except DrillError as error:
-        culprit, where = blame(error) or (op, fragment)
-        raise _named(error.message, culprit, where, hint=error.hint) from error
+        said, culprit, where = blame(error, op) or (error, op, fragment)
+        raise _named(said.message, culprit, where, hint=said.hint) from error
     except Exception as error:
         translated = translate_spark_error(error)
         if translated is not None:
-            culprit, where = blame(translated) or (op, fragment)
-            raise _named(translated.message, culprit, where, hint=translated.hint) from error
+            said, culprit, where = blame(translated, op) or (translated, op, fragment)
+            raise _named(said.message, culprit, where, hint=said.hint) from error
         raise _named(_first_line(error), op, fragment) from error
 
 

@@ -14,6 +14,7 @@ True
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import tempfile
@@ -32,10 +33,19 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 logger.codegen.name = org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator
 logger.codegen.level = off
+logger.task.name = org.apache.spark.executor.Executor
+logger.task.level = off
+logger.taskset.name = org.apache.spark.scheduler.TaskSetManager
+logger.taskset.level = off
 """
 """Spark's logs at ERROR, but for its code generator: a method too long to compile makes it log
 an error with a Java stack trace (hundreds of lines) and then run the stage interpreted, as it
-should; the run is not failing and the user has nothing to fix."""
+should; the run is not failing and the user has nothing to fix. Nor a failed task's error (its
+Java stack trace) and the job it aborts: the job's failure reaches the engine, which says what
+went wrong and where (a bad value met at an expression is the user's to fix, not a crash)."""
+
+_QUIET_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+"""PySpark's loggers that print each failure Spark raises again, as JSON on stderr."""
 
 
 def _log4j_file() -> Path:
@@ -115,6 +125,9 @@ def create_session(config: SparkConfig | None = None) -> Any:
     for key, value in config.settings().items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
+    if config.quiet:
+        for name in _QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     if config.quiet and not config.remote:
         session.sparkContext.setLogLevel("ERROR")
     return session

@@ -24,8 +24,8 @@ store is the sum of the row counts in the footers of the files Spark wrote; json
 count with ``DataFrame.observe`` during the write; neither takes a second pass.
 
 **Errors** (:func:`translate_spark_error`): the DrillError behind a failed Spark job, rebuilt from
-Spark's error text (a data source task's note, or the file Spark's reader failed on, read again
-by the Drill reader to find the line and column).
+Spark's error text (a data source task's note, the file Spark's reader failed on, read again
+by the Drill reader to find the line and column, or a value an expression could not take).
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ from engine.errors import DrillError, PlanningError, SchemaConflictError, Storag
 from engine.exec.local.sources import records_to_batch
 from engine.exec.spark.columns import compile_expression, compile_predicate
 from engine.exec.spark.compiler_order import with_bits
+from engine.exec.spark.data_errors import data_error
 from engine.exec.spark.datasource import (
     DATA_SOURCE_NAME,
     ERROR_NOTE,
@@ -1209,7 +1210,8 @@ def translate_spark_error(exc: BaseException) -> DrillError | None:
 
     Finds, in this order: the note a Drill data source task attached to its DrillError; a file
     Spark's own reader failed on (read again by the Drill reader, which names line and column);
-    the text of an engine error raised in a Python worker.
+    the text of an engine error raised in a Python worker; a value an expression could not take
+    (:mod:`~engine.exec.spark.data_errors`).
 
     >>> text = "Traceback ...\\nengine.errors.StorageError: /d/a.json:3:1: malformed JSON\\n"
     >>> str(translate_spark_error(RuntimeError(text)))
@@ -1231,7 +1233,7 @@ def translate_spark_error(exc: BaseException) -> DrillError | None:
     raised = _PY_ERROR.search(text)
     if raised:
         return _rebuild(raised.group(1), raised.group(2))
-    return None
+    return data_error(text)
 
 
 def _error_text(exc: BaseException) -> str:
