@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 import pyarrow as pa
 
 from engine.errors import DrillError, ExecutionError
+from engine.exec.local.buffering import concat_batches
 
 
 class IterOutcome(enum.Enum):
@@ -278,7 +279,7 @@ class FragmentExecutor:
         if not batches:
             schema = self.root.schema or pa.schema([])
             return schema.empty_table()
-        return pa.Table.from_batches(batches) if _same_schema(batches) else _concat(batches)
+        return concat_batches(batches)
 
     def _first_error(self) -> ExecutionError:
         failed = [op for op in walk(self.root) if op.error is not None]
@@ -295,15 +296,3 @@ class FragmentExecutor:
                 hint=err.hint,
             )
         return err
-
-
-def _same_schema(batches: list[pa.RecordBatch]) -> bool:
-    first = batches[0].schema
-    return all(b.schema.equals(first) for b in batches[1:])
-
-
-def _concat(batches: list[pa.RecordBatch]) -> pa.Table:
-    """Batches whose schema changed along the way: unify (new columns null-filled in earlier ones)."""
-    return pa.concat_tables(
-        [pa.Table.from_batches([b]) for b in batches], promote_options="permissive"
-    )

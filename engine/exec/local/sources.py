@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from engine.errors import StorageError
 from engine.exec.local.arrow_filter import ArrowFilter, arrow_filter
+from engine.exec.local.buffering import concat_batches
 from engine.exec.local.evaluate import evaluate_predicate
 from engine.exec.local.registry import ExecContext, creator
 from engine.exec.protocol import BatchOperator, BatchSource
@@ -124,13 +125,7 @@ class StoreOperator(BatchOperator):
 
     def produce(self) -> pa.RecordBatch | None:
         engine = self.ctx.engine(self.op.storage_engine)
-        batches = list(self.drain())
-        if batches:
-            table = pa.concat_tables(
-                [pa.Table.from_batches([b]) for b in batches], promote_options="permissive"
-            )
-        else:
-            table = (self.inputs[0].schema or pa.schema([])).empty_table()
+        table = concat_batches(list(self.drain()), schema=self.inputs[0].schema)
         if isinstance(engine, QueueEngine | ConsoleEngine):
             self.ctx.sink_records.extend(table.to_pylist())
         self.ctx.store_results[self.op.id] = write_store(engine, self.op.target, table)

@@ -80,7 +80,7 @@ from engine.scan.tracker import ScanSchemaTracker, SchemaMode
 from engine.storage.engines import ClasspathEngine, FileEngine, FsEngine, create_engine
 from engine.storage.formats.options import ReaderOptions
 from engine.storage.paths import InputFile
-from engine.types import DataMode, MajorType, MinorType, to_arrow_field, to_spark
+from engine.types import DataMode, MajorType, MinorType, is_union, to_arrow_field, to_spark
 
 DATA_SOURCE_NAME = "drill"
 SKIPPED_COLUMN = "__drill_skipped"
@@ -430,7 +430,10 @@ def _parquet_footer(engine: FileEngine, file: InputFile) -> pq.FileMetaData:
 
 
 def _spark_parquet_type(dtype: pa.DataType) -> bool:
-    """Whether Spark's parquet reader gives this column the type Drill gives it."""
+    """Whether Spark's parquet reader gives this column the type Drill gives it (a UNION
+    column, JSON text marked ``drill.union``, it would read as a plain string)."""
+    if is_union(dtype):
+        return False
     if pa.types.is_struct(dtype):
         return all(_spark_parquet_type(f.type) for f in dtype)
     if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):

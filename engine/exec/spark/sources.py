@@ -1279,6 +1279,8 @@ def _explain_read_failure(uri: str, text: str) -> DrillError:
             pass
     except DrillError as err:
         return err
+    except Exception:  # the Drill reader cannot say more: Spark's reason is the error
+        return StorageError(f"Spark could not read the file: {reason}", file=str(file.path))
     return StorageError(
         f"Spark's {resolved.format} reader failed where the Drill reader does not: {reason}",
         file=str(file.path),

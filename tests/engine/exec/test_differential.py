@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from engine import run_plan
+from engine.errors import ExecutionError
 
 # ---------------------------------------------------------------------------------- data
 
@@ -382,6 +383,101 @@ def test_union_columns_flatten_and_compare_alike(spark: Any) -> None:
     )
     by_text = [{"op": "order", "orderings": [{"expr": "cast(tags as VARCHAR)"}]}]
     assert_same_records(build_plan(records, by_text, None, []), spark)
+
+
+@pytest.mark.parametrize("target", [None, "json"], ids=["queue", "json"])
+def test_a_member_whose_type_changes_between_files_is_stored_alike(
+    spark: Any, tmp_path: Any, target: str | None
+) -> None:
+    """The local scan sends a later file's batch with the member as a UNION (it met a number,
+    then a string): the store takes the earlier batch as a UNION too, as Spark reads them."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.json").write_text('{"r": {"v": 1, "w": [1]}}\n{"r": {"v": 2, "w": []}}\n')
+    (tmp_path / "in" / "b.json").write_text('{"r": {"v": "one", "w": ["x"]}}\n')
+    storage = {"fs": {"type": "fs", "root": str(tmp_path)}, "q": {"type": "queue"}}
+    results = {}
+    for executor in ("local", "spark"):
+        store = (
+            {"storageengine": "q", "target": {}}
+            if target is None
+            else {"storageengine": "fs", "target": {"path": f"out-{executor}", "format": target}}
+        )
+        plan = {
+            "storage": storage,
+            "query": [
+                {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "e",
+                 "selection": {"path": "in", "format": "json"}},
+                {"@id": 2, "op": "store", "input": 1, **store},
+            ],
+        }  # fmt: skip
+        result = run_plan(
+            plan, executor=executor, **({"spark": spark} if executor == "spark" else {})
+        )
+        if target is None:
+            results[executor] = result.records()
+        else:
+            read = {**plan, "query": [{**plan["query"][0], "selection": {"path": f"out-{executor}", "format": target}},
+                                      {"@id": 2, "op": "store", "input": 1, "storageengine": "q", "target": {}}]}  # fmt: skip
+            results[executor] = run_plan(read, executor="local").records()
+    expected = [
+        {"e": {"r": {"v": 1, "w": [1]}}},
+        {"e": {"r": {"v": 2, "w": []}}},
+        {"e": {"r": {"v": "one", "w": ["x"]}}},
+    ]
+    assert sorted(results["local"], key=str) == sorted(results["spark"], key=str)
+    if target is None:
+        assert results["local"] == expected
+
+
+def test_a_parquet_store_with_a_union_member_reads_back_alike(spark: Any, tmp_path: Any) -> None:
+    """The local executor stores a UNION as JSON text marked ``drill.union``; Spark's parquet
+    reader would read a plain string there, so the Spark executor reads such files with the
+    Drill reader, and both give the values back."""
+    (tmp_path / "in.json").write_text('{"v": 1, "w": [1]}\n{"v": "one", "w": ["x"]}\n')
+    storage = {"fs": {"type": "fs", "root": str(tmp_path)}, "q": {"type": "queue"}}
+
+    def plan(path: str, fmt: str, store: dict[str, Any]) -> dict[str, Any]:
+        scan = {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "e",
+                "selection": {"path": path, "format": fmt}}  # fmt: skip
+        return {"storage": storage, "query": [scan, {"@id": 2, "op": "store", "input": 1, **store}]}
+
+    written = {"storageengine": "fs", "target": {"path": "out", "format": "parquet"}}
+    run_plan(plan("in.json", "json", written), executor="local")
+    read = plan("out", "parquet", {"storageengine": "q", "target": {}})
+    expected = [{"e": {"e": {"v": 1, "w": [1]}}}, {"e": {"e": {"v": "one", "w": ["x"]}}}]
+    assert run_plan(read, executor="local").records() == expected
+    assert run_plan(read, executor="spark", spark=spark).records() == expected
+
+
+def test_a_spark_parquet_store_of_a_union_fails_its_reading_scan_with_sparks_reason(
+    spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark's parquet store writes a UNION as Spark's own VARIANT, which neither reader takes
+    back yet (a debt: see issue 5's notes): the scan fails naming the file and Spark's reason,
+    also where the Drill reader, asked to explain the failure, fails itself."""
+    (tmp_path / "in.json").write_text('{"r": {"w": [1]}}\n{"r": {"w": ["x"]}}\n')
+    storage = {"fs": {"type": "fs", "root": str(tmp_path)}, "q": {"type": "queue"}}
+    scan = {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "e",
+            "selection": {"path": "in.json", "format": "json"}}  # fmt: skip
+    store = {"@id": 2, "op": "store", "input": 1, "storageengine": "fs",
+             "target": {"path": "out", "format": "parquet"}}  # fmt: skip
+    run_plan({"storage": storage, "query": [scan, store]}, executor="spark", spark=spark)
+    back = {**scan, "selection": {"path": "out", "format": "parquet"}}
+    queue = {"@id": 2, "op": "store", "input": 1, "storageengine": "q", "target": {}}
+    read_back = {"storage": storage, "query": [back, queue]}
+    with pytest.raises(ExecutionError) as caught:
+        run_plan(read_back, executor="spark", spark=spark)
+    assert (caught.value.operator_id, caught.value.operator_kind) == ("1", "scan")
+    assert f"{tmp_path / 'out'}/part-" in caught.value.message
+    assert "Invalid Spark read type" in caught.value.message
+
+    def fails(*args: Any, **kwargs: Any) -> Any:
+        raise TypeError("the Drill reader failed too")
+
+    monkeypatch.setattr("engine.exec.spark.sources.read_file", fails)
+    with pytest.raises(ExecutionError) as caught:
+        run_plan(read_back, executor="spark", spark=spark)
+    assert "Spark could not read the file: Invalid Spark read type" in caught.value.message
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "json"])
