@@ -31,6 +31,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine.storage.formats.parquet_unions import arrow_schema_of
+
 FORMAT_VERSION = 1
 _FORMATS = {"parquet": "parquet", "json": "json", "jsonl": "json", "csv": "csv"}
 
@@ -89,7 +91,7 @@ def write_version_metadata(
     formats = {_FORMATS.get(p.suffix.lstrip(".").lower()) for p in files}
     fmt = formats.pop() if len(formats) == 1 else None
     if schema is None and fmt == "parquet" and files:
-        schema = pq.read_schema(files[0])
+        schema = arrow_schema_of(pq.read_metadata(files[0]))  # unions Spark wrote, typed
     metadata = VersionMetadata(
         version=version,
         format=fmt,

@@ -35,6 +35,7 @@ from engine.metadata import VersionMetadata, recorded_metadata
 from engine.plan import LogicalPlan, Scan
 from engine.storage.engines import Capabilities
 from engine.storage.formats.parquet import Footers
+from engine.storage.formats.parquet_unions import arrow_schema_of
 
 SCALAR = "scalar"
 NESTED = "nested"
@@ -123,7 +124,7 @@ def _scan_statistics(engine: Any, selection: Mapping[str, Any]) -> ScanStatistic
             except DrillError:
                 return None  # the scan reports the file it cannot read, and where
             rows += meta.num_rows
-            for column in meta.schema.to_arrow_schema():
+            for column in arrow_schema_of(meta):
                 seen = columns.setdefault(column.name, column.type)
                 if seen != column.type:
                     columns[column.name] = pa.null()  # differs between files: never pushed on

@@ -79,6 +79,7 @@ from engine.scan.loader_arrow import align
 from engine.scan.tracker import ScanSchemaTracker, SchemaMode
 from engine.storage.engines import ClasspathEngine, FileEngine, FsEngine, create_engine
 from engine.storage.formats.options import ReaderOptions
+from engine.storage.formats.parquet_unions import arrow_schema_of
 from engine.storage.paths import InputFile
 from engine.types import DataMode, MajorType, MinorType, is_union, to_arrow_field, to_spark
 
@@ -326,7 +327,7 @@ def _resolve_files(
             if file.size:
                 footer = _parquet_footer(engine, file)
                 parquet_rows[str(file.real_path)] = footer.num_rows
-                schema = footer.schema.to_arrow_schema()
+                schema = arrow_schema_of(footer)
                 foreign.update(str(f.type) for f in schema if not _spark_parquet_type(f.type))
                 tracker.apply_early_reader_schema(schema, file=str(file.path))
                 for f in schema:

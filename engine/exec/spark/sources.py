@@ -90,7 +90,13 @@ from engine.exec.spark.datasource import (
     spark_schema_of,
 )
 from engine.exec.spark.paths import PendingColumns, Typed, cast_column, record_value, top_column
-from engine.exec.spark.unions import collect_arrow, has_variant, revive, storage_schema
+from engine.exec.spark.unions import (
+    collect_arrow,
+    has_variant,
+    marked_texts,
+    revive,
+    storage_schema,
+)
 from engine.exec.spark.unread_member import UNREAD, with_unread, with_unread_type, without_unread
 from engine.expr import Call, Cast, Expr, FieldRef, IfElse, field_refs
 from engine.expr import Literal as LiteralNode
@@ -101,6 +107,7 @@ from engine.storage.commit import remove
 from engine.storage.engines import ClasspathEngine, ConsoleEngine, FsEngine, QueueEngine
 from engine.storage.formats import WRITERS
 from engine.storage.formats.csv import header_names
+from engine.storage.formats.parquet_unions import arrow_schema_of
 from engine.storage.partitions import static_prefix
 from engine.storage.paths import InputFile, has_glob, is_hidden
 from engine.storage.store import (
@@ -1081,8 +1088,13 @@ def _store_fs(
     partitioned = bool(columns)
     # Parquet files say how many rows they hold: their footers count the store, no observation.
     observation = None if spec.format == "parquet" else Observation(f"store {spec.path}")
+    written_df = df
+    if spec.format == "parquet" and has_variant(df.schema):
+        written_df = marked_texts(df)  # UNION columns as the local executor's files hold them
     observed = (
-        df if observation is None else df.observe(observation, F.count(F.lit(1)).alias("rows"))
+        written_df
+        if observation is None
+        else written_df.observe(observation, F.count(F.lit(1)).alias("rows"))
     )
     directory = spec.mode == "append" or partitioned  # else the whole target is replaced
     with open_commit(
@@ -1187,7 +1199,7 @@ def _footers(spark_dir: Path, written: Sequence[str]) -> list[pq.FileMetaData]:
 
 def _written_schema(footers: Sequence[pq.FileMetaData]) -> pa.Schema | None:
     """The schema of the first parquet file Spark wrote, to compare with the files kept."""
-    return footers[0].schema.to_arrow_schema() if footers else None
+    return arrow_schema_of(footers[0]) if footers else None
 
 
 def _store_failure(err: Exception) -> DrillError | str:

@@ -115,6 +115,30 @@ def as_text(column: Column, dtype: T.DataType) -> Column:
     raise TypeError(f"a variant inside {dtype.simpleString()} is not supported")
 
 
+def marked_texts(df: DataFrame) -> DataFrame:
+    """``df`` with every variant as its JSON text, in a field marked ``drill.union``: what a
+    parquet store writes, as the local executor's files hold a UNION (Spark keeps the mark in
+    the schema it writes in the footer, see :mod:`engine.storage.formats.parquet_unions`)."""
+    columns = []
+    for field, stored in zip(df.schema.fields, storage_schema(df.schema).fields, strict=True):
+        text = as_text(F.col(f"`{field.name}`"), field.dataType)
+        if isinstance(stored.dataType, T.StructType | T.ArrayType):
+            text = text.cast(_nullable(stored.dataType))  # the members' marks
+        columns.append(text.alias(field.name, metadata=dict(stored.metadata or {})))
+    return df.select(*columns)
+
+
+def _nullable(dtype: T.DataType) -> T.DataType:
+    """``dtype`` with every member nullable (a cast to it then only adds marks)."""
+    if isinstance(dtype, T.StructType):
+        return T.StructType(
+            [T.StructField(f.name, _nullable(f.dataType), True, f.metadata) for f in dtype.fields]
+        )
+    if isinstance(dtype, T.ArrayType):
+        return T.ArrayType(_nullable(dtype.elementType), True)
+    return dtype
+
+
 def collect_arrow(df: DataFrame, collect: Any = None) -> pa.Table:
     """``df`` collected as an Arrow table, variants as ``drill.union`` columns. ``collect``
     turns the (variant-free) DataFrame into a table (:func:`engine.exec.spark.collect.to_arrow`

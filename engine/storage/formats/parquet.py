@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from engine.errors import StorageError
 from engine.storage.formats.base import FormatReader, empty_table
+from engine.storage.formats.parquet_unions import arrow_schema_of, with_unions
 
 DEFAULT_BATCH_ROWS = 65_536
 _FORMAT = ds.ParquetFileFormat()
@@ -68,6 +69,7 @@ class ParquetReader(FormatReader):
                     table = parquet.reader.read_row_groups(groups, columns=names)
             except (pa.ArrowInvalid, OSError) as err:
                 raise StorageError(f"cannot read parquet: {err}", file=self.name) from err
+            table = with_unions(table, parquet.schema)
         return self._typed(table, schema)
 
     def _row_groups(self, prune: pc.Expression) -> list[int] | None:
@@ -83,7 +85,7 @@ class ParquetReader(FormatReader):
         if self.is_empty():
             return empty_table(None, columns).schema
         with self._parquet() as parquet:
-            schema = parquet.reader.schema_arrow
+            schema = parquet.schema
             names = self._present(parquet, columns)
         return schema if names is None else pa.schema([schema.field(n) for n in names])
 
@@ -96,7 +98,8 @@ class ParquetReader(FormatReader):
         with self._parquet() as parquet:
             names = self._present(parquet, columns)
             try:
-                yield from parquet.reader.iter_batches(batch_size=batch_rows, columns=names)
+                for batch in parquet.reader.iter_batches(batch_size=batch_rows, columns=names):
+                    yield with_unions(batch, parquet.schema)
             except (pa.ArrowInvalid, OSError) as err:
                 raise StorageError(f"cannot read parquet: {err}", file=self.name) from err
 
@@ -152,6 +155,7 @@ class _OpenParquet:
                 known = reader.footers.get(reader.file.real_path)
             self.reader = pq.ParquetFile(self.binary, metadata=known)
             reader._metadata = self.reader.metadata
+            self.schema = arrow_schema_of(self.reader.metadata)  # unions Spark wrote, typed
             if known is None and reader.footers is not None:
                 reader.footers.put(reader.file.real_path, reader._metadata)
         except (pa.ArrowInvalid, OSError) as err:

@@ -251,6 +251,23 @@ def test_spark_reader_failures_are_storage_errors_naming_file_and_line(
     assert str(translated).startswith(f"{tmp_path / name}{where}")
 
 
+def test_a_spark_reader_failure_the_drill_reader_cannot_explain_is_sparks_reason(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "l.json").write_text('{"a": 1}\n{"a": 2}\n{"a": 3}\n{"a": 4,}\n')
+    plan = plan_scan(engine_at(tmp_path), {"path": "l.json"}, sampling=SMALL_SAMPLE)
+    with pytest.raises(Exception) as caught:
+        scan_plan_dataframe(spark, plan, "r").collect()
+
+    def fails(*args: object, **kwargs: object) -> None:
+        raise TypeError("the Drill reader failed too")
+
+    monkeypatch.setattr("engine.exec.spark.sources.read_file", fails)
+    translated = translate_spark_error(caught.value)
+    assert isinstance(translated, StorageError) and translated.file == str(tmp_path / "l.json")
+    assert str(translated).startswith(f"{tmp_path / 'l.json'}: Spark could not read the file: ")
+
+
 def test_constant_is_typed_like_the_local_constant(spark) -> None:
     content = [{"a": 1, "m": {"b": "x"}, "l": [1, 2]}, {"a": 2, "n": None}, {"c": 1.5}]
     df = constant_dataframe(spark, content)
