@@ -180,14 +180,7 @@ class DrillPlan:
     def ancestors(self, op_id: str) -> frozenset[str]:
         """``op_id`` and every operator it reads from, directly or not."""
         if op_id not in self._ancestors:
-            found: set[str] = set()
-            pending = [op_id]
-            while pending:
-                current = pending.pop()
-                if current not in found:
-                    found.add(current)
-                    pending.extend(self.logical.operator(current).input_ids())
-            self._ancestors[op_id] = frozenset(found)
+            self._ancestors[op_id] = self.logical.ancestors(op_id)
         return self._ancestors[op_id]
 
     def store(self, op_id: str) -> DrillStore:

@@ -83,6 +83,17 @@ class LogicalPlan(BaseModel):
         op_id = self._resolve(op).id
         return [other for other in self.query if op_id in other.input_ids()]
 
+    def ancestors(self, op: Operator | str | int) -> frozenset[str]:
+        """The ids of ``op`` and of every operator it reads from, directly or not."""
+        found: set[str] = set()
+        pending = [self._resolve(op).id]
+        while pending:
+            current = pending.pop()
+            if current not in found:
+                found.add(current)
+                pending.extend(self.operator(current).input_ids())
+        return frozenset(found)
+
     def sinks(self) -> list[Operator]:
         """The stores, in document order; each one is a result of the plan."""
         return [op for op in self.query if op.kind is OperatorKind.SINK]

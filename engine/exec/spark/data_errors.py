@@ -122,13 +122,7 @@ def locate(error: DataError, plan: LogicalPlan, ran: str) -> tuple[DataError, Op
     """``error`` at the one expression that can raise it among the operators whose records
     operator ``ran`` (a store, whose job failed) reads, and that expression's operator; None
     where none or several can (the operator that ran stays blamed)."""
-    feeding: set[str] = set()
-    pending = [ran]
-    while pending:
-        current = pending.pop()
-        if current not in feeding:
-            feeding.add(current)
-            pending.extend(plan.operator(current).input_ids())
+    feeding = plan.ancestors(ran)
     found = {
         (str(node), op.id): (node, op)
         for op in plan.topological_order()

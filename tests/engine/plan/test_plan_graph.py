@@ -60,6 +60,12 @@ def test_inputs_and_consumers(plan: LogicalPlan) -> None:
     assert plan.consumers_of(6) == []
 
 
+def test_ancestors_are_the_operator_and_all_it_reads_from(plan: LogicalPlan) -> None:
+    assert plan.ancestors(6) == {"1", "2", "3", "4", "5", "6"}
+    assert plan.ancestors("3") == {"1", "3"}
+    assert plan.ancestors(plan.operator(2)) == {"2"}
+
+
 def test_sinks_and_sources(plan: LogicalPlan) -> None:
     assert [op.id for op in plan.sinks()] == ["6"]
     assert all(isinstance(op, Store) for op in plan.sinks())
