@@ -113,9 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     # One query's rounds after the other's: round by round over all eight, ours' executor CPU
     # on topn rose to 1.45-1.77 times the hand-written's (1.05 otherwise), likely Spark's cache
     # of generated code (100 classes) losing a query's classes between its rounds.
-    for name in names:
+    for name, pair in contenders.items():
         for round_ in range(args.warmup + args.repeat):
-            pair = contenders[name]
             for label, run in pair if round_ % 2 == 0 else pair[::-1]:
                 start = time.perf_counter()
                 run()
