@@ -3,8 +3,9 @@
 Defaults suit one machine: ``local[*]``, the UI off, quiet logs, and Python workers that run this
 interpreter (else they may lack pyarrow); PySpark's call-site capture (DataFrame debugging) is off;
 adaptive execution keeps the stages an empty result would drop (their row-count observations
-with them), and the optimizer the scans under a filter it finds always false. Any Spark setting passes through ``conf``: a cluster
-master (``spark://host:7077``) or Spark Connect (``remote="sc://host:15002"``).
+with them), and the optimizer the scans under a filter it finds always false. Any Spark setting
+passes through ``conf``: a cluster master (``spark://host:7077``) or Spark Connect
+(``remote="sc://host:15002"``).
 
 >>> SparkConfig().settings()["spark.master"]
 'local[*]'
