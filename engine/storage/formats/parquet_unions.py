@@ -11,8 +11,9 @@ taken as it is, not encoded again).
 >>> import pyarrow as pa
 >>> from engine.types import UNION_ARROW
 >>> marked = pa.schema([("v", pa.string()), ("n", pa.int64())])
->>> spark = '{"type":"struct","fields":[{"name":"v","type":"string","nullable":true,' \\
-...         '"metadata":{"drill.union":true}},{"name":"n","type":"long","nullable":true,"metadata":{}}]}'
+>>> spark = ('{"type":"struct","fields":[{"name":"v","type":"string","nullable":true,'
+...          '"metadata":{"drill.union":true}},'
+...          '{"name":"n","type":"long","nullable":true,"metadata":{}}]}')
 >>> schema = unions_marked(marked, spark)
 >>> schema.field("v").type == UNION_ARROW, schema.field("n").type
 (True, DataType(int64))
@@ -45,7 +46,8 @@ def arrow_schema_of(metadata: pq.FileMetaData) -> pa.Schema:
 
 
 def unions_marked(schema: pa.Schema, spark_schema: str) -> pa.Schema:
-    """``schema`` with the fields Spark's schema (its JSON) marks as unions typed ``drill.union``."""
+    """``schema`` with the fields that Spark's schema (its JSON) marks as unions typed
+    ``drill.union``."""
     try:
         spark = json.loads(spark_schema)
     except ValueError:

@@ -415,8 +415,9 @@ def test_a_member_whose_type_changes_between_files_is_stored_alike(
         if target is None:
             results[executor] = result.records()
         else:
-            read = {**plan, "query": [{**plan["query"][0], "selection": {"path": f"out-{executor}", "format": target}},
-                                      {"@id": 2, "op": "store", "input": 1, "storageengine": "q", "target": {}}]}  # fmt: skip
+            back = {**plan["query"][0], "selection": {"path": f"out-{executor}", "format": target}}
+            queue = {"@id": 2, "op": "store", "input": 1, "storageengine": "q", "target": {}}
+            read = {**plan, "query": [back, queue]}
             results[executor] = run_plan(read, executor="local").records()
     expected = [
         {"e": {"r": {"v": 1, "w": [1]}}},
