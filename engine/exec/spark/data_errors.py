@@ -30,6 +30,7 @@ from engine.types import MajorType, to_spark
 INVALID_INPUT = "CAST_INVALID_INPUT"
 CAST_OVERFLOW = "CAST_OVERFLOW"
 ARITHMETIC_OVERFLOW = "ARITHMETIC_OVERFLOW"
+RAISED = "USER_RAISED_EXCEPTION"  # a failure the compiled expression raises in our own words
 
 _MESSAGES = {
     INVALID_INPUT: re.compile(
@@ -41,6 +42,7 @@ _MESSAGES = {
         r"cannot be cast to \"(?P<target>[^\"]+)\" due to an overflow"
     ),
     ARITHMETIC_OVERFLOW: re.compile(r"\[ARITHMETIC_OVERFLOW\] "),
+    RAISED: re.compile(r"\[USER_RAISED_EXCEPTION\] (?P<value>.*?)(?: SQLSTATE: \w+)?$", re.M),
 }
 # The DataFrame function Spark says raised it (``"multiply" was called from``).
 _CALLED = re.compile(r'== DataFrame ==\s*"(?P<name>\w+)" was called from')
@@ -54,6 +56,13 @@ _ARITHMETIC = {
     "sum": {"sum"},
 }
 _READS_DATES = {"to_date", "to_timestamp"}
+_DATE_TYPES = {"DATE", "TIMESTAMP", "TIMESTAMP_NTZ"}
+# The functions whose compiled form raises a message starting so (spark_functions).
+_RAISED_BY = {
+    "integer division by zero (in %)": {"modulo"},
+    "date_trunc has no unit": {"date_trunc"},
+    "extract has no unit": {"extract"},
+}
 
 
 class DataError(DrillError):
@@ -82,6 +91,8 @@ class DataError(DrillError):
             return f"cannot read '{self.value}' as {self.target}{where}"
         if self.kind == CAST_OVERFLOW:
             return f"cannot cast {self.value} to {self.target}: out of its range{where}"
+        if self.kind == RAISED:
+            return f"{self.value}{where}"
         if self.expression:
             return f"cannot evaluate `{self.expression}`: overflow"
         return "an arithmetic overflow"
@@ -141,9 +152,15 @@ def _raises(error: DataError, node: Expr) -> bool:
     if error.kind == ARITHMETIC_OVERFLOW:
         names = _ARITHMETIC.get(error.called or "", set().union(*_ARITHMETIC.values()))
         return isinstance(node, Call) and node.name in names
-    if isinstance(node, Cast):
-        return _spark_name(node.type) == error.target
-    reads_date = error.kind == INVALID_INPUT and error.target in ("DATE", "TIMESTAMP")
+    if error.kind == RAISED:
+        raisers = [
+            names for start, names in _RAISED_BY.items() if (error.value or "").startswith(start)
+        ]
+        return isinstance(node, Call) and any(node.name in names for names in raisers)
+    reads_date = error.kind == INVALID_INPUT and error.target in _DATE_TYPES
+    if isinstance(node, Cast):  # a string read as a date goes through a timestamp
+        name = _spark_name(node.type)
+        return name == error.target or (reads_date and name in _DATE_TYPES)
     return reads_date and isinstance(node, Call) and node.name in _READS_DATES
 
 

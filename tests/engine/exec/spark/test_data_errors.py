@@ -56,6 +56,8 @@ def test_spark_messages_are_read_into_the_kind_and_values_they_name() -> None:
     assert (overflow.kind, overflow.value, overflow.target) == (CAST_OVERFLOW, "9999999999", "INT")
     assert (arithmetic.kind, arithmetic.called) == (ARITHMETIC_OVERFLOW, "multiply")
     assert arithmetic.message == "an arithmetic overflow"
+    raised = data_error("[USER_RAISED_EXCEPTION] integer division by zero (in %) SQLSTATE: P0001")
+    assert raised is not None and raised.message == "integer division by zero (in %)"
     assert data_error("[DIVIDE_BY_ZERO] Division by zero.") is None
     assert data_error("Job aborted: something else") is None
 
@@ -160,8 +162,23 @@ def json_plan(root: Path, expr: str) -> Any:
             "9223372036854775807 + r.a",
             r"cannot evaluate `9223372036854775807 \+ r\.a`: overflow",
         ),
+        ("cast(r.b as DATE)", r"cannot read '[xy]' as DATE in `cast\(r\.b as DATE\)`"),
+        ("r.a % 0", r"integer division by zero \(in %\) in `r\.a % 0`"),
+        (
+            "date_trunc(r.b, cast(r.a as DATE))",
+            r"date_trunc has no unit '[xy]'; use one of .* in `date_trunc\(r\.b, .*\)`",
+        ),
     ],
-    ids=["string-as-int", "string-as-float", "string-as-date", "int-overflow", "long-overflow"],
+    ids=[
+        "string-as-int",
+        "string-as-float",
+        "string-as-date",
+        "int-overflow",
+        "long-overflow",
+        "cast-to-date",
+        "modulo-zero",
+        "unknown-unit",
+    ],
 )
 def test_spark_names_the_operator_and_expression_as_the_local_executor(
     spark: Any, tmp_path: Path, expr: str, said: str
