@@ -119,6 +119,8 @@ def data_error(text: str) -> DataError | None:
         if found is None:
             continue
         values = found.groupdict()
+        if kind == RAISED and not _raised_by(values.get("value") or ""):
+            continue  # not one of the engine's own messages (a test's, a user's)
         called = _CALLED.search(text[found.start() :])
         return DataError(
             kind,
@@ -153,15 +155,19 @@ def _raises(error: DataError, node: Expr) -> bool:
         names = _ARITHMETIC.get(error.called or "", set().union(*_ARITHMETIC.values()))
         return isinstance(node, Call) and node.name in names
     if error.kind == RAISED:
-        raisers = [
-            names for start, names in _RAISED_BY.items() if (error.value or "").startswith(start)
-        ]
-        return isinstance(node, Call) and any(node.name in names for names in raisers)
+        return isinstance(node, Call) and node.name in _raised_by(error.value or "")
     reads_date = error.kind == INVALID_INPUT and error.target in _DATE_TYPES
     if isinstance(node, Cast):  # a string read as a date goes through a timestamp
         name = _spark_name(node.type)
         return name == error.target or (reads_date and name in _DATE_TYPES)
     return reads_date and isinstance(node, Call) and node.name in _READS_DATES
+
+
+def _raised_by(message: str) -> set[str]:
+    """The functions whose compiled form raises ``message`` (none: not the engine's)."""
+    return {
+        name for start, names in _RAISED_BY.items() if message.startswith(start) for name in names
+    }
 
 
 def _spark_name(dtype: MajorType) -> str | None:

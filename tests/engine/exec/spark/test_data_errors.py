@@ -58,6 +58,7 @@ def test_spark_messages_are_read_into_the_kind_and_values_they_name() -> None:
     assert arithmetic.message == "an arithmetic overflow"
     raised = data_error("[USER_RAISED_EXCEPTION] integer division by zero (in %) SQLSTATE: P0001")
     assert raised is not None and raised.message == "integer division by zero (in %)"
+    assert data_error("[USER_RAISED_EXCEPTION] disk on fire SQLSTATE: P0001") is None
     assert data_error("[DIVIDE_BY_ZERO] Division by zero.") is None
     assert data_error("Job aborted: something else") is None
 
