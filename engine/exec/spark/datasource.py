@@ -62,11 +62,11 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
-from pyspark.sql.types import ArrayType, DataType, StructField, StructType
+from pyspark.sql.types import StructField, StructType
 
 from engine.errors import DrillError, ExecutionError, SchemaConflictError, StorageError
 from engine.exec.spark.resolved_scans import ResolvedScans
-from engine.exec.spark.unions import drill_type_of_storage
+from engine.exec.spark.unions import drill_type_of_storage, nullable_spark_type
 from engine.scan.framework import (
     DEFAULT_BATCH_ROWS,
     FILE_COLUMNS,
@@ -382,7 +382,7 @@ def _unread_schema(
         except Exception:  # a type PySpark does not map: the estimate leaves it out
             continue
         taken.add(name.lower())
-        fields.append(StructField(name, _nullable_spark(spark_type), True))
+        fields.append(StructField(name, nullable_spark_type(spark_type), True))
     return StructType(fields)
 
 
@@ -604,18 +604,8 @@ def spark_schema_of(types: Mapping[str, MajorType]) -> StructType:
     'struct<a:string>'
     """
     return StructType(
-        [StructField(name, _nullable_spark(to_spark(t)), True) for name, t in types.items()]
+        [StructField(name, nullable_spark_type(to_spark(t)), True) for name, t in types.items()]
     )
-
-
-def _nullable_spark(dtype: DataType) -> DataType:
-    if isinstance(dtype, StructType):
-        return StructType(
-            [StructField(f.name, _nullable_spark(f.dataType), True) for f in dtype.fields]
-        )
-    if isinstance(dtype, ArrayType):
-        return ArrayType(_nullable_spark(dtype.elementType), True)
-    return dtype
 
 
 def committed_schema(spark_schema: StructType, implicit: Sequence[str]) -> pa.Schema:

@@ -123,19 +123,28 @@ def marked_texts(df: DataFrame) -> DataFrame:
     for field, stored in zip(df.schema.fields, storage_schema(df.schema).fields, strict=True):
         text = as_text(F.col(f"`{field.name}`"), field.dataType)
         if isinstance(stored.dataType, T.StructType | T.ArrayType):
-            text = text.cast(_nullable(stored.dataType))  # the members' marks
+            text = text.cast(nullable_spark_type(stored.dataType))  # the members' marks
         columns.append(text.alias(field.name, metadata=dict(stored.metadata or {})))
     return df.select(*columns)
 
 
-def _nullable(dtype: T.DataType) -> T.DataType:
-    """``dtype`` with every member nullable (a cast to it then only adds marks)."""
+def nullable_spark_type(dtype: T.DataType) -> T.DataType:
+    """``dtype`` with every member and element nullable, their metadata kept (a cast to it then
+    only adds what the metadata says).
+
+    >>> nullable_spark_type(T.ArrayType(T.LongType(), False)).simpleString(), nullable_spark_type(
+    ...     T.ArrayType(T.LongType(), False)).containsNull
+    ('array<bigint>', True)
+    """
     if isinstance(dtype, T.StructType):
         return T.StructType(
-            [T.StructField(f.name, _nullable(f.dataType), True, f.metadata) for f in dtype.fields]
+            [
+                T.StructField(f.name, nullable_spark_type(f.dataType), True, f.metadata)
+                for f in dtype.fields
+            ]
         )
     if isinstance(dtype, T.ArrayType):
-        return T.ArrayType(_nullable(dtype.elementType), True)
+        return T.ArrayType(nullable_spark_type(dtype.elementType), True)
     return dtype
 
 
