@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 
 from engine.errors import DrillError
+from engine.exec.spark.spark_functions import MODULO_BY_ZERO, no_unit
 from engine.expr import Call, Cast, Expr, walk
 from engine.plan import LogicalPlan
 from engine.plan.operators import Operator
@@ -57,11 +58,11 @@ _ARITHMETIC = {
 }
 _READS_DATES = {"to_date", "to_timestamp"}
 _DATE_TYPES = {"DATE", "TIMESTAMP", "TIMESTAMP_NTZ"}
-# The functions whose compiled form raises a message starting so (spark_functions).
+# The functions whose compiled form raises a message starting so.
 _RAISED_BY = {
-    "integer division by zero (in %)": {"modulo"},
-    "date_trunc has no unit": {"date_trunc"},
-    "extract has no unit": {"extract"},
+    MODULO_BY_ZERO: {"modulo"},
+    no_unit("date_trunc"): {"date_trunc"},
+    no_unit("extract"): {"extract"},
 }
 
 

@@ -316,10 +316,19 @@ def _divide(a: Typed, b: Typed) -> Typed:
     return _typed(F.when(y == 0, by_zero).otherwise(F.try_divide(x, y)), DOUBLE)
 
 
+MODULO_BY_ZERO = "integer division by zero (in %)"
+"""What an integer ``%`` by zero raises (in the Spark job: ``data_errors`` reads it back)."""
+
+
+def no_unit(function: str) -> str:
+    """How a date function's error about a unit it has not starts (``date_trunc has no unit``)."""
+    return f"{function} has no unit"
+
+
 def _modulo(a: Typed, b: Typed) -> Typed:
     a, b = number(a), number(b)
     if is_integral(a.dtype) and is_integral(b.dtype):
-        failure = F.raise_error(F.lit("integer division by zero (in %)"))
+        failure = F.raise_error(F.lit(MODULO_BY_ZERO))
         by_zero = (b.column == 0) & a.column.isNotNull()
         return _typed(F.when(by_zero, failure).otherwise(a.column % b.column), LONG)
     x, y = cast(a, DOUBLE).column, cast(b, DOUBLE).column
@@ -621,7 +630,7 @@ def _by_unit(
             name = name[:-1]
         if name not in units:
             raise ArgumentError(
-                f"{function} has no unit {unit.constant!r}; use one of " + ", ".join(sorted(units))
+                f"{no_unit(function)} {unit.constant!r}; use one of " + ", ".join(sorted(units))
             )
         return _typed(units[name]().cast(result), result)
     given = F.lower(F.regexp_replace(unit.column, r"^\s+|\s+$", ""))
@@ -630,7 +639,7 @@ def _by_unit(
         chosen = chosen.when(given.isin(name, name + "s"), build().cast(result))
     failure = F.raise_error(
         F.concat(
-            F.lit(f"{function} has no unit '"),
+            F.lit(f"{no_unit(function)} '"),
             unit.column,
             F.lit("'; use one of " + ", ".join(sorted(units))),
         )
