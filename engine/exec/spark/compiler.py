@@ -124,6 +124,8 @@ class SparkRunContext:
     scan_files: dict[str, set[str]] = field(default_factory=dict)  # file path -> ids of its scans
     # scan id -> the files it reads, where Spark reads them all (no limit reads the scan)
     files_read: dict[str, int] = field(default_factory=dict)
+    # scans that read some file's bytes: Spark reads them, no local rows (see row_markers)
+    reading_scans: set[str] = field(default_factory=set)
     sink_records: list[Any] = field(default_factory=list)  # queue/console records, in order
     # filter id -> what its scan's pushed filter left it to test (planner's remaining_conditions)
     remaining: dict[str, Remaining] = field(default_factory=dict)
@@ -435,6 +437,8 @@ class SparkCompiler:
                 self.ctx.scan_files.setdefault(path, set()).add(op.id)
         if op.pushed_limit is None and op.id not in self.ctx.cut_by_limit:
             self.ctx.files_read[op.id] = len(plan.resolved.files)
+        if any(file.size > 0 for file in plan.resolved.files):
+            self.ctx.reading_scans.add(op.id)
         tie_free = self.ctx.tie_free.get(op.id)
         if tie_free is not None and not _exact_members(plan.resolved, op.projection or ()):
             # Records that tie may differ after all (-0.0 ties 0.0): the order breaks ties by

@@ -67,11 +67,13 @@ from engine.exec.spark.metrics import (
     OperatorMetrics,
     aggregate_counted,
     limit_inputs,
+    sampled_again,
     scan_observed,
     store_counted,
     without_skip_counts,
 )
 from engine.exec.spark.py4j_round_trips import fewer_round_trips
+from engine.exec.spark.row_markers import row_markers
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
 from engine.exec.spark.unions import collect_arrow
 from engine.exec.spark.unread_member import without_unread
@@ -189,7 +191,23 @@ class SparkPlanRun:
         self.ctx.read_through = read_through(plan, self.ctx) & read_through(self.planned, self.ctx)
         self.ctx.paired = paired_scans(plan) | paired_scans(self.planned)
         self.compiler = SparkCompiler(spark, self.ctx)
-        self.metrics = OperatorMetrics(read=self.ctx.read_rows, files=self.ctx.files_read)
+        self._scans_above = {
+            op.id: {a for a in p.ancestors(op) if p.operator(a).op == "scan"}
+            for p in (self.planned, plan)
+            for op in p.query
+        }
+        self._sampled_again = set().union(
+            *(
+                sampled_again(p.topological_order(), top_n=self.ctx.top_n_orders, sinks=sinks)
+                for p in (self.planned, plan)
+            )
+        )
+        self.metrics = OperatorMetrics(
+            read=self.ctx.read_rows,
+            files=self.ctx.files_read,
+            markers=row_markers(spark),
+            markable=self._markable,
+        )
         self.compiler.frame_counters = self.metrics.count_frames(
             [
                 op.id
@@ -261,6 +279,16 @@ class SparkPlanRun:
             outputs,
             self.ctx.sink_records,
         )
+
+    def _markable(self, operator_id: str) -> bool:
+        """Whether a marker may count operator ``operator_id``'s rows (:mod:`row_markers`): no
+        limit reads it (Spark pushes a limit below an observation, not below a filter: what
+        either counts there is what Spark happened to read), no global sort may read its stage
+        twice (:func:`sampled_again`), and some scan it reads from reads files (Spark
+        evaluates a filter over local rows while planning, the marker with it)."""
+        if operator_id in self.ctx.cut_by_limit or operator_id in self._sampled_again:
+            return False
+        return bool(self._scans_above.get(operator_id, set()) & self.ctx.reading_scans)
 
     def _culprit_of(
         self, error: DrillError, ran: Operator

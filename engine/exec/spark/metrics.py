@@ -1,11 +1,15 @@
 """Per-operator row counts on Spark: from what the parquet files say where that is exact, else
-from ``DataFrame.observe``; never an extra pass over the data.
+from ``DataFrame.observe`` or a marker filter read from Spark's SQL metrics; never an extra pass
+over the data.
 
 An operator's DataFrame is wrapped in an observation counting the rows that flow through it
-while the plan's actions (the stores) run, unless its count is known otherwise (below). Counts
-are read after the run without blocking: an operator Spark never executed (optimised away, e.g.
-below ``limit 0``) has no count. Spark pushes limits below the observation, so the operators
-feeding a ``limit`` count only the rows Spark read.
+while the plan's actions (the stores) run, unless its count is known otherwise (below). Where
+the run has markers (:mod:`engine.exec.spark.row_markers`: a classic session) and the operator
+reads rows Spark reads from files, a marker counts them instead, for the cost of an addition per
+row where an observation splits the stage's generated code (the executor says which operators,
+``SparkPlanRun._markable``). Counts are read after the run: an operator Spark never executed
+(optimised away, e.g. below ``limit 0``) has no count. Spark pushes limits below an observation,
+so the operators feeding a ``limit`` count only the rows Spark read (and are always observed).
 
 A scan observes its rows as read, after its pushed filter, before they become records. A parquet
 scan read by Spark's reader with no pushed filter (nor pushed limit), and not read by a
@@ -43,7 +47,7 @@ its input's; a ``collapsingaggregate`` without ``within`` nor ``target`` emits o
 operator whose records all reach a store through one-to-one operators (its only reader, and
 theirs, :func:`store_counted`) counts what the store wrote (the store counts anyway). Each
 observation is a ``CollectMetrics`` node that splits Spark's whole-stage code generation and
-costs the driver a dozen py4j calls and one more analysis. :meth:`OperatorMetrics.track` applies
+costs the driver a dozen py4j calls and one more analysis; a marker is a filter, a few calls. :meth:`OperatorMetrics.track` applies
 this rule for both the engine's executor and the Dagster ops.
 
 >>> OperatorMetrics().collect()
@@ -62,6 +66,7 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from engine.exec.spark.datasource import SKIPPED_COLUMN
+from engine.exec.spark.row_markers import RowMarkers
 
 ROWS = "rows"
 """The metric name of an operator's row count."""
@@ -100,6 +105,52 @@ def limit_inputs(operators: Any) -> set[str]:
     orders = {op.id for op in ops if op.op == "order" and op.within is None}
     read = {op.input for op in ops if op.op == "limit" and op.input}
     return read - (top_n & orders)
+
+
+def sampled_again(
+    operators: Any, *, top_n: Collection[str] = (), sinks: Collection[str] = ()
+) -> set[str]:
+    """The ids of the operators whose rows a global sort may read twice: Spark's range
+    partitioning first runs a job that samples its input, running the stage below it a second
+    time, and Spark's SQL metrics (a marker's count, :mod:`engine.exec.spark.row_markers`) count
+    both runs, where an observation counts one. A global sort may be an ``order`` (but a top-N,
+    ``top_n``), a store keeping its records' order (a sink, ``sinks``, or a store with an
+    ``order`` or ``limit`` upstream) or an output (an operator nothing reads); the operators
+    reading into it count, up to one that surely starts a stage of its own (an aggregate, a
+    distinct union, a top-N: each shuffles its input). ``operators`` in topological order.
+
+    >>> from types import SimpleNamespace as Op
+    >>> ops = [Op(id="1", op="scan", input=None), Op(id="2", op="filter", input="1"),
+    ...     Op(id="3", op="order", input="2", within=None), Op(id="4", op="store", input="3"),
+    ...     Op(id="5", op="collapsingaggregate", input="1"), Op(id="6", op="store", input="5")]
+    >>> sorted(sampled_again(ops))  # the order, itself read by a store keeping its order
+    ['1', '2', '3']
+    """
+    ops = list(operators)
+    readers = readers_of(ops)
+    upstream: dict[str, set[str]] = {}
+    for op in ops:  # the op kinds above each operator, for "an order or a limit upstream"
+        upstream[op.id] = {op.op}.union(*(upstream.get(i, set()) for i in _inputs(op)))
+
+    def sorts(op: Any) -> bool:
+        if op.op == "order":
+            return op.id not in top_n
+        if op.op == "store":
+            return op.id in sinks or bool({"order", "limit"} & upstream[op.input])
+        return not readers.get(op.id)  # an output, collected in order
+
+    def shuffles(op: Any) -> bool:
+        return (
+            op.op == "collapsingaggregate"
+            or (op.op == "union" and getattr(op, "distinct", False))
+            or (op.op == "order" and op.id in top_n)
+        )
+
+    found: set[str] = set()
+    for op in reversed(ops):
+        if any(sorts(r) or (not shuffles(r) and r.id in found) for r in readers.get(op.id, [])):
+            found.add(op.id)
+    return found
 
 
 def store_counted(operators: Any, *, frames: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -201,7 +252,12 @@ class OperatorMetrics:
     """Observations of the operators of one run, by operator id."""
 
     def __init__(
-        self, read: Mapping[str, int] | None = None, files: Mapping[str, int] | None = None
+        self,
+        read: Mapping[str, int] | None = None,
+        files: Mapping[str, int] | None = None,
+        *,
+        markers: RowMarkers | None = None,
+        markable: Callable[[str], bool] | None = None,
     ) -> None:
         # scan id -> the rows it reads, known from its parquet footers (filled as scans compile)
         self._read: Mapping[str, int] = {} if read is None else read
@@ -216,6 +272,10 @@ class OperatorMetrics:
         self._later: set[str] = set()
         # aggregate id -> the operator it counts, whose observation counts the aggregate's rows too
         self._groups: dict[str, str] = {}
+        # where rows flow, a marker counts them instead of an observation (see row_markers)
+        self._markers = markers
+        self._markable = markable or (lambda _: False)
+        self._marked: dict[str, int] = {}  # operator id -> its marker
 
     def count_later(self, operator_ids: Collection[str]) -> None:
         """Operators an aggregate counts (:func:`aggregate_counted`): their observations are
@@ -266,7 +326,7 @@ class OperatorMetrics:
             if op.id in self._read:
                 return df  # every row of its files: their footers count them
             return self.observe(op.id, df)
-        if op.id in self._observations:
+        if op.id in self._observations or op.id in self._marked:
             return df
         if op.id in before_limit:
             return self.observe(op.id, df)
@@ -287,7 +347,15 @@ class OperatorMetrics:
 
     def observe(self, operator_id: str, df: DataFrame) -> DataFrame:
         """``df`` counting its rows into operator ``operator_id``'s metrics (and, for a scan
-        that counts skipped records, those too: its counting rows are dropped)."""
+        that counts skipped records, those too: its counting rows are dropped): by a marker
+        where the run has them and the operator is ``markable``, else by an observation."""
+        if (
+            self._markers is not None
+            and SKIPPED_COLUMN not in df.columns
+            and self._markable(operator_id)
+        ):
+            df, self._marked[operator_id] = self._markers.mark(df)
+            return df
         observation = self._new_observation()
         self._observations[operator_id] = observation
         if SKIPPED_COLUMN not in df.columns:
@@ -316,6 +384,11 @@ class OperatorMetrics:
         groups = F.count(F.lit(1)).alias(GROUPS)
         return df.observe(self._observations[operator_id], total, groups)
 
+    def counting(self) -> set[str]:
+        """The operators whose rows this run counts as they flow (an observation or a marker;
+        an aggregate's input it counts per group among them)."""
+        return set(self._observations) | set(self._marked)
+
     def same_as(self, operator_id: str, other_id: str) -> None:
         """Operator ``operator_id`` counts what ``other_id`` counts (its input, or the store that
         writes its records)."""
@@ -335,6 +408,11 @@ class OperatorMetrics:
             values = _ready(observation)
             if values and values.get(ROWS) is not None:
                 found[operator_id] = {k: int(values[k]) for k in (ROWS, SKIPPED) if k in values}
+        if self._markers is not None and self._marked:
+            counted = self._markers.counts(self._marked.values())
+            for operator_id, marker in self._marked.items():
+                if marker in counted:
+                    found[operator_id] = {ROWS: counted[marker]}
         for aggregate_id, counted_id in self._groups.items():
             values = _ready(self._observations[counted_id])
             if aggregate_id not in found and values and values.get(GROUPS) is not None:

@@ -3,7 +3,8 @@
 Defaults suit one machine: ``local[*]``, the UI off, quiet logs, and Python workers that run this
 interpreter (else they may lack pyarrow); PySpark's call-site capture (DataFrame debugging) is off;
 adaptive execution keeps the stages an empty result would drop (their row-count observations
-with them), and the optimizer the scans under a filter it finds always false. Any Spark setting
+with them), and the optimizer the scans under a filter it finds always false and the operators
+over an input it finds empty. Any Spark setting
 passes through ``conf``: a cluster master (``spark://host:7077``) or Spark Connect
 (``remote="sc://host:15002"``).
 
@@ -59,7 +60,10 @@ def _log4j_file() -> Path:
 EXCLUDED_AQE_RULES = "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation"
 """The adaptive rules the sessions leave out (``spark.sql.adaptive.optimizer.excludedRules``)."""
 
-EXCLUDED_RULES = "org.apache.spark.sql.catalyst.optimizer.PruneFilters"
+EXCLUDED_RULES = ",".join(
+    f"org.apache.spark.sql.catalyst.optimizer.{rule}"
+    for rule in ("PruneFilters", "PropagateEmptyRelation")
+)
 """The optimizer rules the sessions leave out (``spark.sql.optimizer.excludedRules``)."""
 
 
@@ -97,7 +101,9 @@ class SparkConfig(BaseModel):
             # Likewise, a filter the optimizer finds always false (a column no file holds,
             # compared) would replace its input with an empty relation: the scans below it
             # unread and uncounted, where the local executor reads and counts them. Left in,
-            # it reads them and keeps nothing (the benchmark queries' plans are the same).
+            # it reads them and keeps nothing (the benchmark queries' plans are the same). And
+            # an input found empty while planning would take the operators over it away, their
+            # row-count markers with them (engine.exec.spark.row_markers), where they count 0.
             "spark.sql.optimizer.excludedRules": EXCLUDED_RULES,
         }
         if self.remote:

@@ -224,9 +224,10 @@ def test_the_spark_plan_shows_records_as_stores_write_them(spark, data: Path) ->
 def test_an_observed_side_feeds_its_broadcast_with_no_inferred_filter(
     spark, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Both scans are counted by an observation (their filters make footers useless), and a join
-    on ``==`` lets Spark infer no ``isnotnull`` filter above them: the build side's count feeds
-    the broadcast with no filter of its own between. Null keys still match nothing."""
+    """Both scans are counted as their rows flow (their filters make footers useless; a marker
+    filter each, ``row_markers``), and a join on ``==`` lets Spark infer no ``isnotnull`` filter
+    above them: the build side's count feeds the broadcast with no filter of its own between.
+    Null keys still match nothing."""
     pq.write_table(
         pa.table({"id": [1, None, 3, None], "rate": [0.5, 0.6, 0.7, 0.8]}), data / "rates.parquet"
     )
@@ -259,9 +260,11 @@ def test_an_observed_side_feeds_its_broadcast_with_no_inferred_filter(
     )
     result = run_plan(plan, executor="spark", spark=spark)
     physical = written[0]._jdf.queryExecution().executedPlan().toString()
-    assert physical.count("CollectMetrics") == 2
+    assert physical.count("SPARK_PARTITION_ID() >= -") == 2, physical  # row_markers
     assert "isnotnull(id" not in physical
-    assert re.search(r"BroadcastExchange .*\n\s*\+- (Project .*\n\s*\+- )?CollectMetrics", physical)
+    assert re.search(
+        r"BroadcastExchange .*\n\s*\+- (Project .*\n\s*\+- )?Filter .*SPARK_PARTITION_ID", physical
+    )
     assert pq.read_table(tmp_path / "joined").to_pylist() == [{"id": 3, "rate": 0.7}]
     local = run_plan(plan, executor="local")
     assert pq.read_table(tmp_path / "joined").to_pylist() == [{"id": 3, "rate": 0.7}]

@@ -1,0 +1,196 @@
+"""Row counts from Spark's own SQL metrics, where every row of a pipeline flows.
+
+An observation (``DataFrame.observe``) is a ``CollectMetrics`` node, which Spark runs outside its
+generated code: it adds each row to an accumulator and, standing between two operators of one
+stage, splits the stage's generated code in two (the rows copied out of one and read into the
+other). Over the rows of a scan or a join that is about 85 ns a row: 5-15% of a join query's
+time (``benchmarks/README.md``, stop 34).
+
+A marker is a filter that keeps every row, ``spark_partition_id() >= -N``, with ``N`` unique in
+the process. Being nondeterministic, the optimizer neither folds it away nor moves anything
+across it; Spark compiles it into the stage's generated code, and its ``number of output rows``
+metric counts the rows that reached it, for the cost of an addition. After the run's actions,
+:meth:`RowMarkers.counts` reads those metrics from the session's SQL status store (what Spark's
+UI shows; kept with the UI off) by the marker in each filter's description. A filter Spark
+merges the marker into (one right below it) keeps what the marker keeps, so its count is still
+the marker's.
+
+Markers need the status store on the driver: under Spark Connect, or where the small reader
+below cannot be built (another Spark's internals), :func:`row_markers` returns None and the
+engine observes instead. Nor is a marker put over local data only (a constant, an empty scan):
+Spark evaluates a filter over local rows while planning, the marker with it
+(``ConvertToLocalRelation``). And the sessions leave out ``PropagateEmptyRelation``
+(:mod:`engine.exec.spark.session`), which would drop a marker over an input that turns out empty
+where its count is 0.
+
+The status store is read by a few lines of Java compiled in the driver by Janino, the compiler
+Spark uses for its own generated code: a walk of an execution's plan in Python costs one py4j
+round trip per node (30 ms for a three-way join here), the compiled walk one for the run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+import weakref
+from collections.abc import Collection
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+_READER_SOURCE = """
+public long nextExecution(org.apache.spark.sql.execution.ui.SQLAppStatusStore store) {
+    long count = store.executionsCount();
+    if (count == 0) return 0L;
+    scala.collection.Seq last = store.executionsList((int) (count - 1), 1);
+    if (last.isEmpty()) return 0L;
+    return ((org.apache.spark.sql.execution.ui.SQLExecutionUIData) last.head()).executionId() + 1;
+}
+
+public String counts(org.apache.spark.SparkContext sc,
+                     org.apache.spark.sql.execution.ui.SQLAppStatusStore store,
+                     long since, String marker) throws Exception {
+    sc.listenerBus().waitUntilEmpty();
+    StringBuilder out = new StringBuilder();
+    long count = store.executionsCount();
+    int chunk = 16;
+    boolean older = false;
+    for (long end = count; end > 0 && !older; end -= chunk) {
+        int offset = (int) Math.max(0L, end - chunk);
+        scala.collection.Seq executions = store.executionsList(offset, (int) (end - offset));
+        for (int i = executions.size() - 1; i >= 0; i--) {
+            org.apache.spark.sql.execution.ui.SQLExecutionUIData execution =
+                (org.apache.spark.sql.execution.ui.SQLExecutionUIData) executions.apply(i);
+            long id = execution.executionId();
+            if (id < since) { older = true; continue; }
+            scala.collection.Map values = store.executionMetrics(id);
+            scala.collection.Iterator nodes = store.planGraph(id).allNodes().iterator();
+            while (nodes.hasNext()) {
+                org.apache.spark.sql.execution.ui.SparkPlanGraphNode node =
+                    (org.apache.spark.sql.execution.ui.SparkPlanGraphNode) nodes.next();
+                String desc = node.desc();
+                int at = desc.indexOf(marker);
+                if (at < 0 || !node.name().equals("Filter") || node.metrics().isEmpty()) continue;
+                org.apache.spark.sql.execution.ui.SQLPlanMetric rows =
+                    (org.apache.spark.sql.execution.ui.SQLPlanMetric) node.metrics().head();
+                // No value: no task added to it (Spark sends no update of a zero metric).
+                scala.Option value = values.get(Long.valueOf(rows.accumulatorId()));
+                out.append(id).append('\\t').append(value.isDefined() ? value.get() : "0")
+                   .append('\\t')
+                   .append(desc.substring(at)).append('\\n');
+            }
+        }
+    }
+    return out.toString();
+}
+"""
+
+_MARKER_TEXT = "SPARK_PARTITION_ID() >= -"
+"""How a marker reads in a filter's description."""
+
+_MARKER = re.compile(r"SPARK_PARTITION_ID\(\) >= -(\d+)\b")
+
+_numbers = itertools.count(1)
+_numbers_lock = threading.Lock()
+_readers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_readers_lock = threading.Lock()
+
+
+def marker_condition(number: int) -> Column:
+    """The marker filter's condition: true for every row.
+
+    Example (with a SparkSession)::
+
+        spark.range(3).where(marker_condition(7)).count()  # 3
+    """
+    return F.spark_partition_id() >= F.lit(-number)
+
+
+class RowMarkers:
+    """The markers of one run on one classic session: :meth:`mark` a DataFrame where its rows are
+    to be counted, run the actions, then :meth:`counts`."""
+
+    def __init__(self, spark: Any, reader: Any) -> None:
+        self._spark = spark
+        self._reader = reader
+        store = spark._jsparkSession.sharedState().statusStore()
+        self._store = store
+        # Executions before this one are not the run's (the markers say it anyway; this saves
+        # reading them).
+        self._since = reader.nextExecution(store)
+
+    def mark(self, df: Any) -> tuple[Any, int]:
+        """``df`` with a new marker, and the marker's number."""
+        with _numbers_lock:
+            number = next(_numbers)
+        return df.where(marker_condition(number)), number
+
+    def counts(self, numbers: Collection[int]) -> dict[int, int]:
+        """The rows that reached each of ``numbers`` in the run's executions so far, from the
+        first execution that ran it (as an observation keeps its first action's values). A
+        marker Spark did not run (optimised away below ``limit 0``) has no count."""
+        if not numbers:
+            return {}
+        wanted = set(numbers)
+        text = self._reader.counts(
+            self._spark.sparkContext._jsc.sc(), self._store, self._since, _MARKER_TEXT
+        )
+        return parse_counts(text, wanted)
+
+
+def parse_counts(text: str, wanted: Collection[int]) -> dict[int, int]:
+    """``{marker: rows}`` from the reader's lines (``execution <TAB> rows <TAB> description``),
+    the earliest execution's count of each wanted marker. A filter holding two markers says
+    nothing of either (no plan the engine builds makes one).
+
+    >>> parse_counts("5\\t1,204\\tSPARK_PARTITION_ID() >= -3)\\n"
+    ...              "4\\t7\\tSPARK_PARTITION_ID() >= -3)\\n"
+    ...              "4\\t9\\tSPARK_PARTITION_ID() >= -8)\\n", {3, 4})
+    {3: 7}
+    """
+    found: dict[int, tuple[int, int]] = {}
+    for line in text.splitlines():
+        execution, rows, description = line.split("\t", 2)
+        markers = {int(m) for m in _MARKER.findall(description)}
+        if len(markers) != 1:
+            continue
+        (number,) = markers
+        if number not in wanted:
+            continue
+        key = (int(execution), int(rows.replace(",", "")))
+        previous = found.get(number)
+        if previous is None or key[0] < previous[0] or (key[0] == previous[0] and key > previous):
+            found[number] = key
+    return {number: rows for number, (_, rows) in found.items()}
+
+
+def row_markers(spark: Any) -> RowMarkers | None:
+    """Markers for a run on ``spark``, or None where they cannot be read (Spark Connect, or a
+    Spark whose status store this module does not know: the run observes instead)."""
+    from pyspark.sql.utils import is_remote
+
+    if is_remote():
+        return None
+    try:
+        sc = spark.sparkContext
+        with _readers_lock:
+            reader = _readers.get(sc)
+            if reader is None:
+                reader = _readers[sc] = _compile_reader(spark)
+        return RowMarkers(spark, reader)
+    except Exception:  # any failure means: observe instead
+        return None
+
+
+def _compile_reader(spark: Any) -> Any:
+    jvm = spark._jvm
+    gateway = spark.sparkContext._gateway
+    evaluator = jvm.org.codehaus.janino.ClassBodyEvaluator()
+    evaluator.setParentClassLoader(jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader())
+    evaluator.cook(_READER_SOURCE)
+    constructor = evaluator.getClazz().getDeclaredConstructor(
+        gateway.new_array(jvm.java.lang.Class, 0)
+    )
+    return constructor.newInstance(gateway.new_array(jvm.java.lang.Object, 0))

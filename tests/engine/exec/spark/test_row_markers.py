@@ -1,0 +1,223 @@
+"""Row counts by marker filters (engine.exec.spark.row_markers): where every row of a scan or a
+join flows, a filter that keeps every row counts them in Spark's own SQL metrics, with no
+``CollectMetrics`` node in the plan, and the counts are the local executor's. Where a marker
+cannot count (local rows only, a limit reading the operator, a scan counting skipped records),
+the run observes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from engine.exec.spark.executor import SparkPlanRun
+from engine.exec.spark.row_markers import (
+    RowMarkers,
+    marker_condition,
+    parse_counts,
+    row_markers,
+)
+from engine.plan import parse_plan
+from engine.run import build_engines, run_plan
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    orders = pa.table(
+        {"o_key": pa.array(range(40), pa.int64()), "cust": [i % 7 for i in range(40)]}
+    )
+    (tmp_path / "orders").mkdir()
+    pq.write_table(orders.slice(0, 25), tmp_path / "orders" / "part-0.parquet")
+    pq.write_table(orders.slice(25), tmp_path / "orders" / "part-1.parquet")
+    (tmp_path / "customers").mkdir()
+    customers = pa.table({"c_key": pa.array(range(5), pa.int64()), "name": list("abcde")})
+    pq.write_table(customers, tmp_path / "customers" / "part-0.parquet")
+    (tmp_path / "none").mkdir()  # a scan of no files
+    (tmp_path / "events").mkdir()
+    (tmp_path / "events" / "a.json").write_text(
+        "".join(f'{{"id": {i}, "kind": "{"ab"[i % 2]}"}}\n' for i in range(9))
+    )
+    return tmp_path
+
+
+def scan(op_id: int, path: str, ref: str, fmt: str = "parquet") -> dict[str, Any]:
+    return {
+        "@id": op_id,
+        "op": "scan",
+        "storageengine": "fs",
+        "ref": ref,
+        "selection": {"path": path, "format": fmt},
+    }
+
+
+def store(op_id: int, input_id: int) -> dict[str, Any]:
+    """A parquet store: it keeps no order (none upstream), so nothing sorts the stage."""
+    target = {"path": f"out/s{op_id}", "format": "parquet"}
+    return {"@id": op_id, "op": "store", "input": input_id, "storageengine": "fs", "target": target}
+
+
+def sink(op_id: int, input_id: int) -> dict[str, Any]:
+    """A queue sink: it returns its records in order, sorting them (a global sort)."""
+    return {"@id": op_id, "op": "store", "input": input_id, "storageengine": "q", "target": {}}
+
+
+JOIN_PIPELINE = [
+    scan(1, "orders", "o"),
+    {"@id": 2, "op": "filter", "input": 1, "expr": "o.o_key > 4"},
+    scan(3, "customers", "c"),
+    {
+        "@id": 4,
+        "op": "join",
+        "left": 2,
+        "right": 3,
+        "type": "inner",
+        "conditions": [{"relationship": "==", "left": "o.cust", "right": "c.c_key"}],
+    },
+    {"@id": 5, "op": "filter", "input": 4, "expr": "c.name != 'b'"},
+    {
+        "@id": 6,
+        "op": "project",
+        "input": 5,
+        "projections": [{"ref": "output.k", "expr": "o.o_key"}],
+    },
+    store(7, 6),
+]
+
+
+def plan_of(root: Path, ops: list[dict[str, Any]]) -> Any:
+    storage = {"q": {"type": "queue"}, "fs": {"type": "fs", "root": str(root)}}
+    return parse_plan({"storage": storage, "query": ops})
+
+
+def spark_run(spark: Any, root: Path, ops: list[dict[str, Any]]) -> tuple[SparkPlanRun, Any]:
+    plan = plan_of(root, ops)
+    engines = build_engines(plan, base_dir=None, classpath=[])
+    run = SparkPlanRun(plan, spark, engines=engines, params={})
+    return run, run.run()
+
+
+def local_rows(root: Path, ops: list[dict[str, Any]]) -> dict[str, int | None]:
+    result = run_plan(plan_of(root, ops), executor="local")
+    return {op_id: counters.get("rows") for op_id, counters in result.metrics.items()}
+
+
+def spark_rows(result: Any) -> dict[str, int | None]:
+    return {op_id: counters.get("rows") for op_id, counters in result.metrics.items()}
+
+
+def observations_in(run: SparkPlanRun, op_id: str) -> int:
+    """The ``CollectMetrics`` nodes in operator ``op_id``'s optimized plan."""
+    return str(run.frames[op_id]._jdf.queryExecution().optimizedPlan()).count("CollectMetrics")
+
+
+def test_a_join_pipeline_counts_its_flowing_rows_with_markers_as_the_local_executor(
+    spark: Any, data: Path
+) -> None:
+    run, result = spark_run(spark, data, JOIN_PIPELINE)
+    # The scan after its pushed filter and the join are counted as their rows flow: by markers.
+    assert {"1", "4"} <= run.metrics.counting()
+    assert observations_in(run, "5") == 0
+    assert spark_rows(result) == local_rows(data, JOIN_PIPELINE)
+    assert result.metrics["1"]["rows"] == 35 and result.metrics["4"]["rows"] == 20
+
+
+def test_a_join_with_an_empty_scan_still_counts_zero_rows(spark: Any, data: Path) -> None:
+    """The sessions leave ``PropagateEmptyRelation`` out: the join over a scan of no files is
+    planned, not replaced by an empty relation that would take its marker with it."""
+    ops = [dict(op) for op in JOIN_PIPELINE]
+    ops[2] = scan(3, "none", "c")
+    ops[4] = {"@id": 5, "op": "filter", "input": 4, "expr": "o.o_key > 6"}
+    run, result = spark_run(spark, data, ops)
+    assert "4" in run.metrics.counting()
+    assert result.metrics["4"]["rows"] == 0
+    assert spark_rows(result) == local_rows(data, ops)
+
+
+def test_local_rows_are_observed_not_marked(spark: Any, data: Path) -> None:
+    """Spark evaluates a filter over local rows while planning (a constant, a scan of no files):
+    a marker there would vanish, so those operators are observed."""
+    ops = [
+        {"@id": 1, "op": "constant", "content": [{"x": i} for i in range(6)]},
+        {"@id": 2, "op": "filter", "input": 1, "expr": "x > 1"},
+        {"@id": 3, "op": "constant", "content": [{"y": 2}, {"y": 3}, {"y": 3}]},
+        {
+            "@id": 4,
+            "op": "join",
+            "left": 2,
+            "right": 3,
+            "type": "inner",
+            "conditions": [{"relationship": "==", "left": "x", "right": "y"}],
+        },
+        sink(5, 4),
+    ]
+    run, result = spark_run(spark, data, ops)
+    assert not run.metrics._marked
+    assert result.metrics["4"]["rows"] == 3
+    assert spark_rows(result) == local_rows(data, ops)
+
+
+def test_an_operator_a_limit_reads_is_observed(spark: Any, data: Path) -> None:
+    ops = [
+        scan(1, "events", "e", "json"),
+        {"@id": 2, "op": "limit", "input": 1, "first": 0, "last": 3},
+        sink(3, 2),
+    ]
+    run, result = spark_run(spark, data, ops)
+    assert "1" in run.metrics._observations and "1" not in run.metrics._marked
+    assert result.metrics["2"]["rows"] == 3
+
+
+def test_an_operator_two_stores_read_counts_once(spark: Any, data: Path) -> None:
+    """Each store's job runs the marker; the count is the first's (as an observation's)."""
+    ops = [
+        scan(1, "events", "e", "json"),
+        {"@id": 2, "op": "filter", "input": 1, "expr": "e.kind == 'a'"},
+        store(3, 2),
+        {
+            "@id": 4,
+            "op": "project",
+            "input": 2,
+            "projections": [{"ref": "output.i", "expr": "e.id"}],
+        },
+        store(5, 4),
+    ]
+    run, result = spark_run(spark, data, ops)
+    assert "2" in run.metrics._marked
+    assert result.metrics["2"]["rows"] == 5
+    assert spark_rows(result) == local_rows(data, ops)
+
+
+def test_rows_a_global_sort_may_read_twice_are_observed(spark: Any, data: Path) -> None:
+    """A sink sorts its records: Spark's range partitioning samples the stage below it in a job
+    of its own, which a marker would count too (twice the rows); there the run observes."""
+    ops = [*JOIN_PIPELINE[:-1], sink(7, 6)]
+    run, result = spark_run(spark, data, ops)
+    assert not run.metrics._marked and {"1", "4"} <= set(run.metrics._observations)
+    assert spark_rows(result) == local_rows(data, ops)
+    assert result.metrics["4"]["rows"] == 20
+
+
+def test_markers_count_the_rows_a_filter_lets_through(spark: Any) -> None:
+    markers = row_markers(spark)
+    assert isinstance(markers, RowMarkers)
+    first, a = markers.mark(spark.range(10))
+    second, b = markers.mark(first.where("id % 3 = 0"))
+    assert second.count() == 4
+    assert first.where(marker_condition(999)).count() == 10
+    assert markers.counts([a, b]) == {a: 10, b: 4}
+    assert markers.counts([]) == {}
+
+
+def test_counts_read_only_the_wanted_markers_from_the_earliest_execution() -> None:
+    text = (
+        "7\t1,204\tSPARK_PARTITION_ID() >= -3)\n"
+        "6\t12\tSPARK_PARTITION_ID() >= -3)\n"
+        "6\t12\tSPARK_PARTITION_ID() >= -3)\n"
+        "6\t5\tSPARK_PARTITION_ID() >= -4) AND (SPARK_PARTITION_ID() >= -5)\n"
+        "6\t9\tSPARK_PARTITION_ID() >= -30)\n"
+    )
+    assert parse_counts(text, {3, 4, 5}) == {3: 12}
+    assert parse_counts(text, {30}) == {30: 9}
