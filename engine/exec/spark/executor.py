@@ -196,6 +196,8 @@ class SparkPlanRun:
             for p in (self.planned, plan)
             for op in p.query
         }
+        # The same numbers each time the same plan runs (see row_markers.RowMarkers).
+        self._marker_keys = {op_id: i for i, op_id in enumerate(sorted(self._scans_above))}
         self._sampled_again = set().union(
             *(
                 sampled_again(p.topological_order(), top_n=self.ctx.top_n_orders, sinks=sinks)
@@ -206,7 +208,7 @@ class SparkPlanRun:
             read=self.ctx.read_rows,
             files=self.ctx.files_read,
             markers=row_markers(spark),
-            markable=self._markable,
+            marker_key=self._marker_key,
         )
         self.compiler.frame_counters = self.metrics.count_frames(
             [
@@ -218,6 +220,12 @@ class SparkPlanRun:
         self.frames: dict[str, DataFrame] = {}
 
     def run(self) -> RunResult:
+        try:
+            return self._run()
+        finally:
+            self.metrics.close()  # the run's row-count markers are read
+
+    def _run(self) -> RunResult:
         order = self.planned.topological_order()
         readers = Counter(ref for op in order for ref in op.input_ids())
         roots = [op for op in order if readers[op.id] == 0]
@@ -280,15 +288,18 @@ class SparkPlanRun:
             self.ctx.sink_records,
         )
 
-    def _markable(self, operator_id: str) -> bool:
-        """Whether a marker may count operator ``operator_id``'s rows (:mod:`row_markers`): no
+    def _marker_key(self, operator_id: str) -> int | None:
+        """The run's number for a marker counting operator ``operator_id``'s rows
+        (:mod:`row_markers`), or None where a marker may not count them. It may where no
         limit reads it (Spark pushes a limit below an observation, not below a filter: what
         either counts there is what Spark happened to read), no global sort may read its stage
         twice (:func:`sampled_again`), and some scan it reads from reads files (Spark
         evaluates a filter over local rows while planning, the marker with it)."""
         if operator_id in self.ctx.cut_by_limit or operator_id in self._sampled_again:
-            return False
-        return bool(self._scans_above.get(operator_id, set()) & self.ctx.reading_scans)
+            return None
+        if not self._scans_above.get(operator_id, set()) & self.ctx.reading_scans:
+            return None
+        return self._marker_keys[operator_id]
 
     def _culprit_of(
         self, error: DrillError, ran: Operator

@@ -7,7 +7,7 @@ while the plan's actions (the stores) run, unless its count is known otherwise (
 the run has markers (:mod:`engine.exec.spark.row_markers`: a classic session) and the operator
 reads rows Spark reads from files, a marker counts them instead, for the cost of an addition per
 row where an observation splits the stage's generated code (the executor says which operators,
-``SparkPlanRun._markable``). Counts are read after the run: an operator Spark never executed
+``SparkPlanRun._marker_key``). Counts are read after the run: an operator Spark never executed
 (optimised away, e.g. below ``limit 0``) has no count. Spark pushes limits below an observation,
 so the operators feeding a ``limit`` count only the rows Spark read (and are always observed).
 
@@ -257,7 +257,7 @@ class OperatorMetrics:
         files: Mapping[str, int] | None = None,
         *,
         markers: RowMarkers | None = None,
-        markable: Callable[[str], bool] | None = None,
+        marker_key: Callable[[str], int | None] | None = None,
     ) -> None:
         # scan id -> the rows it reads, known from its parquet footers (filled as scans compile)
         self._read: Mapping[str, int] = {} if read is None else read
@@ -274,7 +274,7 @@ class OperatorMetrics:
         self._groups: dict[str, str] = {}
         # where rows flow, a marker counts them instead of an observation (see row_markers)
         self._markers = markers
-        self._markable = markable or (lambda _: False)
+        self._marker_key = marker_key or (lambda _: None)
         self._marked: dict[str, int] = {}  # operator id -> its marker
 
     def count_later(self, operator_ids: Collection[str]) -> None:
@@ -348,13 +348,11 @@ class OperatorMetrics:
     def observe(self, operator_id: str, df: DataFrame) -> DataFrame:
         """``df`` counting its rows into operator ``operator_id``'s metrics (and, for a scan
         that counts skipped records, those too: its counting rows are dropped): by a marker
-        where the run has them and the operator is ``markable``, else by an observation."""
-        if (
-            self._markers is not None
-            and SKIPPED_COLUMN not in df.columns
-            and self._markable(operator_id)
-        ):
-            df, self._marked[operator_id] = self._markers.mark(df)
+        where the run has them and ``marker_key`` gives the operator one, else by an
+        observation."""
+        key = self._marker_key(operator_id) if self._markers is not None else None
+        if self._markers is not None and key is not None and SKIPPED_COLUMN not in df.columns:
+            df, self._marked[operator_id] = self._markers.mark(df, key)
             return df
         observation = self._new_observation()
         self._observations[operator_id] = observation
@@ -383,6 +381,11 @@ class OperatorMetrics:
         self._groups[groups_of] = operator_id
         groups = F.count(F.lit(1)).alias(GROUPS)
         return df.observe(self._observations[operator_id], total, groups)
+
+    def close(self) -> None:
+        """The run is over: no :meth:`collect` follows."""
+        if self._markers is not None:
+            self._markers.close()
 
     def counting(self) -> set[str]:
         """The operators whose rows this run counts as they flow (an observation or a marker;

@@ -41,7 +41,10 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 _READER_SOURCE = """
-public long nextExecution(org.apache.spark.sql.execution.ui.SQLAppStatusStore store) {
+public long nextExecution(org.apache.spark.SparkContext sc,
+                          org.apache.spark.sql.execution.ui.SQLAppStatusStore store)
+        throws Exception {
+    sc.listenerBus().waitUntilEmpty();
     long count = store.executionsCount();
     if (count == 0) return 0L;
     scala.collection.Seq last = store.executionsList((int) (count - 1), 1);
@@ -92,8 +95,11 @@ _MARKER_TEXT = "SPARK_PARTITION_ID() >= -"
 
 _MARKER = re.compile(r"SPARK_PARTITION_ID\(\) >= -(\d+)\b")
 
-_numbers = itertools.count(1)
-_numbers_lock = threading.Lock()
+SLOT_SIZE = 100_000
+"""A run's markers are its slot's base plus one number per operator (see :class:`RowMarkers`)."""
+
+_slots: set[int] = set()  # the slots of the runs in progress
+_slots_lock = threading.Lock()
 _readers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _readers_lock = threading.Lock()
 
@@ -110,22 +116,35 @@ def marker_condition(number: int) -> Column:
 
 class RowMarkers:
     """The markers of one run on one classic session: :meth:`mark` a DataFrame where its rows are
-    to be counted, run the actions, then :meth:`counts`."""
+    to be counted, run the actions, then :meth:`counts`, and :meth:`close`.
+
+    A marker's number is in the code Spark generates for its stage, and Spark keeps generated
+    code by its source: numbers that changed from run to run made Spark compile every stage of a
+    repeated plan again (+40% executor CPU on q3). So a run's numbers are the same each time it
+    runs the same plan: ``key`` (the run's number for an operator) above the base of the lowest
+    slot no run in progress holds. The run's executions are those since it began; a run that
+    began earlier and still runs holds another slot, so its markers are not this run's."""
 
     def __init__(self, spark: Any, reader: Any) -> None:
         self._spark = spark
         self._reader = reader
         store = spark._jsparkSession.sharedState().statusStore()
         self._store = store
-        # Executions before this one are not the run's (the markers say it anyway; this saves
-        # reading them).
-        self._since = reader.nextExecution(store)
+        with _slots_lock:
+            self._slot = next(s for s in itertools.count() if s not in _slots)
+            _slots.add(self._slot)
+        # The executions before this run's (once the listener has recorded all that ran).
+        self._since = reader.nextExecution(spark.sparkContext._jsc.sc(), store)
 
-    def mark(self, df: Any) -> tuple[Any, int]:
-        """``df`` with a new marker, and the marker's number."""
-        with _numbers_lock:
-            number = next(_numbers)
+    def mark(self, df: Any, key: int) -> tuple[Any, int]:
+        """``df`` with the marker of ``key`` (below :data:`SLOT_SIZE`), and its number."""
+        number = self._slot * SLOT_SIZE + key + 1
         return df.where(marker_condition(number)), number
+
+    def close(self) -> None:
+        """Give the run's slot back (after its last :meth:`counts`)."""
+        with _slots_lock:
+            _slots.discard(self._slot)
 
     def counts(self, numbers: Collection[int]) -> dict[int, int]:
         """The rows that reached each of ``numbers`` in the run's executions so far, from the

@@ -15,6 +15,7 @@ import pytest
 
 from engine.exec.spark.executor import SparkPlanRun
 from engine.exec.spark.row_markers import (
+    SLOT_SIZE,
     RowMarkers,
     marker_condition,
     parse_counts,
@@ -203,12 +204,23 @@ def test_rows_a_global_sort_may_read_twice_are_observed(spark: Any, data: Path) 
 def test_markers_count_the_rows_a_filter_lets_through(spark: Any) -> None:
     markers = row_markers(spark)
     assert isinstance(markers, RowMarkers)
-    first, a = markers.mark(spark.range(10))
-    second, b = markers.mark(first.where("id % 3 = 0"))
+    first, a = markers.mark(spark.range(10), 0)
+    second, b = markers.mark(first.where("id % 3 = 0"), 1)
     assert second.count() == 4
     assert first.where(marker_condition(999)).count() == 10
     assert markers.counts([a, b]) == {a: 10, b: 4}
     assert markers.counts([]) == {}
+    # A second run in progress marks its operators apart; one after the first reuses its numbers
+    # (the code Spark generated for a marker's stage is reused with them).
+    other = row_markers(spark)
+    assert other is not None
+    number = other.mark(spark.range(1), 0)[1]
+    assert number != a and number % SLOT_SIZE == 1
+    other.close()
+    markers.close()
+    again = row_markers(spark)
+    assert again is not None and again.mark(spark.range(1), 0)[1] == a
+    again.close()
 
 
 def test_counts_read_only_the_wanted_markers_from_the_earliest_execution() -> None:
