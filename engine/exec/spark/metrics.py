@@ -47,8 +47,9 @@ its input's; a ``collapsingaggregate`` without ``within`` nor ``target`` emits o
 operator whose records all reach a store through one-to-one operators (its only reader, and
 theirs, :func:`store_counted`) counts what the store wrote (the store counts anyway). Each
 observation is a ``CollectMetrics`` node that splits Spark's whole-stage code generation and
-costs the driver a dozen py4j calls and one more analysis; a marker is a filter, a few calls. :meth:`OperatorMetrics.track` applies
-this rule for both the engine's executor and the Dagster ops.
+costs the driver a dozen py4j calls and one more analysis; a marker is a filter, a few calls.
+:meth:`OperatorMetrics.track` applies this rule for both the engine's executor and the Dagster
+ops.
 
 >>> OperatorMetrics().collect()
 {}
@@ -350,9 +351,10 @@ class OperatorMetrics:
         that counts skipped records, those too: its counting rows are dropped): by a marker
         where the run has them and ``marker_key`` gives the operator one, else by an
         observation."""
-        key = self._marker_key(operator_id) if self._markers is not None else None
-        if self._markers is not None and key is not None and SKIPPED_COLUMN not in df.columns:
-            df, self._marked[operator_id] = self._markers.mark(df, key)
+        markers = self._markers
+        key = None if markers is None else self._marker_key(operator_id)
+        if markers is not None and key is not None and SKIPPED_COLUMN not in df.columns:
+            df, self._marked[operator_id] = markers.mark(df, key)
             return df
         observation = self._new_observation()
         self._observations[operator_id] = observation

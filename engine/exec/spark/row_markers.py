@@ -6,22 +6,24 @@ stage, splits the stage's generated code in two (the rows copied out of one and 
 other). Over the rows of a scan or a join that is about 85 ns a row: 5-15% of a join query's
 time (``benchmarks/README.md``, stop 34).
 
-A marker is a filter that keeps every row, ``spark_partition_id() >= -N``, with ``N`` unique in
-the process. Being nondeterministic, the optimizer neither folds it away nor moves anything
-across it; Spark compiles it into the stage's generated code, and its ``number of output rows``
-metric counts the rows that reached it, for the cost of an addition. After the run's actions,
-:meth:`RowMarkers.counts` reads those metrics from the session's SQL status store (what Spark's
-UI shows; kept with the UI off) by the marker in each filter's description. A filter Spark
-merges the marker into (one right below it) keeps what the marker keeps, so its count is still
-the marker's.
+A marker is a filter that keeps every row, ``spark_partition_id() >= -N``, with ``N`` the run's
+number for the operator (:class:`RowMarkers`). Being nondeterministic, the optimizer neither
+folds it away nor moves anything across it; Spark compiles it into the stage's generated code,
+and its ``number of output rows`` metric counts the rows that reached it, for the cost of an
+addition. After the run's actions, :meth:`RowMarkers.counts` reads those metrics from the
+session's SQL status store (what Spark's UI shows; kept with the UI off) by the marker in each
+filter's description. A filter Spark merges the marker into (one right below it) keeps what the
+marker keeps, so its count is still the marker's.
 
 Markers need the status store on the driver: under Spark Connect, or where the small reader
 below cannot be built (another Spark's internals), :func:`row_markers` returns None and the
-engine observes instead. Nor is a marker put over local data only (a constant, an empty scan):
-Spark evaluates a filter over local rows while planning, the marker with it
-(``ConvertToLocalRelation``). And the sessions leave out ``PropagateEmptyRelation``
-(:mod:`engine.exec.spark.session`), which would drop a marker over an input that turns out empty
-where its count is 0.
+engine observes instead. The executor puts none (``SparkPlanRun._marker_key``) over local data
+only (a constant, an empty scan: Spark evaluates a filter over local rows while planning, the
+marker with it), below a global sort (its range partitioning samples the stage below it in a job
+of its own, and SQL metrics count both runs: :func:`~engine.exec.spark.metrics.sampled_again`),
+nor where a limit reads. And the sessions leave out ``PropagateEmptyRelation``
+(:mod:`engine.exec.spark.session`), which would drop a marker over an input found empty while
+planning, where its count is 0.
 
 The status store is read by a few lines of Java compiled in the driver by Janino, the compiler
 Spark uses for its own generated code: a walk of an execution's plan in Python costs one py4j
@@ -31,6 +33,7 @@ round trip per node (30 ms for a three-way join here), the compiled walk one for
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 import threading
 import weakref
@@ -41,10 +44,15 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 _READER_SOURCE = """
+// Let Spark's listener record what has run (it waits 10 s at most; then: what is recorded).
+private void settle(org.apache.spark.SparkContext sc) {
+    try { sc.listenerBus().waitUntilEmpty(); } catch (Exception slow) { }
+}
+
 public long nextExecution(org.apache.spark.SparkContext sc,
                           org.apache.spark.sql.execution.ui.SQLAppStatusStore store)
         throws Exception {
-    sc.listenerBus().waitUntilEmpty();
+    settle(sc);
     long count = store.executionsCount();
     if (count == 0) return 0L;
     scala.collection.Seq last = store.executionsList((int) (count - 1), 1);
@@ -55,7 +63,7 @@ public long nextExecution(org.apache.spark.SparkContext sc,
 public String counts(org.apache.spark.SparkContext sc,
                      org.apache.spark.sql.execution.ui.SQLAppStatusStore store,
                      long since, String marker) throws Exception {
-    sc.listenerBus().waitUntilEmpty();
+    settle(sc);
     StringBuilder out = new StringBuilder();
     long count = store.executionsCount();
     int chunk = 16;
@@ -89,6 +97,8 @@ public String counts(org.apache.spark.SparkContext sc,
     return out.toString();
 }
 """
+
+_log = logging.getLogger(__name__)
 
 _MARKER_TEXT = "SPARK_PARTITION_ID() >= -"
 """How a marker reads in a filter's description."""
@@ -152,11 +162,14 @@ class RowMarkers:
         marker Spark did not run (optimised away below ``limit 0``) has no count."""
         if not numbers:
             return {}
-        wanted = set(numbers)
-        text = self._reader.counts(
-            self._spark.sparkContext._jsc.sc(), self._store, self._since, _MARKER_TEXT
-        )
-        return parse_counts(text, wanted)
+        try:
+            text = self._reader.counts(
+                self._spark.sparkContext._jsc.sc(), self._store, self._since, _MARKER_TEXT
+            )
+        except Exception as err:  # the run's stores are written: it loses its counts, no more
+            _log.warning("row counts of the run's operators could not be read: %s", err)
+            return {}
+        return parse_counts(text, set(numbers))
 
 
 def parse_counts(text: str, wanted: Collection[int]) -> dict[int, int]:
