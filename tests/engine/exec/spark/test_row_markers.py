@@ -65,18 +65,17 @@ def sink(op_id: int, input_id: int) -> dict[str, Any]:
     return {"@id": op_id, "op": "store", "input": input_id, "storageengine": "q", "target": {}}
 
 
+def inner_join(op_id: int, left: int, right: int, keys: tuple[str, str]) -> dict[str, Any]:
+    condition = {"relationship": "==", "left": keys[0], "right": keys[1]}
+    return {"@id": op_id, "op": "join", "left": left, "right": right, "type": "inner",
+            "conditions": [condition]}  # fmt: skip
+
+
 JOIN_PIPELINE = [
     scan(1, "orders", "o"),
     {"@id": 2, "op": "filter", "input": 1, "expr": "o.o_key > 4"},
     scan(3, "customers", "c"),
-    {
-        "@id": 4,
-        "op": "join",
-        "left": 2,
-        "right": 3,
-        "type": "inner",
-        "conditions": [{"relationship": "==", "left": "o.cust", "right": "c.c_key"}],
-    },
+    inner_join(4, 2, 3, ("o.cust", "c.c_key")),
     {"@id": 5, "op": "filter", "input": 4, "expr": "c.name != 'b'"},
     {
         "@id": 6,
@@ -144,14 +143,7 @@ def test_local_rows_are_observed_not_marked(spark: Any, data: Path) -> None:
         {"@id": 1, "op": "constant", "content": [{"x": i} for i in range(6)]},
         {"@id": 2, "op": "filter", "input": 1, "expr": "x > 1"},
         {"@id": 3, "op": "constant", "content": [{"y": 2}, {"y": 3}, {"y": 3}]},
-        {
-            "@id": 4,
-            "op": "join",
-            "left": 2,
-            "right": 3,
-            "type": "inner",
-            "conditions": [{"relationship": "==", "left": "x", "right": "y"}],
-        },
+        inner_join(4, 2, 3, ("x", "y")),
         {"@id": 5, "op": "filter", "input": 4, "expr": "x > 2"},
         store(6, 5),  # a store that sorts nothing: only the local rows keep markers away
     ]
