@@ -191,11 +191,12 @@ class SparkPlanRun:
         self.ctx.read_through = read_through(plan, self.ctx) & read_through(self.planned, self.ctx)
         self.ctx.paired = paired_scans(plan) | paired_scans(self.planned)
         self.compiler = SparkCompiler(spark, self.ctx)
-        self._scans_above = {
-            op.id: {a for a in p.ancestors(op) if p.operator(a).op == "scan"}
-            for p in (self.planned, plan)
-            for op in p.query
-        }
+        # operator id -> the scans it reads from, in each plan that has it
+        self._scans_above: dict[str, list[set[str]]] = {}
+        for p in (self.planned, plan):
+            for op in p.query:
+                scans = {a for a in p.ancestors(op) if p.operator(a).op == "scan"}
+                self._scans_above.setdefault(op.id, []).append(scans)
         # The same numbers each time the same plan runs (see row_markers.RowMarkers).
         self._marker_keys = {op_id: i for i, op_id in enumerate(sorted(self._scans_above))}
         self._sampled_again = set().union(
@@ -297,7 +298,8 @@ class SparkPlanRun:
         evaluates a filter over local rows while planning, the marker with it)."""
         if operator_id in self.ctx.cut_by_limit or operator_id in self._sampled_again:
             return None
-        if not self._scans_above.get(operator_id, set()) & self.ctx.reading_scans:
+        above = self._scans_above.get(operator_id) or [set()]
+        if not all(scans & self.ctx.reading_scans for scans in above):
             return None
         return self._marker_keys[operator_id]
 
