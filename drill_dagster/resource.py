@@ -106,6 +106,9 @@ class DrillResource(ConfigurableResource):
         self._state = {}
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
+        for runs in self._state.values():  # the engine's Spark runs (spark_ops.plan_runs)
+            for run in runs:
+                run.metrics.close()  # their row-count markers' slot is free for the next run
         self._state = {}
 
     def run_state(self) -> dict[Any, Any]:

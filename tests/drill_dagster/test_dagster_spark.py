@@ -30,6 +30,7 @@ from dagster._core.storage.tags import (
 from dagster_runs import materialize_ok
 
 from drill_dagster import load_definitions
+from engine.exec.spark import row_markers
 
 pytestmark = pytest.mark.spark
 Kit = Any
@@ -110,9 +111,10 @@ def test_a_store_loads_as_a_dataframe_in_a_downstream_python_asset(range_run: Ra
 def test_a_flatten_over_a_json_scan_counts_as_the_local_executor(
     tmp_path: Path, spark: Any, kit: Kit
 ) -> None:
-    """An unordered flatten explodes its JSON scan's own columns on Spark (the scan observed as
-    read, no record built below the explode): the op graph stores the records and counts each
-    operator's rows as the local executor does."""
+    """An unordered flatten explodes its JSON scan's own columns on Spark (the scan counted as
+    read, by a marker filter; no record built below the explode): the op graph stores the
+    records and counts each operator's rows as the local executor does, and the run's marker
+    slot is free again when the Dagster run ends."""
     plan = {
         "storage": kit.CLEAN["storage"],  # raw and lake beside the plans
         "query": [
@@ -127,6 +129,7 @@ def test_a_flatten_over_a_json_scan_counts_as_the_local_executor(
     }  # fmt: skip
     lines = ['{"k": "x", "tags": [1, 2]}', '{"k": "y", "tags": []}', '{"k": "z", "tags": null}']
     counters = {}
+    slots = set(row_markers._slots)
     for executor in ("local", "spark"):
         root = tmp_path / executor
         plans_dir = kit.write(root, plans={"tags": plan}, project_yaml=None)
@@ -145,6 +148,7 @@ def test_a_flatten_over_a_json_scan_counts_as_the_local_executor(
         ]
     assert counters["spark"] == counters["local"]
     assert {k: v["rows"] for k, v in counters["spark"].items()} == {"1": 3, "2": 3, "3": 3, "4": 3}
+    assert row_markers._slots == slots
 
 
 def test_a_value_an_expression_cannot_take_fails_the_op_naming_it(
