@@ -56,6 +56,7 @@ from engine.exec.spark.compiler_order import (
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
 from engine.exec.spark.metrics import RowCounter
 from engine.exec.spark.nested_filter import array_levels, filter_records
+from engine.exec.spark.one_task_sort import sorted_records
 from engine.exec.spark.paths import (
     PendingColumns,
     TopColumns,
@@ -163,6 +164,8 @@ class SparkRunContext:
     read_through: set[str] = field(default_factory=set)
     # scans whose sequence a join or a union pairs with another's (:func:`paired_scans`)
     paired: set[str] = field(default_factory=set)
+    # stores that sort their records in one task (:func:`~.one_task_sort.one_task_sorts`)
+    one_task_sorts: set[str] = field(default_factory=set)
 
     def engine(self, name: str) -> Any:
         try:
@@ -487,7 +490,8 @@ class SparkCompiler:
         if self._reading is not None:  # its input's pending columns: one select, no sequence
             df = self._reading.without([SEQ_COLUMN]).select()
         order = self._store_orders.get(op.input or "") or (lambda: sequence_order(df, SEQ_COLUMN))
-        ordered = df.orderBy(*order()) if sort else df
+        one_task = op.id in self.ctx.one_task_sorts
+        ordered = sorted_records(df, order(), one_task=one_task) if sort else df
         if sink:
             ordered = nullable_everywhere(ordered)  # the records are collected through Arrow
         with fragment_jobs(self.spark, "store", op.id):

@@ -72,6 +72,7 @@ from engine.exec.spark.metrics import (
     store_counted,
     without_skip_counts,
 )
+from engine.exec.spark.one_task_sort import one_task_sort_limit, one_task_sorts
 from engine.exec.spark.py4j_round_trips import fewer_round_trips
 from engine.exec.spark.row_markers import row_markers
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
@@ -197,6 +198,10 @@ class SparkPlanRun:
             for op in p.query:
                 scans = {a for a in p.ancestors(op) if p.operator(a).op == "scan"}
                 self._scans_above.setdefault(op.id, []).append(scans)
+        stores = {op.id for p in (self.planned, plan) for op in p.query if op.op == "store"}
+        self.ctx.one_task_sorts = one_task_sorts(
+            stores, self._scans_above, stats, one_task_sort_limit(spark)
+        )
         # The same numbers each time the same plan runs (see row_markers.RowMarkers).
         self._marker_keys = {op_id: i for i, op_id in enumerate(sorted(self._scans_above))}
         self._sampled_again = set().union(

@@ -76,12 +76,14 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # 162 and 9, q6 at 106 and 8, sessionize at 273 and 12. An unordered flatten's records left to
 # its one reader: flatten_items at 97 and 7. An unordered flatten exploding its scan's own
 # columns, observed as read, and no empty metadata parsed in the JVM: flatten_items at 78 and
-# 6, sessionize at 260 and 12.
+# 6, sessionize at 260 and 12. A store sorting small data in one task (a shuffle into one
+# partition, then a sort within it: no job sampling the keys first) builds one DataFrame more
+# than a global sort: q1 at 10, sessionize at 13.
 BOUNDS = {
-    "q1_pricing_summary": (175, 9),
+    "q1_pricing_summary": (175, 10),
     "q3_shipping_priority": (375, 34),
     "q6_forecast_revenue": (115, 8),
-    "sessionize_windowframe": (270, 12),
+    "sessionize_windowframe": (270, 13),
     "topn_order_limit": (80, 6),
     "left_join_filter": (160, 16),
     "flatten_items": (85, 6),

@@ -20,6 +20,7 @@ from py4j_calls import counted, warm_run
 from engine.exec.spark import executor
 from engine.exec.spark.compiler import store_inputs, store_read_limits, store_sorted_orders
 from engine.exec.spark.executor import SparkPlanRun
+from engine.exec.spark.one_task_sort import ONE_TASK_SORT_BYTES
 from engine.exec.spark.sources import SEQ_COLUMN
 from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
@@ -146,15 +147,21 @@ def test_a_store_sorts_by_the_copies_of_an_orders_keys(
     plan = plan_of(SCAN, order, COPIES, root=root, store=store)
     expected = run_plan(plan_of(SCAN, order, COPIES, root=root), executor="local").records()
     assert [r["k"] for r in expected] in (["d", "a", "c", "e", "b"], ["b", "e", "c", "a", "d"])
-    with counted() as sorted_by_copies:
-        result = run_plan(plan, executor="spark", spark=spark)
+    result = run_plan(plan, executor="spark", spark=spark)
     assert stored_records(result, store) == expected
     assert result.metrics["2"]["rows"] == 5
-    # The order's own sequence is the one DataFrame this saves.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(executor, "store_sorted_orders", lambda plan: set())
-        with counted() as sorted_by_sequence:
+    # The order's own sequence is the one DataFrame this saves (counted with Spark's global
+    # sort for the store: a sort in one task adds a DataFrame, its shuffle, to either).
+    spark.conf.set(ONE_TASK_SORT_BYTES, "-1")
+    try:
+        with counted() as sorted_by_copies:
             run_plan(plan, executor="spark", spark=spark)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(executor, "store_sorted_orders", lambda plan: set())
+            with counted() as sorted_by_sequence:
+                run_plan(plan, executor="spark", spark=spark)
+    finally:
+        spark.conf.unset(ONE_TASK_SORT_BYTES)
     assert sorted_by_copies.frames == sorted_by_sequence.frames - 1
 
 

@@ -14,6 +14,7 @@ from py4j_calls import counted
 from pyspark.sql import functions as F
 
 from engine import run_plan
+from engine.exec.spark.one_task_sort import ONE_TASK_SORT_BYTES
 from engine.exec.spark.spread import spread
 from engine.plan import parse_plan
 
@@ -100,23 +101,36 @@ def test_sessionizing_shuffles_the_members_once_and_sorts_plain_values(
     assert not any(re.search(r"\be#\d", columns) for columns, _ in shuffles), shuffles
 
 
-def range_sorts(physical: str) -> list[str]:
-    """The sort keys of each range-partitioning exchange in a physical plan's details."""
-    return re.findall(r"Arguments: rangepartitioning\((.*), \d+\), ENSURE_REQUIREMENTS", physical)
+def store_sorts(physical: str) -> list[str]:
+    """The keys of each store's sort in a physical plan's details: of a range-partitioning
+    exchange, or of the sort after an exchange into one partition (a sort in one task)."""
+    ranges = re.findall(r"Arguments: rangepartitioning\((.*), \d+\), ENSURE_REQUIREMENTS", physical)
+    in_one_task = re.findall(
+        r"Arguments: SinglePartition, REPARTITION_BY_NUM.*?\n\(\d+\) Sort .*?\n"
+        r"Input \[\d+\]: \[.*?\]\nArguments: \[(.*?)\], false, 0",
+        physical,
+        flags=re.DOTALL,
+    )
+    return ranges + in_one_task
 
 
+@pytest.mark.parametrize("one_task_sort_bytes", ["128m", "-1"])
 def test_a_stored_order_sorts_by_the_columns_the_project_copies_its_keys_to(
-    spark: Any, root: Path
+    spark: Any, root: Path, one_task_sort_bytes: str
 ) -> None:
     copied = {**SESSIONS[9], "projections": [
         {"ref": "output.user", "expr": "e.user"}, *SESSIONS[9]["projections"]]}  # fmt: skip
     plan = sessions(root, copied)
-    on_spark = agreeing(plan, spark)
+    spark.conf.set(ONE_TASK_SORT_BYTES, one_task_sort_bytes)  # in one task, or by key ranges
+    try:
+        on_spark = agreeing(plan, spark)
+    finally:
+        spark.conf.unset(ONE_TASK_SORT_BYTES)
     assert [(r["user"], r["id"]) for r in on_spark.records()] == [
         ("a", 3), ("a", 4), ("a", 1), ("b", 2), ("b", 5)]  # fmt: skip
     # The sort reads the copies of e.user and e.ts and the sequence's own member only: Spark
     # shuffles and sorts plain values, not the sequence struct.
-    sorts = range_sorts(last_physical_plan(spark))
+    sorts = store_sorts(last_physical_plan(spark))
     assert sorts, sorts
     for keys in sorts:
         assert re.fullmatch(
@@ -225,11 +239,11 @@ def test_the_segments_keys_and_the_carried_counts_cost_no_step_of_their_own(
     DataFrame step adds the key column before the spread. The windowframe's rows, counted per
     record, are observed over the running sum's leaves and left out of its rebuild: no step
     drops their column. The pair aggregate leaves its records' select to the transform reading
-    them, the running sum its records' rebuild to the project. 14 DataFrames (18 with a step
-    for each)."""
+    them, the running sum its records' rebuild to the project. 15 DataFrames (19 with a step
+    for each), two of them the store's sort in one task."""
     plan = sessions(root)
     run_plan(plan, executor="spark", spark=spark)  # warm: the same steps every run
     with counted() as counts:
         on_spark = run_plan(plan, executor="spark", spark=spark)
-    assert counts.frames == 14
+    assert counts.frames == 15
     assert on_spark.records() == run_plan(plan, executor="local").records()
