@@ -50,7 +50,11 @@ def parse_bytes(text: str) -> int:
 
 
 def one_task_sort_limit(spark: Any) -> int:
-    """The session's :data:`ONE_TASK_SORT_BYTES` (its default where unset)."""
+    """The session's :data:`ONE_TASK_SORT_BYTES` (its default where unset)::
+
+        spark.conf.set("spark.drill.oneTaskSortBytes", "1g")
+        one_task_sort_limit(spark)  # 1073741824
+    """
     value = spark.conf.get(ONE_TASK_SORT_BYTES, None)
     return DEFAULT_ONE_TASK_SORT_BYTES if value is None else parse_bytes(str(value))
 
@@ -66,8 +70,10 @@ def one_task_sorts(
     ``limit`` bytes.
 
     >>> from engine.planner.statistics import ScanStatistics
-    >>> stats = Statistics({"1": ScanStatistics("json", 2, 4_000), "2": ScanStatistics("csv", 1, 9_000)})
-    >>> sorted(one_task_sorts(["3", "4", "5"], {"3": [{"1"}], "4": [{"1", "2"}], "5": [{"6"}]}, stats, 10_000))
+    >>> stats = Statistics({"1": ScanStatistics("json", 2, 4_000),
+    ...                     "2": ScanStatistics("csv", 1, 9_000)})
+    >>> scans_above = {"3": [{"1"}], "4": [{"1", "2"}], "5": [{"6"}]}  # scan 6: no size
+    >>> sorted(one_task_sorts(["3", "4", "5"], scans_above, stats, 10_000))
     ['3']
     """
     if limit < 0:
@@ -82,7 +88,10 @@ def one_task_sorts(
 
 
 def sorted_records(df: DataFrame, by: list[Column], *, one_task: bool) -> DataFrame:
-    """``df`` sorted by ``by``: in one task (see the module), or by Spark's global sort."""
+    """``df`` sorted by ``by``: in one task (see the module), or by Spark's global sort::
+
+        sorted_records(df, [F.col("user"), F.col("ts")], one_task=True).write.parquet(path)
+    """
     if one_task:
         return df.repartition(1).sortWithinPartitions(*by)
     return df.orderBy(*by)

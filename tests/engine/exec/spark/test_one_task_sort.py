@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from spark_settings import spark_setting
 
 from engine import run_plan
 from engine.errors import DrillError, PlanningError
@@ -57,15 +56,6 @@ def ordered_store(root: Path) -> Any:
     })  # fmt: skip
 
 
-@contextmanager
-def setting(spark: Any, value: str) -> Iterator[None]:
-    spark.conf.set(ONE_TASK_SORT_BYTES, value)
-    try:
-        yield
-    finally:
-        spark.conf.unset(ONE_TASK_SORT_BYTES)
-
-
 def stored(spark: Any, root: Path) -> tuple[list[dict[str, Any]], list[str], str]:
     """The stored records (file by file), the files and the store's Spark plan."""
     result = run_plan(ordered_store(root), executor="spark", spark=spark)
@@ -99,7 +89,7 @@ def test_over_the_limit_or_off_the_store_sorts_by_key_ranges(
     spark: Any, root: Path, limit: str
 ) -> None:
     # events.json holds about 150 bytes: over 10; -1 turns the one-task sort off.
-    with setting(spark, limit):
+    with spark_setting(spark, ONE_TASK_SORT_BYTES, limit):
         records, _, plan = stored(spark, root)
     assert [(r["id"], r["user"]) for r in records] == ORDERED
     assert re.search(r"Arguments: rangepartitioning\(user#\d+ ASC NULLS FIRST, ", plan), plan
@@ -108,12 +98,12 @@ def test_over_the_limit_or_off_the_store_sorts_by_key_ranges(
 
 def test_a_limit_as_spark_writes_sizes_is_read_from_the_session(spark: Any) -> None:
     assert one_task_sort_limit(spark) == 128 * 1024 * 1024
-    with setting(spark, "1g"):
+    with spark_setting(spark, ONE_TASK_SORT_BYTES, "1g"):
         assert one_task_sort_limit(spark) == 1 << 30
 
 
 def test_a_limit_that_is_not_a_size_is_a_clear_error(spark: Any, root: Path) -> None:
-    with setting(spark, "lots"), pytest.raises(DrillError) as failure:
+    with spark_setting(spark, ONE_TASK_SORT_BYTES, "lots"), pytest.raises(DrillError) as failure:
         run_plan(ordered_store(root), executor="spark", spark=spark)
     assert "spark.drill.oneTaskSortBytes is 'lots', not a size" in str(failure.value)
     assert "128m" in (failure.value.hint or "")

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from py4j_calls import counted, warm_run
+from spark_settings import spark_setting
 
 from engine.exec.spark import executor
 from engine.exec.spark.compiler import store_inputs, store_read_limits, store_sorted_orders
@@ -152,16 +153,13 @@ def test_a_store_sorts_by_the_copies_of_an_orders_keys(
     assert result.metrics["2"]["rows"] == 5
     # The order's own sequence is the one DataFrame this saves (counted with Spark's global
     # sort for the store: a sort in one task adds a DataFrame, its shuffle, to either).
-    spark.conf.set(ONE_TASK_SORT_BYTES, "-1")
-    try:
+    with spark_setting(spark, ONE_TASK_SORT_BYTES, "-1"):
         with counted() as sorted_by_copies:
             run_plan(plan, executor="spark", spark=spark)
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(executor, "store_sorted_orders", lambda plan: set())
             with counted() as sorted_by_sequence:
                 run_plan(plan, executor="spark", spark=spark)
-    finally:
-        spark.conf.unset(ONE_TASK_SORT_BYTES)
     assert sorted_by_copies.frames == sorted_by_sequence.frames - 1
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from py4j_calls import counted
 from pyspark.sql import functions as F
+from spark_settings import spark_setting
 
 from engine import run_plan
 from engine.exec.spark.one_task_sort import ONE_TASK_SORT_BYTES
@@ -121,11 +122,8 @@ def test_a_stored_order_sorts_by_the_columns_the_project_copies_its_keys_to(
     copied = {**SESSIONS[9], "projections": [
         {"ref": "output.user", "expr": "e.user"}, *SESSIONS[9]["projections"]]}  # fmt: skip
     plan = sessions(root, copied)
-    spark.conf.set(ONE_TASK_SORT_BYTES, one_task_sort_bytes)  # in one task, or by key ranges
-    try:
+    with spark_setting(spark, ONE_TASK_SORT_BYTES, one_task_sort_bytes):  # one task, or ranges
         on_spark = agreeing(plan, spark)
-    finally:
-        spark.conf.unset(ONE_TASK_SORT_BYTES)
     assert [(r["user"], r["id"]) for r in on_spark.records()] == [
         ("a", 3), ("a", 4), ("a", 1), ("b", 2), ("b", 5)]  # fmt: skip
     # The sort reads the copies of e.user and e.ts and the sequence's own member only: Spark
