@@ -50,7 +50,9 @@ def parse_bytes(text: str) -> int:
 
 
 def one_task_sort_limit(spark: Any) -> int:
-    """The session's :data:`ONE_TASK_SORT_BYTES` (its default where unset)::
+    """The session's :data:`ONE_TASK_SORT_BYTES` (its default where unset).
+
+    Example (with a SparkSession)::
 
         spark.conf.set("spark.drill.oneTaskSortBytes", "1g")
         one_task_sort_limit(spark)  # 1073741824
@@ -88,7 +90,9 @@ def one_task_sorts(
 
 
 def sorted_records(df: DataFrame, by: list[Column], *, one_task: bool) -> DataFrame:
-    """``df`` sorted by ``by``: in one task (see the module), or by Spark's global sort::
+    """``df`` sorted by ``by``: in one task (see the module), or by Spark's global sort.
+
+    Example (with a SparkSession)::
 
         sorted_records(df, [F.col("user"), F.col("ts")], one_task=True).write.parquet(path)
     """
