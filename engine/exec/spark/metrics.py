@@ -118,7 +118,9 @@ def sampled_again(
     ``top_n``), a store keeping its records' order (a sink, ``sinks``, or a store with an
     ``order`` or ``limit`` upstream) or an output (an operator nothing reads); the operators
     reading into it count, up to one that surely starts a stage of its own (an aggregate, a
-    distinct union, a top-N: each shuffles its input). ``operators`` in topological order.
+    distinct union, a top-N: each shuffles its input). ``operators`` in topological order. A
+    store sorting small data in one task (:mod:`~engine.exec.spark.one_task_sort`) samples
+    nothing, but counts here all the same: observing instead of marking is only slower.
 
     >>> from types import SimpleNamespace as Op
     >>> ops = [Op(id="1", op="scan", input=None), Op(id="2", op="filter", input="1"),
