@@ -54,6 +54,7 @@ from engine.exec.spark.compiler_order import (
     with_run_numbers,
 )
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
+from engine.exec.spark.file_ties import SharedValues, cross_file_ties
 from engine.exec.spark.metrics import RowCounter
 from engine.exec.spark.nested_filter import array_levels, filter_records
 from engine.exec.spark.one_task_sort import sorted_records
@@ -134,6 +135,8 @@ class SparkRunContext:
     total: set[str] = field(default_factory=set)  # orders under which no two records tie
     # scan id -> the order reading it whose ties are equal records (:func:`tie_free_orders`)
     tie_free: dict[str, str] = field(default_factory=dict)
+    # scan id -> the keys of the one order reading it (:func:`scans_ordered_by_keys`)
+    ordered_by_keys: dict[str, frozenset[str]] = field(default_factory=dict)
     # operators whose rows a `limit` cuts short, so Spark reads only part of them (but an order
     # a top-N reads: it sorts every record of its input; see metrics.limit_inputs)
     cut_by_limit: set[str] = field(default_factory=set)
@@ -471,6 +474,7 @@ class SparkCompiler:
             # (they are not deterministic: Spark merges no select into theirs).
             numbered=op.id in self.ctx.paired or not leaves_records,
             apart=op.id in self.ctx.paired,
+            ties=self._cross_file_ties(op, engine, plan.resolved),
         )
         if isinstance(df, PendingColumns):
             self._pending[op.id] = df  # its reader reads the columns, its joins join them
@@ -478,6 +482,17 @@ class SparkCompiler:
         if op.pushed_limit is not None:
             df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
         return df
+
+    def _cross_file_ties(self, op: Scan, engine: Any, resolved: Any) -> SharedValues | None:
+        """Where the rows of different files of a parquet scan that only an order reads may tie
+        on its keys (:mod:`~engine.exec.spark.file_ties`), from the footers the scan's
+        resolution read."""
+        keys = self.ctx.ordered_by_keys.get(op.id)
+        if not keys or resolved.format != "parquet" or not hasattr(engine, "footers"):
+            return None
+        columns = [c for c in resolved.table_columns if c.lower() in keys]
+        footers = [engine.footers.read(f.real_path) for f in resolved.files if f.size > 0]
+        return cross_file_ties(columns, resolved.spark_schema, footers)
 
     def visit_constant(self, op: Constant, inputs: list[DataFrame]) -> DataFrame:
         return constant_dataframe(self.spark, op.content)

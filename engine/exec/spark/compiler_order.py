@@ -543,6 +543,44 @@ def tie_free_orders(operators: Sequence[Any]) -> dict[str, str]:
     return found
 
 
+def scans_ordered_by_keys(operators: Sequence[Any]) -> dict[str, frozenset[str]]:
+    """``{scan id: members}`` for each scan (with ``ref``, no pushed limit) read by nothing but
+    one ``order`` (without ``within``): its ``members`` (lower-cased) are the order's keys that
+    are members of the scan's records. Only that order reads the scan's order, and only to
+    break ties: its records need to be in input order only among records with equal keys
+    (:mod:`~engine.exec.spark.file_ties`).
+
+    >>> from engine.plan import parse_plan
+    >>> plan = parse_plan({"storage": {"fs": {"type": "fs", "root": "/d"}}, "query": [
+    ...   {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "l", "selection": {"path": "l"}},
+    ...   {"@id": 2, "op": "order", "input": 1,
+    ...    "orderings": [{"expr": "l.Price", "order": "desc"}, {"expr": "l.k + 1"}]},
+    ...   {"@id": 3, "op": "store", "input": 2, "storageengine": "fs", "target": {"path": "o"}}]})
+    >>> scans_ordered_by_keys(plan.topological_order())
+    {'1': frozenset({'price'})}
+    """
+    readers: dict[str, list[Any]] = {}
+    for op in operators:
+        for ref in op.input_ids():
+            readers.setdefault(ref, []).append(op)
+    found = {}
+    for scan in operators:
+        if scan.op != "scan" or not scan.ref or scan.pushed_limit is not None:
+            continue
+        reading = readers.get(scan.id, [])
+        if len(reading) != 1 or reading[0].op != "order" or reading[0].within is not None:
+            continue
+        ref = tuple(step.lower() for step in _steps(scan.ref))
+        members = set()
+        for ordering in reading[0].orderings:
+            path = _member_path(parse_cached(ordering.expr))
+            if path is not None and len(path) == len(ref) + 1 and path[:-1] == ref:
+                members.add(path[-1])
+        if members:
+            found[scan.id] = frozenset(members)
+    return found
+
+
 def _member_path(expr: Expr) -> tuple[str, ...] | None:
     """The lower-cased names of a field reference by names only (None for anything else)."""
     if not isinstance(expr, FieldRef) or not all(isinstance(s, str) for s in expr.path):

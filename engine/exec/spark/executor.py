@@ -56,6 +56,7 @@ from engine.exec.spark.compiler import (
 from engine.exec.spark.compiler_join import related_joins
 from engine.exec.spark.compiler_order import (
     TEMP_PREFIX,
+    scans_ordered_by_keys,
     sequence_order,
     tie_free_orders,
     total_orders,
@@ -171,6 +172,13 @@ class SparkPlanRun:
         )
         self.ctx.tie_free = {
             scan: order for order, scan in tie_free_orders(self.planned.topological_order()).items()
+        }
+        # The same order reads the scan in both plans (the Dagster ops compile the plan as given).
+        given = scans_ordered_by_keys(plan.topological_order())
+        self.ctx.ordered_by_keys = {
+            scan: keys
+            for scan, keys in scans_ordered_by_keys(self.planned.topological_order()).items()
+            if given.get(scan) == keys
         }
         # Fused in both: the Dagster ops compile the plan as given, the executor as planned.
         self.ctx.fused = fused_operators(plan) & fused_operators(self.planned)

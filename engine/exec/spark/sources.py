@@ -89,6 +89,7 @@ from engine.exec.spark.datasource import (
     resolve_scan,
     spark_schema_of,
 )
+from engine.exec.spark.file_ties import SharedValues
 from engine.exec.spark.paths import PendingColumns, Typed, cast_column, record_value, top_column
 from engine.exec.spark.unions import (
     collect_arrow,
@@ -311,6 +312,7 @@ def scan_plan_dataframe(
     pending: str | None = None,
     numbered: bool = True,
     apart: bool = True,
+    ties: SharedValues | None = None,
 ) -> DataFrame | PendingColumns:
     """The DataFrame of a scan already planned with :func:`plan_scan`. ``observe`` counts the
     rows as read (its pushed filter applied), before they are wrapped into records, unless the
@@ -322,6 +324,8 @@ def scan_plan_dataframe(
     another's further on (a join, a union) needs; else by Spark's row ids, which are cheaper to
     read but not deterministic, so Spark merges no later select into the one computing them
     (give it False only with ``pending``, where no record struct is built in that select).
+    ``ties``: where rows of two files may tie on the keys of the one order reading the scan
+    (:mod:`~engine.exec.spark.file_ties`).
 
     With ``pending`` (a prefix no other scan of the plan gives), where Spark's own reader reads
     the files into records under ``ref``, the records are left to the scan's reader:
@@ -397,6 +401,7 @@ def scan_plan_dataframe(
             observe=observe if observed and shape is not None else None,
             records=(pending, records, apart) if pending is not None and leaves else None,
             numbered=numbered,
+            ties=ties,
         )
         if shape is not None:
             return frame if late_filter is None else _late_filtered(frame, late_filter)
@@ -567,6 +572,7 @@ def _native_scan(
     observe: Callable[[DataFrame], DataFrame] | None = None,
     records: tuple[str, Callable[[Mapping[str, Column]], dict[str, Typed]], bool] | None = None,
     numbered: bool = True,
+    ties: SharedValues | None = None,
 ) -> DataFrame | PendingColumns:
     """One read of every file by Spark's reader, each row given its file's implicit values and a
     sequence number ``file base + row id``; ``rows``, for parquet files, takes the rows they hold
@@ -596,7 +602,10 @@ def _native_scan(
     its position among the files (:func:`_position_of`, or in an array literal), its base and
     implicit values from array literals at that position (a projection Spark prunes when
     nothing uses it), or beyond ``LITERAL_LOOKUP_FILES`` files from a broadcast join (by path); a
-    single parquet file without implicit columns needs no lookup.
+    single parquet file without implicit columns needs no lookup. A scan only an order reads,
+    to break ties (``ties``: where rows of two files may hold the same key), looks a row's file
+    up only where its key is such a value, by the name Spark gives the row, and orders the
+    other rows by row id alone (:mod:`~engine.exec.spark.file_ties`).
     """
     files = [f for f in resolved.files if f.size > 0 or resolved.format != "parquet"]
     _remember_native(resolved, files)
@@ -650,6 +659,9 @@ def _native_scan(
             return shaped(read, table, row_id.alias(SEQ_COLUMN), reads_metadata=False)
         row_id = F.coalesce(row_id, F.lit(0))  # non-nullable, like the data source's
         return shaped(read, table, with_bits(row_id, SEQ_COLUMN, bits), reads_metadata=False)
+    if ties is not None and bits is None and not implicit and len(files) <= CASE_LOOKUP_FILES:
+        seq = _tied_sequence(ties, files, bases, row_id)
+        return shaped(read, table, seq, reads_metadata=False)
     in_literals = len(files) <= LITERAL_LOOKUP_FILES
     # Files of distinct sizes (Spark reads only these) are known by their size: a long compare
     # per row instead of a path's (topn at scale 1: 1.10x hand-written instead of 1.23x).
@@ -790,11 +802,38 @@ def _sequence(base: Column, row_id: Column, bits: int | None) -> Column:
     return value.alias(SEQ_COLUMN) if bits is None else with_bits(value, SEQ_COLUMN, bits)
 
 
+def _tied_sequence(
+    ties: SharedValues, files: Sequence[InputFile], bases: Mapping[Path, int], row_id: Column
+) -> Column:
+    """The sequence of a scan only an order reads, to break ties: a row's file position only
+    where rows of another file may hold its key (``ties``), from its file's name, which Spark
+    gives each row without building ``_metadata``; else the row id alone."""
+    shared = ties.condition(column(ties.column))
+    if shared is None:
+        return F.coalesce(row_id, F.lit(0)).alias(SEQ_COLUMN)
+    name = F.input_file_name()
+    names = [spark_input_file_name(f.real_path) for f in files]
+    base = _value_of(
+        name, names, [bases[f.real_path] for f in files], otherwise=_unknown_file(name, "long")
+    )
+    return _sequence(F.when(shared, base).otherwise(0), row_id, None)
+
+
 def _unknown_file(key: Column, dtype: str | None = None) -> Column:
     """Fails the read of a file the scan did not list, naming its ``key`` (path or size)."""
     message = F.concat(F.lit("the scan did not list the file Spark read: "), key.cast("string"))
     error = F.raise_error(message)
     return error.cast(dtype) if dtype else error
+
+
+def spark_input_file_name(path: Path | str) -> str:
+    """What Spark's ``input_file_name()`` gives for the rows of a local file: its
+    :func:`spark_file_uri` with an empty authority.
+
+    >>> spark_input_file_name("/data/a b.parquet")
+    'file:///data/a%20b.parquet'
+    """
+    return "file://" + spark_file_uri(path).removeprefix("file:")
 
 
 def spark_file_uri(path: Path | str) -> str:
