@@ -72,6 +72,7 @@ from engine.exec.spark.paths import (
 )
 from engine.exec.spark.progress import fragment_jobs
 from engine.exec.spark.sources import (
+    CASE_LOOKUP_FILES,
     SEQ_COLUMN,
     constant_dataframe,
     plan_scan,
@@ -490,8 +491,11 @@ class SparkCompiler:
         keys = self.ctx.ordered_by_keys.get(op.id)
         if not keys or resolved.format != "parquet" or not hasattr(engine, "footers"):
             return None
+        files = [f for f in resolved.files if f.size > 0]
+        if not 1 < len(files) <= CASE_LOOKUP_FILES:  # one file: nothing to look up
+            return None  # more: looked up by size or path for every row (see _native_scan)
         columns = [c for c in resolved.table_columns if c.lower() in keys]
-        footers = [engine.footers.read(f.real_path) for f in resolved.files if f.size > 0]
+        footers = [engine.footers.read(f.real_path) for f in files]
         return cross_file_ties(columns, resolved.spark_schema, footers)
 
     def visit_constant(self, op: Constant, inputs: list[DataFrame]) -> DataFrame:

@@ -128,6 +128,17 @@ def test_a_floating_key_keeps_the_lookup_of_every_rows_file(spark: Any, tmp_path
     assert "file_size" in plan and "input_file_name()" not in plan, plan
 
 
+def test_more_files_than_compares_keep_the_lookup_of_every_rows_file(
+    spark: Any, tmp_path: Path
+) -> None:
+    # Beyond CASE_LOOKUP_FILES files a row's file is found in array literals, for every row.
+    files = {f"f{i}": [10 * i + 1, 10 * i, *range(10 * i + 2, 10 * i + 2 + i)] for i in range(9)}
+    write_files(tmp_path / "t", files)
+    records, plan = run_both(spark, ordered(tmp_path, ["k"]))
+    assert [(r["f"], r["i"]) for r in records[:2]] == [("f0", 1), ("f0", 0)]
+    assert "file_size" in plan and "input_file_name()" not in plan, plan
+
+
 def test_the_file_name_spark_gives_each_row(spark: Any, tmp_path: Path) -> None:
     path = tmp_path / "a b%c" / "ü+x" / "f #1;=,ä.parquet"
     path.parent.mkdir(parents=True)
