@@ -20,6 +20,7 @@ SharedValues(column='k', intervals=((10, 10),), nulls=True)
 from __future__ import annotations
 
 import functools
+import json
 import operator
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -76,8 +77,8 @@ def key_range(footer: pq.FileMetaData, column: str) -> KeyRange | None:
         return None
     index = found[0]
     described = schema.column(index)
-    kind = described.logical_type.to_json()
-    signed = kind == '{"Type":"None"}' or ('"Type":"Int"' in kind and '"isSigned":true' in kind)
+    kind = json.loads(described.logical_type.to_json())  # e.g. {"Type": "Int", "isSigned": true}
+    signed = kind["Type"] == "None" or (kind["Type"] == "Int" and kind.get("isSigned"))
     if described.physical_type not in ("INT32", "INT64") or not signed:
         return None
     low = high = None
