@@ -532,13 +532,7 @@ def tie_free_orders(operators: Sequence[Any]) -> dict[str, str]:
             continue
         if scan.pushed_limit is not None:
             continue
-        ref = tuple(step.lower() for step in _steps(scan.ref))
-        keys = set()
-        for ordering in op.orderings:
-            path = _member_path(parse_cached(ordering.expr))
-            if path is not None and len(path) == len(ref) + 1 and path[:-1] == ref:
-                keys.add(path[-1])
-        if {member.lower() for member in scan.projection} <= keys:
+        if {member.lower() for member in scan.projection} <= _member_keys(op, scan.ref):
             found[op.id] = scan.id
     return found
 
@@ -570,15 +564,18 @@ def scans_ordered_by_keys(operators: Sequence[Any]) -> dict[str, frozenset[str]]
         reading = readers.get(scan.id, [])
         if len(reading) != 1 or reading[0].op != "order" or reading[0].within is not None:
             continue
-        ref = tuple(step.lower() for step in _steps(scan.ref))
-        members = set()
-        for ordering in reading[0].orderings:
-            path = _member_path(parse_cached(ordering.expr))
-            if path is not None and len(path) == len(ref) + 1 and path[:-1] == ref:
-                members.add(path[-1])
+        members = _member_keys(reading[0], scan.ref)
         if members:
-            found[scan.id] = frozenset(members)
+            found[scan.id] = members
     return found
+
+
+def _member_keys(order: Any, ref: str) -> frozenset[str]:
+    """The (lower-cased) names of the members of records under ``ref`` that ``order`` sorts
+    by as they are (a key ``ref.name``)."""
+    steps = tuple(step.lower() for step in _steps(ref))
+    paths = [_member_path(parse_cached(o.expr)) for o in order.orderings]
+    return frozenset(path[-1] for path in paths if path is not None and path[:-1] == steps)
 
 
 def _member_path(expr: Expr) -> tuple[str, ...] | None:
