@@ -55,7 +55,7 @@ from engine.exec.spark.compiler_order import (
 )
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
 from engine.exec.spark.file_ties import SharedValues, cross_file_ties
-from engine.exec.spark.metrics import RowCounter
+from engine.exec.spark.metrics import InputCounter, RowCounter
 from engine.exec.spark.nested_filter import array_levels, filter_records
 from engine.exec.spark.one_task_sort import sorted_records
 from engine.exec.spark.paths import (
@@ -230,8 +230,9 @@ class SparkCompiler:
         self.unchanged: set[str] = set()
         # scan id -> what counts its rows as they are read (the run's observation of the scan)
         self.scan_observers: dict[str, Callable[[DataFrame], DataFrame]] = {}
-        # collapsingaggregate id -> what observes the rows it counts per group (another op's)
-        self.input_counters: dict[str, RowCounter] = {}
+        # collapsingaggregate id -> how it counts the rows of the operator it counts (another
+        # op's), asked as it compiles (a marker needs its scans compiled)
+        self.input_counters: dict[str, Callable[[], InputCounter]] = {}
         # fused windowframe id -> what observes its rows, summed over its aggregate's frames
         self.frame_counters: dict[str, RowCounter] = {}
         # op id -> counts its DataFrame carries in a column, observed further on (flushed);
@@ -847,14 +848,15 @@ class SparkCompiler:
         group_by = None
         frame = None
         carried_keys: dict[int, int] = {}
-        count_input = self.input_counters.get(op.id)
+        counter = self.input_counters.get(op.id, InputCounter)()
+        count_input, mark_input = counter.observe, counter.mark
         frame_rows = False
         spread_out: Spread | None = None
         reading = self._reading  # the input's records, if left to this aggregate
         windows = self._frames.get(segment.input_id) if segment is not None else None
         if segment is not None and windows is not None and windows.fuses_with(segment, op):
             # The first aggregate over the windows counts them (an observation is used once).
-            count_input = self.frame_counters.pop(windows.op.id, None)
+            count_input, mark_input = self.frame_counters.pop(windows.op.id, None), None
             if count_input is not None and op.id in self.ctx.frame_passes.values():
                 # One record per record: the frame rows ride on, to be observed where no
                 # record is left whole (an observation there would keep Spark from pruning it).
@@ -916,7 +918,7 @@ class SparkCompiler:
         sequence = None if reading is None else reading.values[SEQ_COLUMN]
         target = target_is_true(typed(parse_field_ref(op.target))) if op.target else None
         collapsed = collapse_rows(
-            df,
+            df if mark_input is None else mark_input(df),
             calls,
             [value.column for value in carried],
             within=self.field(op.within, df) if op.within else None,

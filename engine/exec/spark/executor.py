@@ -214,7 +214,13 @@ class SparkPlanRun:
         self._marker_keys = {op_id: i for i, op_id in enumerate(sorted(self._scans_above))}
         self._sampled_again = set().union(
             *(
-                sampled_again(p.topological_order(), top_n=self.ctx.top_n_orders, sinks=sinks)
+                sampled_again(
+                    p.topological_order(),
+                    top_n=self.ctx.top_n_orders,
+                    sinks=sinks,
+                    one_task=self.ctx.one_task_sorts,
+                    store_sorted=self.ctx.store_sorted,
+                )
                 for p in (self.planned, plan)
             )
         )
@@ -252,11 +258,9 @@ class SparkPlanRun:
         self.metrics.count_later(counts.values())
         self.compiler.input_counters = {
             aggregate: functools.partial(
-                self.metrics.observe_total,
-                scan,
-                groups_of=aggregate if aggregate in observed else None,
+                self.metrics.count_at_aggregate, counted, aggregate, groups=aggregate in observed
             )
-            for aggregate, scan in counts.items()
+            for aggregate, counted in counts.items()
         }
         outputs: dict[str, pa.Table] = {}
         scans = [op for op in order if op.op == "scan"]

@@ -21,12 +21,14 @@ json and csv stores observe what they write.
 
 An operator (a scan, a join, ...) whose records all reach one grouping ``collapsingaggregate``
 through operators that emit one record per record (a filter its scan applied whole among them)
-is counted there instead: the aggregate adds a hidden ``count(1)`` per group, and the
-observation sums it over the aggregate's few output rows (:func:`aggregate_counted`; the
-engine's executor only, the Dagster ops observe those operators where they stand). An
-observation where every row flows splits Spark's code generation there and costs each row; at
-the aggregate it costs nothing measurable (q6 at scale 1: 0.28 s without the scan's
-observation, 0.31 s with it).
+is counted there instead (:func:`aggregate_counted`; the engine's executor only, the Dagster
+ops observe those operators where they stand): by a marker on the aggregate's input, the
+aggregate's groups by a marker of their own, where the run's markers may count both
+(:meth:`OperatorMetrics.count_at_aggregate`); else the aggregate adds a hidden ``count(1)`` per
+group, and one observation sums it over the aggregate's few output rows, counting the groups
+with it. An observation where every row flows splits Spark's code generation there and costs
+each row; at the aggregate it costs no row, but the run a ``CollectMetrics`` node and the driver
+an analysis (q6 at scale 1: 3-6% of its time).
 
 A windowframe the compiler fuses into the ``collapsingaggregate`` over its windows (its members
 are never built, ``compiler.fused_operators``) is counted there: the aggregate adds a hidden
@@ -61,6 +63,7 @@ import functools
 import itertools
 import uuid
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation
@@ -86,6 +89,17 @@ RowCounter = Callable[[DataFrame, str], DataFrame]
 """Attaches an operator's observation to a DataFrame, summing its count column (named second)."""
 
 
+@dataclass(frozen=True)
+class InputCounter:
+    """How a grouping ``collapsingaggregate`` counts the rows of the operator whose records all
+    reach it (:func:`aggregate_counted`): ``mark`` puts a marker on the aggregate's input (its
+    groups are then marked as any operator's rows), or ``observe`` sums a hidden ``count(1)``
+    per group over the aggregate's output (:meth:`OperatorMetrics.observe_total`)."""
+
+    mark: Callable[[DataFrame], DataFrame] | None = None
+    observe: RowCounter | None = None
+
+
 ONE_TO_ONE = frozenset({"transform", "project", "order", "segment", "runningaggregate"})
 """Operators whose row count is always their (single) input's."""
 
@@ -109,7 +123,12 @@ def limit_inputs(operators: Any) -> set[str]:
 
 
 def sampled_again(
-    operators: Any, *, top_n: Collection[str] = (), sinks: Collection[str] = ()
+    operators: Any,
+    *,
+    top_n: Collection[str] = (),
+    sinks: Collection[str] = (),
+    one_task: Collection[str] = (),
+    store_sorted: Collection[str] = (),
 ) -> set[str]:
     """The ids of the operators whose rows a global sort may read twice: Spark's range
     partitioning first runs a job that samples its input, running the stage below it a second
@@ -119,8 +138,9 @@ def sampled_again(
     ``order`` or ``limit`` upstream) or an output (an operator nothing reads); the operators
     reading into it count, up to one that surely starts a stage of its own (an aggregate, a
     distinct union, a top-N: each shuffles its input). ``operators`` in topological order. A
-    store sorting small data in one task (:mod:`~engine.exec.spark.one_task_sort`) samples
-    nothing, but counts here all the same: observing instead of marking is only slower.
+    store sorting small data in one task (``one_task``: :mod:`~engine.exec.spark.one_task_sort`)
+    samples nothing, and neither does an order such a store sorts for it (``store_sorted``: the
+    store sorts by its project's copies of the order's keys).
 
     >>> from types import SimpleNamespace as Op
     >>> ops = [Op(id="1", op="scan", input=None), Op(id="2", op="filter", input="1"),
@@ -128,6 +148,9 @@ def sampled_again(
     ...     Op(id="5", op="collapsingaggregate", input="1"), Op(id="6", op="store", input="5")]
     >>> sorted(sampled_again(ops))  # the order, itself read by a store keeping its order
     ['1', '2', '3']
+    >>> ops[3:4] = [Op(id="7", op="project", input="3"), Op(id="4", op="store", input="7")]
+    >>> sorted(sampled_again(ops, one_task={"4"}, store_sorted={"3"}))  # sorted in one task
+    []
     """
     ops = list(operators)
     readers = readers_of(ops)
@@ -137,10 +160,15 @@ def sampled_again(
 
     def sorts(op: Any) -> bool:
         if op.op == "order":
-            return op.id not in top_n
+            return op.id not in top_n and not sorted_in_one_task(op)
         if op.op == "store":
-            return op.id in sinks or bool({"order", "limit"} & upstream[op.input])
+            keeps_order = op.id in sinks or bool({"order", "limit"} & upstream[op.input])
+            return keeps_order and op.id not in one_task
         return not readers.get(op.id)  # an output, collected in order
+
+    def sorted_in_one_task(order: Any) -> bool:  # by the store reading its one reader, a project
+        stores = [s for p in readers.get(order.id, []) for s in readers.get(p.id, [])]
+        return order.id in store_sorted and bool(stores) and all(s.id in one_task for s in stores)
 
     def shuffles(op: Any) -> bool:
         return (
@@ -281,12 +309,35 @@ class OperatorMetrics:
         self._marked: dict[str, int] = {}  # operator id -> its marker
 
     def count_later(self, operator_ids: Collection[str]) -> None:
-        """Operators an aggregate counts (:func:`aggregate_counted`): their observations are
-        made now, so that :meth:`track` leaves them as they are, and attached by
-        :meth:`observe_total`."""
-        for operator_id in operator_ids:
-            self._later.add(operator_id)
-            self._observations[operator_id] = self._new_observation()
+        """Operators an aggregate counts (:func:`aggregate_counted`): :meth:`track` leaves them
+        as they are (unless one must count where it stands: a scan its footers count, or one
+        counting skipped records), and :meth:`count_at_aggregate` counts them."""
+        self._later.update(operator_ids)
+
+    def count_at_aggregate(
+        self, operator_id: str, aggregate_id: str, *, groups: bool = False
+    ) -> InputCounter:
+        """How aggregate ``aggregate_id``, compiling now, counts the rows of ``operator_id``
+        (:meth:`count_later`), whose records all reach it; ``groups``: its own rows are counted
+        too. By a marker on the aggregate's input where the run's markers may count both (no
+        observation then: each costs a ``CollectMetrics`` node and the driver an analysis), else
+        by an observation attached by :meth:`observe_total`, its groups with it. Nothing where
+        ``operator_id`` was counted where it stands."""
+        if operator_id not in self._later:
+            return InputCounter()
+        markers = self._markers
+        key = None if markers is None else self._marker_key(operator_id)
+        if key is not None and not (groups and self._marker_key(aggregate_id) is None):
+            return InputCounter(mark=functools.partial(self._mark, markers, operator_id, key))
+        self._observations[operator_id] = self._new_observation()
+        groups_of = aggregate_id if groups else None
+        return InputCounter(
+            observe=functools.partial(self.observe_total, operator_id, groups_of=groups_of)
+        )
+
+    def _mark(self, markers: RowMarkers, operator_id: str, key: int, df: DataFrame) -> DataFrame:
+        df, self._marked[operator_id] = markers.mark(df, key)
+        return df
 
     def count_frames(self, frame_ids: Collection[str]) -> dict[str, RowCounter]:
         """Fused windowframes (``compiler.fused_operators``): never built, so the aggregate over
@@ -325,7 +376,7 @@ class OperatorMetrics:
             if op.id not in self._read and SKIPPED_COLUMN not in df.columns:
                 return df
             self._later.discard(op.id)
-            del self._observations[op.id]
+            self._observations.pop(op.id, None)
             if op.id in self._read:
                 return df  # every row of its files: their footers count them
             return self.observe(op.id, df)

@@ -12,8 +12,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from spark_settings import spark_setting
 
 from engine.exec.spark.executor import SparkPlanRun
+from engine.exec.spark.one_task_sort import ONE_TASK_SORT_BYTES
 from engine.exec.spark.row_markers import (
     SLOT_SIZE,
     RowMarkers,
@@ -188,10 +190,75 @@ def test_rows_a_global_sort_may_read_twice_are_observed(spark: Any, data: Path) 
     """A sink sorts its records: Spark's range partitioning samples the stage below it in a job
     of its own, which a marker would count too (twice the rows); there the run observes."""
     ops = [*JOIN_PIPELINE[:-1], sink(7, 6)]
-    run, result = spark_run(spark, data, ops)
+    with spark_setting(spark, ONE_TASK_SORT_BYTES, "-1"):  # always Spark's range partitioning
+        run, result = spark_run(spark, data, ops)
     assert not run.metrics._marked and {"1", "4"} <= set(run.metrics._observations)
     assert spark_rows(result) == local_rows(data, ops)
     assert result.metrics["4"]["rows"] == 20
+
+
+def test_rows_a_store_sorts_in_one_task_are_marked(spark: Any, data: Path) -> None:
+    """A sort in one task samples nothing: the rows below it are counted once, by markers, and
+    so are those of an order the store sorts for it (by its project's copies of the keys)."""
+    sorted_by_store = [
+        *JOIN_PIPELINE[:5],
+        {"@id": 8, "op": "order", "input": 5, "orderings": [{"order": "desc", "expr": "o.o_key"}]},
+        {**JOIN_PIPELINE[5], "input": 8},
+    ]
+    for ops in ([*JOIN_PIPELINE[:-1], sink(7, 6)], [*sorted_by_store, store(7, 6)]):
+        run, result = spark_run(spark, data, ops)
+        assert "7" in run.ctx.one_task_sorts
+        assert {"1", "4"} <= set(run.metrics._marked) and not run.metrics._observations
+        assert spark_rows(result) == local_rows(data, ops)
+        assert result.metrics["4"]["rows"] == 20
+    assert "8" in run.ctx.store_sorted
+
+
+AGGREGATE_PIPELINE = [
+    scan(1, "orders", "o"),
+    {"@id": 2, "op": "filter", "input": 1, "expr": "o.o_key > 4"},
+    {"@id": 3, "op": "segment", "input": 2, "ref": "g", "exprs": ["o.cust"]},
+    {
+        "@id": 4,
+        "op": "collapsingaggregate",
+        "input": 3,
+        "within": "g",
+        "carryovers": ["o.cust"],
+        "aggregations": [{"ref": "n", "expr": "count(1)"}],
+    },
+    {"@id": 6, "op": "filter", "input": 4, "expr": "o.cust > 4"},
+    store(5, 6),
+]
+
+
+def test_an_aggregate_counts_its_input_and_its_groups_with_markers(spark: Any, data: Path) -> None:
+    """Every record of the scan (after its pushed filter) reaches the aggregate: a marker on the
+    aggregate's input counts them, another its groups (a filter reads them: no store counts
+    them); no observation, no hidden count."""
+    run, result = spark_run(spark, data, AGGREGATE_PIPELINE)
+    assert {"1", "4"} <= set(run.metrics._marked) and not run.metrics._observations
+    assert observations_in(run, "4") == 0
+    assert "input_rows" not in str(run.frames["4"]._jdf.queryExecution().optimizedPlan())
+    assert spark_rows(result) == local_rows(data, AGGREGATE_PIPELINE)
+    assert result.metrics["1"]["rows"] == 35 and result.metrics["4"]["rows"] == 7
+    assert result.metrics["6"]["rows"] == 2
+
+
+def test_an_aggregate_a_global_sort_reads_observes_its_input_with_its_groups(
+    spark: Any, data: Path
+) -> None:
+    """An order sorting the groups globally samples the aggregate's stage again: its groups are
+    not marked, and the rows it counts are observed with them, in one observation."""
+    ops = [
+        *AGGREGATE_PIPELINE[:-1],
+        {"@id": 7, "op": "order", "input": 6, "orderings": [{"order": "desc", "expr": "n"}]},
+        store(5, 7),
+    ]
+    run, result = spark_run(spark, data, ops)
+    assert set(run.metrics._observations) == {"1"} and "4" not in run.metrics._marked
+    assert observations_in(run, "4") == 1
+    assert spark_rows(result) == local_rows(data, ops)
+    assert result.metrics["1"]["rows"] == 35 and result.metrics["4"]["rows"] == 7
 
 
 def test_markers_count_the_rows_a_filter_lets_through(spark: Any) -> None:

@@ -1,7 +1,8 @@
 """Row counts from parquet footers on Spark: a parquet store counts the rows of the files Spark
 wrote, a parquet scan that reads every row of its files counts them from its footers; neither is
-observed (no ``CollectMetrics`` node). What the footers cannot count exactly is still observed:
-json and csv stores, a scan with a pushed filter, a scan a ``limit`` reads, a JSON scan."""
+observed (no ``CollectMetrics`` node). What the footers cannot count exactly is still counted as
+its rows flow (observed, or marked: ``row_markers``): json and csv stores, a scan with a pushed
+filter, a scan a ``limit`` reads, a JSON scan."""
 
 from __future__ import annotations
 
@@ -157,21 +158,23 @@ def test_a_parquet_scan_that_reads_every_row_counts_them_from_its_footers(
     assert not observed_in(run, "1") and not observed_in(run, "2")
 
 
-def test_a_parquet_scan_with_a_pushed_filter_still_observes(spark: Any, data: Path) -> None:
+def test_a_parquet_scan_with_a_pushed_filter_still_counts_its_rows_as_they_flow(
+    spark: Any, data: Path
+) -> None:
     filtered = {"@id": 2, "op": "filter", "input": 1, "expr": "t.x > 2"}
     run, result = run_of(spark, data, SCAN, filtered, COUNT, STORE)
     assert run.planned.operator("1").pushed_filter is not None
     assert result.records() == [{"n": 5}]
     assert result.metrics["1"]["rows"] == result.metrics["2"]["rows"] == 5
     assert run.ctx.read_rows == {}
-    # Every record reaches the aggregate: it counts them (its one output row observed).
-    assert "1" in run.metrics._observations and observed_in(run, "3")
-    assert not observed_in(run, "1")
-    # With a second reader the scan observes its rows as read.
+    # Every record reaches the aggregate: a marker on its input counts them (row_markers).
+    assert "1" in run.metrics._marked and not run.metrics._observations
+    assert not observed_in(run, "1") and not observed_in(run, "3")
+    # With a second reader the scan counts its rows as read.
     again, result = run_of(
         spark, data, SCAN, filtered, COUNT, STORE, {**STORE, "@id": 5, "input": 2}
     )
-    assert result.metrics["1"]["rows"] == 5 and observed_in(again, "1")
+    assert result.metrics["1"]["rows"] == 5 and counted_in(again, "1")
 
 
 def observation_input(run: SparkPlanRun, op_id: str) -> str:
@@ -233,17 +236,17 @@ def test_a_parquet_scan_a_limit_reads_still_observes(spark: Any, data: Path) -> 
     assert result.metrics["1"]["rows"] <= 8  # what Spark read for the limit
 
 
-def test_a_json_scan_still_observes(spark: Any, data: Path) -> None:
+def test_a_json_scan_still_counts_its_rows_as_they_flow(spark: Any, data: Path) -> None:
     scan = {**SCAN, "selection": {"path": "j", "format": "json"}}
     run, result = run_of(spark, data, scan, PROJECT, COUNT, STORE)
     assert result.metrics["1"]["rows"] == 3
     assert run.ctx.read_rows == {}
-    assert "1" in run.metrics._observations and observed_in(run, "3")  # counted by the aggregate
-    # Read by two stores, it observes its rows as read.
+    assert "1" in run.metrics._marked and not observed_in(run, "3")  # at the aggregate's input
+    # Read by two stores, it counts its rows as read.
     again, result = run_of(
         spark, data, scan, PROJECT, {**STORE, "input": 2}, {**STORE, "@id": 5, "input": 1}
     )
-    assert result.metrics["1"]["rows"] == 3 and observed_in(again, "1")
+    assert result.metrics["1"]["rows"] == 3 and counted_in(again, "1")
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from grouped_join import grouped_join_query
 
+import engine.exec.spark.executor as spark_executor
 from engine.exec.spark.compiler_order import (
     left_grouped_joins,
     tie_free_orders,
@@ -359,7 +360,23 @@ def test_operators_whose_records_all_reach_a_store_count_what_it_wrote(
     assert store_counted(shared.topological_order()) == {}
 
 
-def test_a_scan_counts_its_rows_as_read_before_they_become_records(spark: Any, data: Path) -> None:
+@pytest.fixture(params=[True, False], ids=["marked", "observed"])
+def markers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Runs counting rows by markers (``row_markers``: a classic session), and runs without
+    them, as under Spark Connect, where they are observed."""
+    if not request.param:
+        monkeypatch.setattr(spark_executor, "row_markers", lambda spark: None)
+    return request.param
+
+
+def counters_in(df: Any, *, markers: bool) -> int:
+    """The marker filters (with ``markers``) or ``CollectMetrics`` nodes in ``df``'s plan."""
+    return physical_plan(df).count("SPARK_PARTITION_ID() >= -" if markers else "CollectMetrics")
+
+
+def test_a_scan_counts_its_rows_as_read_before_they_become_records(
+    spark: Any, data: Path, markers: bool
+) -> None:
     plan = plan_of(
         SCAN,
         {"@id": 2, "op": "filter", "input": 1, "expr": "t.x > 2"},
@@ -385,8 +402,8 @@ def test_a_scan_counts_its_rows_as_read_before_they_become_records(spark: Any, d
     assert {"s": 15} in result.records()
     assert rows_of(result) == {"1": 3, "2": 3, "3": 3, "4": 1, "5": 1, "6": 3}
     optimized = str(run.frames["3"]._jdf.queryExecution().optimizedPlan())
-    # The observation sits under the record struct, which Spark then never builds.
-    assert "CollectMetrics" in optimized
+    # The count sits under the record struct, which Spark then never builds.
+    assert ("SPARK_PARTITION_ID() >= -" if markers else "CollectMetrics") in optimized
     assert "struct(" not in optimized
 
 
@@ -512,16 +529,18 @@ def aggregate_plan(root: Path, condition: str, *, grouped: bool) -> Any:
 @pytest.mark.parametrize("grouped", [True, False], ids=["grouped", "whole"])
 @pytest.mark.parametrize("condition", ["t.x > 2", "t.x > 100"], ids=["some", "none"])
 def test_an_aggregate_counts_the_rows_of_the_scan_whose_records_all_reach_it(
-    spark: Any, data: Path, grouped: bool, condition: str
+    spark: Any, data: Path, grouped: bool, condition: str, markers: bool
 ) -> None:
-    """The scan's rows (its pushed filter applied) are summed from a hidden count per group at
-    the aggregate's few output rows, not observed as they are read (which splits Spark's code
-    generation where the observation stands). The same observation counts the groups."""
+    """The scan's rows (its pushed filter applied) are counted at the aggregate: by a marker on
+    its input, or, without markers, summed from a hidden count per group at the aggregate's few
+    output rows, not observed as they are read (which splits Spark's code generation where the
+    observation stands)."""
     plan = aggregate_plan(data, condition, grouped=grouped)
     run = run_of(spark, plan)
     result = run.run()
-    assert "CollectMetrics" not in physical_plan(run.frames["1"])
-    assert physical_plan(run.frames["4"]).count("CollectMetrics") == 1
+    assert counters_in(run.frames["1"], markers=markers) == 0
+    assert counters_in(run.frames["4"], markers=markers) == 1
+    assert "CollectMetrics" not in physical_plan(run.frames["4"]) or not markers
     assert result.records() == run_plan(plan, executor="local").records()
     expected = rows_of(run_plan(plan, executor="local"))
     assert rows_of(result) == expected
@@ -529,13 +548,14 @@ def test_an_aggregate_counts_the_rows_of_the_scan_whose_records_all_reach_it(
 
 
 @pytest.mark.parametrize("condition", ["t.x > 2", "t.x > 100"], ids=["some", "none"])
-def test_an_aggregate_counts_its_groups_in_the_observation_of_its_input(
-    spark: Any, data: Path, condition: str
+def test_an_aggregate_counts_its_groups_with_the_rows_of_its_input(
+    spark: Any, data: Path, condition: str, markers: bool
 ) -> None:
-    """An aggregate observed for its own rows (a filter reads it: no store counts them) counts
-    its groups in the one observation that sums its input's rows. The filter keeps no record
-    ("some": each group has one): Spark's adaptive execution would then replace the stages
-    below it, observation included, unless the session leaves that rule out (it does)."""
+    """An aggregate counted for its own rows (a filter reads it: no store counts them) counts
+    its groups by a marker of its own beside its input's, or, without markers, in the one
+    observation that sums its input's rows. The filter keeps no record ("some": each group has
+    one): Spark's adaptive execution would then replace the stages below it, counts included,
+    unless the session leaves that rule out (it does)."""
     plan = aggregate_plan(data, condition, grouped=True)
     ops = [op.model_dump(by_alias=True, exclude_none=True) for op in plan.query]
     kept = {"@id": 6, "op": "filter", "input": 4, "expr": "n > 1"}
@@ -543,7 +563,8 @@ def test_an_aggregate_counts_its_groups_in_the_observation_of_its_input(
     plan = plan_of(*ops[:-1], kept, store, root=data)
     run = run_of(spark, plan)
     result = run.run()
-    assert physical_plan(run.frames["4"]).count("CollectMetrics") == 1
+    assert counters_in(run.frames["4"], markers=markers) == (2 if markers else 1)
+    assert "CollectMetrics" not in physical_plan(run.frames["4"]) or not markers
     local = run_plan(plan, executor="local")
     assert result.records() == local.records()
     assert rows_of(result) == rows_of(local)
