@@ -247,8 +247,9 @@ def test_an_aggregate_counts_its_input_and_its_groups_with_markers(spark: Any, d
 def test_an_aggregate_a_global_sort_reads_observes_its_input_with_its_groups(
     spark: Any, data: Path
 ) -> None:
-    """An order sorting the groups globally samples the aggregate's stage again: its groups are
-    not marked, and the rows it counts are observed with them, in one observation."""
+    """An order its store does not sort for it may sort the groups globally, sampling the
+    aggregate's stage again: its groups are not marked, and the rows it counts are observed with
+    them, in one observation."""
     ops = [
         *AGGREGATE_PIPELINE[:-1],
         {"@id": 7, "op": "order", "input": 6, "orderings": [{"order": "desc", "expr": "n"}]},
