@@ -4,7 +4,7 @@ An observation (``DataFrame.observe``) is a ``CollectMetrics`` node, which Spark
 generated code: it adds each row to an accumulator and, standing between two operators of one
 stage, splits the stage's generated code in two (the rows copied out of one and read into the
 other). Over the rows of a scan or a join that is about 85 ns a row: 5-15% of a join query's
-time (``benchmarks/README.md``, stop 34).
+time (measured with ``benchmarks/spark_profile.py``).
 
 A marker is a filter that keeps every row, ``spark_partition_id() >= -N``, with ``N`` the run's
 number for the operator (:class:`RowMarkers`). Being nondeterministic, the optimizer neither
