@@ -19,10 +19,29 @@ from engine.errors import (
     SchemaConflictError,
     StorageError,
 )
-from engine.explain import explain, explain_logical
 from engine.expr import parse_expression
 from engine.plan import LogicalPlan, parse_plan, plan_json_schema
-from engine.run import RunResult, run_plan
+
+# Running and explaining pull in pyarrow's dataset layer and the executors; a command that only
+# parses or validates a plan should not pay for them, so they are imported on first use.
+_LAZY = {
+    "RunResult": "engine.run",
+    "run_plan": "engine.run",
+    "explain": "engine.explain",
+    "explain_logical": "engine.explain",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DrillError",
