@@ -30,6 +30,7 @@ screenshot: venv
 
 test: venv
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q -m "not slow"
 
 # Spark Connect and a standalone master, started from the installed pyspark (~2 min; CI runs it).
@@ -41,6 +42,7 @@ test-reliability: venv
 
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/ruff format --check .
 
 format: venv

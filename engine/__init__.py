@@ -19,17 +19,14 @@ from engine.errors import (
     SchemaConflictError,
     StorageError,
 )
+from engine.explain import explain, explain_logical
 from engine.expr import parse_expression
 from engine.plan import LogicalPlan, parse_plan, plan_json_schema
 
-# Running and explaining pull in pyarrow's dataset layer and the executors; a command that only
-# parses or validates a plan should not pay for them, so they are imported on first use.
-_LAZY = {
-    "RunResult": "engine.run",
-    "run_plan": "engine.run",
-    "explain": "engine.explain",
-    "explain_logical": "engine.explain",
-}
+# Running pulls in pyarrow's dataset layer and the executors; a command that only parses or
+# validates a plan should not pay for them, so they are imported on first use. (A lazy name must
+# not be a submodule's name too: importing the submodule would shadow it.)
+_LAZY = {"RunResult": "engine.run", "run_plan": "engine.run"}
 
 
 def __getattr__(name: str):

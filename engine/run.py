@@ -16,75 +16,16 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 from engine.errors import PlanError, RootEscapeError, StorageError
+from engine.exec.result import RunResult, collect_result
 from engine.plan import LogicalPlan, parse_plan
 from engine.plan.operators import Scan, Store
-from engine.storage.engines import ConsoleEngine, create_engine
-from engine.storage.paths import parse_root
+from engine.storage.engines import plan_engines as build_engines
 
 EXECUTORS = ("local", "spark")
-
-
-@dataclass(frozen=True)
-class StoreSummary:
-    """What one store operator wrote."""
-
-    operator_id: str
-    engine: str
-    location: str
-    format: str
-    row_count: int
-    schema: pa.Schema
-    files: tuple[str, ...] = ()
-
-
-@dataclass
-class RunResult:
-    """The outcome of a run: sink records, store summaries, per-operator metrics."""
-
-    plan: LogicalPlan
-    stores: list[StoreSummary] = field(default_factory=list)
-    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
-    outputs: dict[str, pa.Table] = field(default_factory=dict)
-    _sink_records: list[Any] = field(default_factory=list, repr=False)
-
-    def records(self) -> list[Any]:
-        """Records that reached queue and console stores, in arrival order; for a plan without a
-        store, the records of its last operator."""
-        if self._sink_records or self.stores:
-            return list(self._sink_records)
-        return [r for table in self.outputs.values() for r in table.to_pylist()]
-
-
-def build_engines(
-    plan: LogicalPlan,
-    *,
-    base_dir: Path | None,
-    classpath: Sequence[Path | str],
-    console_stream: Any = None,
-) -> dict[str, Any]:
-    """The plan's storage engines; a relative ``fs`` root is relative to the plan file;
-    ``console_stream`` is where console stores print (standard output when None)."""
-    engines = {}
-    for name, config in plan.storage.items():
-        settings = config.to_dict()
-        root = settings.get("root")
-        if config.type == "fs" and isinstance(root, str) and base_dir is not None:
-            parsed = parse_root(root, engine_name=name)
-            if not Path(root).is_absolute() and not root.startswith("file:"):
-                parsed = (base_dir / root).resolve()
-            settings["root"] = str(parsed)
-        engine = create_engine(name, settings, classpath=classpath)
-        if isinstance(engine, ConsoleEngine) and console_stream is not None:
-            engine.stream = console_stream
-        engines[name] = engine
-    return engines
 
 
 def run_plan(
@@ -241,32 +182,3 @@ def _run_local(
         ctx.max_buffered_bytes = max_buffered_bytes
     outputs = LocalExecutor(plan, ctx).run()
     return collect_result(plan, engines, ctx.store_results, ctx.metrics, outputs, ctx.sink_records)
-
-
-def collect_result(
-    plan: LogicalPlan,
-    engines: Mapping[str, Any],
-    store_results: Mapping[str, Any],
-    metrics: dict[str, dict[str, Any]],
-    outputs: dict[str, pa.Table],
-    sink_records: list[Any],
-) -> RunResult:
-    """A :class:`RunResult` from what the stores wrote (shared by both executors)."""
-    result = RunResult(plan, metrics=metrics, outputs=outputs)
-    for op in plan.sinks():
-        written = store_results.get(op.id)
-        if written is None:
-            raise StorageError(f"store {op.id} did not run")
-        result.stores.append(
-            StoreSummary(
-                operator_id=op.id,
-                engine=op.storage_engine,
-                location=written.location,
-                format=written.format,
-                row_count=written.row_count,
-                schema=written.schema,
-                files=tuple(written.files),
-            )
-        )
-    result._sink_records.extend(sink_records)
-    return result

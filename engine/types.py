@@ -13,7 +13,10 @@ True
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import datetime as dt
+import decimal
 import enum
 import json
 from dataclasses import dataclass, field, replace
@@ -187,6 +190,23 @@ def is_union(dtype: pa.DataType) -> bool:
     return isinstance(dtype, pa.ExtensionType) and dtype.extension_name == "drill.union"
 
 
+def json_default(value: object) -> object:
+    """JSON for the Python values Arrow gives that ``json`` does not know.
+
+    >>> json.dumps({"d": dt.date(2024, 1, 2), "b": b"hi"}, default=json_default)
+    '{"d": "2024-01-02", "b": "aGk="}'
+    """
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"cannot write a {type(value).__name__} as JSON")
+
+
 def json_text(value: object) -> str | None:
     """The JSON text a UNION column stores for a Python value (None stays null); map keys are
     sorted and the text compact (as Spark writes a VARIANT), so equal values have equal texts.
@@ -196,8 +216,6 @@ def json_text(value: object) -> str | None:
     """
     if value is None:
         return None
-    from engine.storage.formats.json import json_default
-
     return json.dumps(
         value, default=json_default, ensure_ascii=False, sort_keys=True, separators=(",", ":")
     )

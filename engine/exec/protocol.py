@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 import pyarrow as pa
 
 from engine.errors import DrillError, ExecutionError
-from engine.exec.local.buffering import concat_batches
+from engine.exec.batches import concat_batches
 
 
 class IterOutcome(enum.Enum):

@@ -1,6 +1,6 @@
 """The metadata repository: tables, schemas, statistics and engine capabilities (seed 000).
 
-Stores record what they commit (:mod:`engine.metadata.version_file`); the SQL front end
+Stores record what they commit (:mod:`engine.storage.version_file`); the SQL front end
 (:mod:`engine.sql`) and the planner ask :class:`MetadataRepository`.
 """
 
@@ -13,7 +13,7 @@ from engine.metadata.repository import (
     recorded_metadata,
 )
 from engine.metadata.sampling import sample_schema
-from engine.metadata.version_file import VersionMetadata, metadata_path, read_version_metadata
+from engine.storage.version_file import VersionMetadata, metadata_path, read_version_metadata
 
 __all__ = [
     "MetadataRepository",

@@ -10,7 +10,7 @@ A table is one of
 * a **store target** of a plan (``from_plans``): named by its target path;
 * any location written ``<engine>.<path>`` (Drill's ``dfs.`logs/2024```).
 
-Schemas come from the last store's written schema (:mod:`engine.metadata.version_file`), else from
+Schemas come from the last store's written schema (:mod:`engine.storage.version_file`), else from
 the scan schema tracker on a sample of the files (a provided ``schema`` in the selection included);
 a table whose data does not exist yet has an unknown schema (None).
 
@@ -39,14 +39,14 @@ import pyarrow as pa
 
 from engine.errors import DrillError, StorageError
 from engine.metadata.sampling import sample_schema
-from engine.metadata.version_file import (
+from engine.storage.engines import Capabilities, FsEngine, StorageEngine, create_engine
+from engine.storage.paths import resolve_under_root
+from engine.storage.version_file import (
     METADATA_DIR,
     VersionMetadata,
     metadata_path,
     read_version_metadata,
 )
-from engine.storage.engines import Capabilities, FsEngine, StorageEngine, create_engine
-from engine.storage.paths import resolve_under_root
 
 CATALOG_FILE = "catalog.json"
 

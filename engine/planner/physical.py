@@ -45,8 +45,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.exec.local.aggregate_functions import split_calls
 from engine.expr import FunctionKind
+from engine.expr.rewrite import split_calls
 from engine.plan import (
     CollapsingAggregate,
     Constant,

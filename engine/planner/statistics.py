@@ -87,10 +87,10 @@ class Statistics:
         classpath: Sequence[Path | str] = (),
     ) -> Statistics:
         """Build the plan's storage engines (as :func:`engine.run.run_plan` does) and ask them."""
-        from engine.run import build_engines
+        from engine.storage.engines import plan_engines
 
         try:
-            engines = build_engines(plan, base_dir=base_dir, classpath=classpath)
+            engines = plan_engines(plan, base_dir=base_dir, classpath=classpath)
         except DrillError:
             return Statistics()
         return Statistics.from_engines(plan, engines)

@@ -194,7 +194,7 @@ class Commit:
         fsync_dir(target.parent)
         self.committed = True
         if self.metadata_file is not None:  # the storage engine informs the metadata repository
-            from engine.metadata.version_file import write_version_metadata
+            from engine.storage.version_file import write_version_metadata
 
             write_version_metadata(
                 target.path, self.metadata_file, version=self.version, schema=self.schema

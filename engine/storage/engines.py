@@ -32,7 +32,7 @@ from abc import ABC
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from engine.errors import StorageError
 from engine.storage.formats import FORMAT_TYPES, reader_class
@@ -48,6 +48,9 @@ from engine.storage.paths import (
     resolve_under_root,
 )
 from engine.storage.sinks import PIPES, ConsoleSink, QueueSink
+
+if TYPE_CHECKING:
+    from engine.plan import LogicalPlan
 
 
 @dataclass(frozen=True)
@@ -568,3 +571,28 @@ def _format_config(engine: str, name: str, spec: Any) -> FormatConfig:
 def _extension(path: str) -> str | None:
     suffix = PurePosixPath(path.rstrip("/")).suffix
     return suffix[1:].lower() if len(suffix) > 1 and not has_glob(suffix) else None
+
+
+def plan_engines(
+    plan: LogicalPlan,
+    *,
+    base_dir: Path | None,
+    classpath: Sequence[Path | str],
+    console_stream: Any = None,
+) -> dict[str, Any]:
+    """The plan's storage engines; a relative ``fs`` root is relative to the plan file;
+    ``console_stream`` is where console stores print (standard output when None)."""
+    engines = {}
+    for name, config in plan.storage.items():
+        settings = config.to_dict()
+        root = settings.get("root")
+        if config.type == "fs" and isinstance(root, str) and base_dir is not None:
+            parsed = parse_root(root, engine_name=name)
+            if not Path(root).is_absolute() and not root.startswith("file:"):
+                parsed = (base_dir / root).resolve()
+            settings["root"] = str(parsed)
+        engine = create_engine(name, settings, classpath=classpath)
+        if isinstance(engine, ConsoleEngine) and console_stream is not None:
+            engine.stream = console_stream
+        engines[name] = engine
+    return engines

@@ -68,7 +68,7 @@ class StoreTarget:
     @property
     def metadata_file(self) -> Path | None:
         """Where the metadata repository keeps what this target holds (:mod:`engine.metadata`)."""
-        from engine.metadata.version_file import metadata_path
+        from engine.storage.version_file import metadata_path
 
         return None if self.root is None else metadata_path(self.root, self.location)
 

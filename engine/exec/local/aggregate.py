@@ -37,17 +37,16 @@ from engine.exec.local.aggregate_functions import (
     aggregate_empty,
     aggregate_runs,
     continue_running,
-    map_calls,
     run_starts,
     running,
-    split_calls,
 )
 from engine.exec.local.buffering import BatchBuffer, rechunk, to_batch
-from engine.exec.local.evaluate import evaluate
 from engine.exec.local.registry import ExecContext, creator
-from engine.exec.local.trees import build_batch, get_path, set_path
 from engine.exec.protocol import BatchOperator, GeneratorOperator
 from engine.expr import Call, Expr, FunctionKind, parse_expression, parse_field_ref
+from engine.expr.arrow.evaluate import evaluate
+from engine.expr.arrow.trees import build_batch, get_path, set_path
+from engine.expr.rewrite import map_calls, split_calls
 from engine.plan.operators import CollapsingAggregate, RunningAggregate
 
 Path = tuple[str, ...]

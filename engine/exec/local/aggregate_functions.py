@@ -17,7 +17,6 @@ Everything is vectorised: hash aggregation for aggregates, numpy scans for runni
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,9 +26,7 @@ import pyarrow.compute as pc
 
 from engine.errors import DrillError
 from engine.exec.local.buffering import BatchBuffer, concat_batches, to_batch
-from engine.exec.local.trees import get_path
-from engine.expr.functions import FunctionKind, lookup_function
-from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse
+from engine.expr.arrow.trees import get_path
 
 # ---------------------------------------------------------------------------------------- runs
 
@@ -193,52 +190,6 @@ class RunSplitter:
         result = self.buffer.batch()
         self.buffer.clear()
         return result
-
-
-# -------------------------------------------------------------------- splitting expressions
-
-
-def map_calls(expr: Expr, function: Callable[[Call], Expr]) -> Expr:
-    """``expr`` with every call replaced by ``function(call)``, arguments first.
-
-    >>> from engine.expr import parse_expression
-    >>> str(map_calls(parse_expression("f(g(a))"), lambda c: FieldRef((c.name,)) if c.name == "g" else c))
-    'f(g)'
-    """
-
-    def visit(node: Expr) -> Expr:
-        if isinstance(node, Call):
-            return function(dataclasses.replace(node, args=tuple(visit(a) for a in node.args)))
-        if isinstance(node, IfElse):
-            branches = tuple((visit(c), visit(v)) for c, v in node.branches)
-            return dataclasses.replace(node, branches=branches, otherwise=visit(node.otherwise))
-        if isinstance(node, Cast):
-            return dataclasses.replace(node, expr=visit(node.expr))
-        return node
-
-    return visit(expr)
-
-
-def split_calls(expr: Expr, kind: FunctionKind, prefix: str) -> tuple[Expr, list[Call]]:
-    """``expr`` with every ``kind`` call replaced by a reference to a column ``{prefix}{i}``, and
-    the calls (i-th call -> column i). Equal calls share a column.
-
-    >>> from engine.expr import parse_expression
-    >>> scalar, calls = split_calls(parse_expression("sum(a) / count(a)"), FunctionKind.AGGREGATE, "$")
-    >>> str(scalar), [str(c) for c in calls]
-    ('$0 / $1', ['sum(a)', 'count(a)'])
-    """
-    calls: list[Call] = []
-
-    def replace(call: Call) -> Expr:
-        spec = lookup_function(call.name)
-        if spec is None or spec.is_scalar or kind not in spec.kinds:
-            return call
-        if call not in calls:
-            calls.append(call)
-        return FieldRef((f"{prefix}{calls.index(call)}",))
-
-    return map_calls(expr, replace), calls
 
 
 # ------------------------------------------------------------------------------ aggregates

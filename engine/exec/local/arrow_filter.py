@@ -3,7 +3,7 @@
 The parquet reader skips the row groups whose statistics exclude the Expression, and the scan
 keeps the rows of the rest where the mask (the Expression's Arrow comparison kernels, called
 directly: no Acero plan per file) is true, so the records need no filtering after the read. Only
-what keeps exactly the records :func:`~engine.exec.local.evaluate.evaluate_predicate` keeps is
+what keeps exactly the records :func:`~engine.expr.arrow.evaluate.evaluate_predicate` keeps is
 translated: comparisons of a top-level column of the record (bool, integer, float or string)
 with a non-null literal of the same family, joined by ``&&``, ``||`` and ``!`` (Kleene logic; a
 null outcome drops the record, as in the filter). Anything else gives None, and the scan filters

@@ -22,11 +22,11 @@ from collections.abc import Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.exec.local.evaluate import evaluate
 from engine.exec.local.registry import ExecContext, creator
-from engine.exec.local.trees import remove_path, set_path
 from engine.exec.protocol import BatchOperator, SingleInputOperator
 from engine.expr import field_refs, parse_expression, parse_field_ref
+from engine.expr.arrow.evaluate import evaluate
+from engine.expr.arrow.trees import remove_path, set_path
 from engine.plan.operators import Flatten
 from engine.types import is_union, union_array
 

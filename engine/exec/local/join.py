@@ -39,10 +39,10 @@ import pyarrow.compute as pc
 from engine.errors import DrillError
 from engine.exec.local.aggregate_functions import same_pairs
 from engine.exec.local.buffering import BatchBuffer
-from engine.exec.local.evaluate import evaluate
 from engine.exec.local.registry import ExecContext, creator
 from engine.exec.protocol import BatchOperator, GeneratorOperator
 from engine.expr import Expr, parse_expression
+from engine.expr.arrow.evaluate import evaluate
 from engine.plan.operators import Join
 
 PAIR_BLOCK = 1 << 20

@@ -14,7 +14,7 @@ a path that ends on a list), the condition is tested per element and the tree is
 Several references: the condition is evaluated once per element of the *deepest array that every
 array-crossing reference passes through* (their common chain of arrays). References that cross no
 array are the record's value, repeated for each element; a reference that goes through further
-arrays below that level reads the whole list there (as :func:`~engine.exec.local.trees.get_path`
+arrays below that level reads the whole list there (as :func:`~engine.expr.arrow.trees.get_path`
 does), which comparisons reject. References through unrelated arrays (``a.x > 3 || b.y > 3`` with
 ``a`` and ``b`` both arrays) share no array: that condition is refused with an error, since it has
 no single tree to prune; flatten one of the arrays first.
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from engine.exec.local.evaluate import EvaluationError, evaluate_predicate, predicate_fields
-from engine.exec.local.trees import (
+from engine.expr.arrow.evaluate import EvaluationError, evaluate_predicate, predicate_fields
+from engine.expr.arrow.trees import (
     get_in,
     get_path,
     is_list_type,

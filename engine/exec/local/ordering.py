@@ -32,12 +32,12 @@ import pyarrow.compute as pc
 
 from engine.errors import DrillError
 from engine.exec.local.buffering import BatchBuffer, rechunk
-from engine.exec.local.evaluate import evaluate
 from engine.exec.local.registry import ExecContext, creator
 from engine.exec.local.segment import group_numbers
-from engine.exec.local.trees import get_path
 from engine.exec.protocol import BatchOperator, IterOutcome, SingleInputOperator
 from engine.expr import Expr, parse_expression, parse_field_ref
+from engine.expr.arrow.evaluate import evaluate
+from engine.expr.arrow.trees import get_path
 from engine.plan.operators import Limit, Order
 from engine.types import is_union as is_drill_union
 

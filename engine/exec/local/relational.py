@@ -30,12 +30,12 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
-from engine.exec.local.evaluate import evaluate
 from engine.exec.local.nested_filter import NestedFilter
 from engine.exec.local.registry import ExecContext, creator
-from engine.exec.local.trees import build_batch, set_path
 from engine.exec.protocol import BatchOperator, SingleInputOperator
 from engine.expr import Expr, parse_expression, parse_field_ref
+from engine.expr.arrow.evaluate import evaluate
+from engine.expr.arrow.trees import build_batch, set_path
 from engine.plan.operators import Filter, Project, Transform
 
 OUTPUT = "output"

@@ -25,11 +25,11 @@ import pyarrow.compute as pc
 
 from engine.errors import DrillError
 from engine.exec.local.buffering import BatchBuffer, rechunk
-from engine.exec.local.evaluate import evaluate
 from engine.exec.local.registry import ExecContext, creator
-from engine.exec.local.trees import set_path
 from engine.exec.protocol import BatchOperator, SingleInputOperator
 from engine.expr import parse_expression, parse_field_ref
+from engine.expr.arrow.evaluate import evaluate
+from engine.expr.arrow.trees import set_path
 from engine.plan.operators import Segment
 from engine.types import is_union
 

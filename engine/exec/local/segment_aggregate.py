@@ -36,12 +36,12 @@ import pyarrow.compute as pc
 from engine.exec.local.aggregate import CollapsingAggregateOperator, _argument, _emit, _is_true
 from engine.exec.local.aggregate_functions import COUNT_ALL, aggregate_groups
 from engine.exec.local.buffering import BatchBuffer
-from engine.exec.local.evaluate import evaluate
 from engine.exec.local.registry import ExecContext
 from engine.exec.local.segment import group_numbers
-from engine.exec.local.trees import build_batch, get_path
 from engine.exec.protocol import BatchOperator
 from engine.expr import Call, Expr, FieldRef, Literal, field_refs, parse_expression, parse_field_ref
+from engine.expr.arrow.evaluate import evaluate
+from engine.expr.arrow.trees import build_batch, get_path
 from engine.plan.operators import CollapsingAggregate, Segment
 
 FUSE_PARAM = "fuse_segments"

@@ -17,10 +17,10 @@ import pyarrow as pa
 from engine.errors import StorageError
 from engine.exec.local.arrow_filter import ArrowFilter, arrow_filter
 from engine.exec.local.buffering import concat_batches
-from engine.exec.local.evaluate import evaluate_predicate
 from engine.exec.local.registry import ExecContext, creator
 from engine.exec.protocol import BatchOperator, BatchSource
 from engine.expr import Expr
+from engine.expr.arrow.evaluate import evaluate_predicate
 from engine.plan.expressions import parse_cached
 from engine.plan.operators import Constant, Scan, Store
 from engine.scan.framework import FILE_COLUMNS, FileScan

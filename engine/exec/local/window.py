@@ -37,9 +37,9 @@ from engine.exec.local.aggregate_functions import (
 )
 from engine.exec.local.buffering import BatchBuffer
 from engine.exec.local.registry import ExecContext, creator
-from engine.exec.local.trees import get_path, set_path
 from engine.exec.protocol import BatchOperator, GeneratorOperator
 from engine.expr import parse_field_ref
+from engine.expr.arrow.trees import get_path, set_path
 from engine.plan.operators import WindowFrame
 
 

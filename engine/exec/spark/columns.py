@@ -1,6 +1,6 @@
 """Compile expressions (``engine.expr`` trees) to native Spark Columns.
 
-The semantics are the local evaluator's (``engine.exec.local.evaluate``): a literal is a typed
+The semantics are the local evaluator's (``engine.expr.arrow.evaluate``): a literal is a typed
 ``lit``; a field reference reads the data tree (:mod:`engine.exec.spark.paths`: a missing field is
 a typed null, never an AnalysisException; a name applied to an array projects it; an index out of
 range is null); a call runs the builder of its registry function

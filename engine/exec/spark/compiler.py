@@ -29,7 +29,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.errors import DrillError, PlanningError
-from engine.exec.local.aggregate_functions import split_calls
 from engine.exec.spark.columns import compile_expression, compile_predicate, compile_typed
 from engine.exec.spark.compiler_aggregate import (
     FRAME_ROWS,
@@ -81,6 +80,7 @@ from engine.exec.spark.sources import (
 )
 from engine.exec.spark.spread import Member, Spread, member_of, spread
 from engine.expr import Expr, FieldRef, FunctionKind, field_refs, parse_field_ref
+from engine.expr.rewrite import split_calls
 from engine.plan import LogicalPlan
 from engine.plan.expressions import parse_cached
 from engine.plan.operators import (

@@ -37,6 +37,7 @@ from pyspark.sql.utils import is_remote
 
 from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
+from engine.exec.result import RunResult, collect_result
 from engine.exec.spark.compiler import (
     SparkCompiler,
     SparkRunContext,
@@ -82,7 +83,6 @@ from engine.exec.spark.unread_member import without_unread
 from engine.plan import LogicalPlan
 from engine.plan.operators import Operator, Store, WindowFrame
 from engine.planner.rules.filter_pushdown import remaining_conditions
-from engine.run import RunResult, collect_result
 from engine.scan.framework import FILE_COLUMNS
 from engine.storage.engines import ConsoleEngine, QueueEngine
 

@@ -1,6 +1,6 @@
 """Data trees on Spark: read, write and remove values at field paths of a DataFrame, natively.
 
-The Spark twin of :mod:`engine.exec.local.trees`, with the same semantics: a record is a row, maps
+The Spark twin of :mod:`engine.expr.arrow.trees`, with the same semantics: a record is a row, maps
 are structs, arrays are arrays, and a missing value reads as null. Paths are tuples of names and
 array indexes (``a.b[0].c`` is ``("a", "b", 0, "c")``); a name applied to an array without an index
 projects it over the elements (``F.transform``); an index out of range reads null and a negative
@@ -35,8 +35,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.utils import is_remote
 
-from engine.exec.local.trees import TreePathError
 from engine.exec.spark.unread_member import drop_unread
+from engine.expr.arrow.trees import TreePathError
 
 Path = tuple[str | int, ...]
 

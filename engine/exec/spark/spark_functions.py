@@ -2,7 +2,7 @@
 
 ``SPARK_FUNCTIONS`` maps a canonical registry name (``engine.expr.functions``) to a builder over
 :class:`~engine.exec.spark.paths.Typed` arguments (Column + Spark type). The semantics are the local
-executor's (``engine.exec.local.functions_arrow``), reproduced with ``pyspark.sql.functions`` only:
+executor's (``engine.expr.arrow.kernels``), reproduced with ``pyspark.sql.functions`` only:
 no UDFs, no SQL text. A builder raises :class:`ArgumentError` for argument types it can never
 work on; :mod:`engine.exec.spark.columns` turns that into an ``ExpressionTypeError`` at compile
 time.

@@ -108,7 +108,7 @@ def _evaluate(call: Call) -> Literal | None:
     spec = lookup_function(call.name)
     if spec is None or FunctionKind.SCALAR not in spec.kinds:
         return None
-    from engine.exec.local.evaluate import evaluate_fields
+    from engine.expr.arrow.evaluate import evaluate_fields
 
     try:
         value = evaluate_fields(call, 1, _no_fields)

@@ -34,10 +34,7 @@ scalar streams and for fields whose type changes, and reports syntax errors with
 
 from __future__ import annotations
 
-import base64
 import codecs
-import datetime as dt
-import decimal
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -49,6 +46,7 @@ import pyarrow.json as pa_json
 
 from engine.errors import StorageError
 from engine.storage.formats.base import FormatReader, empty_table
+from engine.types import json_default
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _CHUNK_CHARS = 1 << 20
@@ -330,23 +328,6 @@ class _Window:
 
 
 # ---------------------------------------------------------------- writing
-
-
-def json_default(value: Any) -> Any:
-    """JSON for the Python values Arrow gives that ``json`` does not know.
-
-    >>> json.dumps({"d": dt.date(2024, 1, 2), "b": b"hi"}, default=json_default)
-    '{"d": "2024-01-02", "b": "aGk="}'
-    """
-    if isinstance(value, dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, decimal.Decimal):
-        return float(value)
-    if isinstance(value, bytes | bytearray):
-        return base64.b64encode(value).decode("ascii")
-    raise TypeError(f"cannot write a {type(value).__name__} as JSON")
 
 
 def to_json_line(record: Any) -> str:

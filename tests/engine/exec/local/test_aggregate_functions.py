@@ -24,10 +24,10 @@ from engine.exec.local.aggregate_functions import (
     run_starts,
     running,
     same_pairs,
-    split_calls,
 )
 from engine.exec.local.buffering import BatchBuffer
 from engine.expr import FunctionKind, parse_expression
+from engine.expr.rewrite import split_calls
 
 
 def test_runs_start_where_the_value_changes_and_nulls_are_equal() -> None:

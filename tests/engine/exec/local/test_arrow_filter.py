@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.exec.local.arrow_filter import arrow_filter, to_arrow_filter
-from engine.exec.local.evaluate import evaluate_predicate
 from engine.exec.local.sources import wrap_under
 from engine.expr import parse_expression
+from engine.expr.arrow.evaluate import evaluate_predicate
 from engine.storage.formats import ParquetReader
 
 TYPES = {

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.errors import DrillError
-from engine.exec.local.evaluate import EvaluationError, evaluate, evaluate_predicate
 from engine.expr import parse_expression
+from engine.expr.arrow.evaluate import EvaluationError, evaluate, evaluate_predicate
 
 NESTED = pa.RecordBatch.from_pylist(
     [

@@ -13,9 +13,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from engine.exec.local.evaluate import evaluate
-from engine.exec.local.functions_arrow import ARROW_FUNCTIONS
 from engine.expr import FUNCTIONS, FunctionKind, parse_expression
+from engine.expr.arrow.evaluate import evaluate
+from engine.expr.arrow.kernels import ARROW_FUNCTIONS
 
 UTC = dt.UTC
 
@@ -189,7 +189,7 @@ def _same(actual: Any, expected: Any) -> bool:
 @pytest.mark.parametrize(("function", "expression", "expected"), GOLDEN, ids=[g[1] for g in GOLDEN])
 def test_golden(function: str, expression: str, expected: Any) -> None:
     if expected == "error":
-        from engine.exec.local.evaluate import EvaluationError
+        from engine.expr.arrow.evaluate import EvaluationError
 
         with pytest.raises(EvaluationError):
             _values(expression)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.exec.local.trees import (
+from engine.expr.arrow.trees import (
     TreePathError,
     build_batch,
     empty_maps,

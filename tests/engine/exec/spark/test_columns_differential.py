@@ -1,7 +1,7 @@
 """compile_expression on Spark gives the values the local evaluator gives, on the same nested data.
 
 One select per batch of expressions (one Spark action), compared value by value with
-``engine.exec.local.evaluate.evaluate`` over the equivalent Arrow batch.
+``engine.expr.arrow.evaluate.evaluate`` over the equivalent Arrow batch.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.exec.local.evaluate import evaluate
 from engine.exec.spark.columns import compile_expression, compile_typed
 from engine.expr import Call, Expr, FieldRef, IfElse, Literal, parse_expression
+from engine.expr.arrow.evaluate import evaluate
 
 pytestmark = pytest.mark.spark
 

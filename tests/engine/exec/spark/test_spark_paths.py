@@ -9,8 +9,6 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.exec.local import trees
-from engine.exec.local.trees import TreePathError
 from engine.exec.spark.paths import (
     TopColumns,
     Typed,
@@ -19,6 +17,8 @@ from engine.exec.spark.paths import (
     quote_name,
     with_path,
 )
+from engine.expr.arrow import trees
+from engine.expr.arrow.trees import TreePathError
 
 pytestmark = pytest.mark.spark
 

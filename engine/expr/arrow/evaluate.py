@@ -1,10 +1,10 @@
 """Evaluate expressions on Arrow record batches with pyarrow.compute (no per-row Python).
 
-Literals broadcast; a field reference reads the batch with :func:`~engine.exec.local.trees.get_path`
+Literals broadcast; a field reference reads the batch with :func:`~engine.expr.arrow.trees.get_path`
 (a missing field is null, a path through a list without an index gives the list projected); calls
-run the Arrow implementation of their registry function (``functions_arrow.ARROW_FUNCTIONS``);
+run the Arrow implementation of their registry function (``kernels.ARROW_FUNCTIONS``);
 ``if``/``case`` takes the first branch whose condition is true (a null condition is not true);
-casts follow :func:`~engine.exec.local.functions_arrow.cast_value`. Aggregate and running functions
+casts follow :func:`~engine.expr.arrow.kernels.cast_value`. Aggregate and running functions
 are computed by their operators, never here.
 
 >>> import pyarrow as pa
@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import DrillError
-from engine.exec.local.functions_arrow import (
+from engine.expr.arrow.kernels import (
     ARROW_FUNCTIONS,
     ArgumentError,
     Value,
@@ -34,7 +34,7 @@ from engine.exec.local.functions_arrow import (
     type_name,
     unify,
 )
-from engine.exec.local.trees import get_path
+from engine.expr.arrow.trees import get_path
 from engine.expr.functions import lookup_function
 from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse, Literal
 from engine.types import is_union, to_arrow, union_text
