@@ -15,12 +15,16 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from engine.errors import DrillError
 
 PLAN_SUFFIXES = (".json", ".plan")
+AddCommand = Callable[[Any], None]
+"""Adds one subcommand to the subparsers it is given: how a package built on the engine
+(``drill_dagster``) extends the command line without the engine importing it."""
 EXIT_OK, EXIT_USER_ERROR, EXIT_INTERNAL_ERROR = 0, 1, 2
 
 
@@ -211,7 +215,8 @@ def cmd_functions(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(extra_commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser:
+    """The engine's commands, plus ``extra_commands`` (each adds its subparser)."""
     parser = argparse.ArgumentParser(
         prog="drill-dagster",
         description="Run Apache Drill logical plans on Spark and present them in Dagster.",
@@ -280,10 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="memory (bytes) each blocking operator of the local executor may hold (default 2 GiB)",
     )
     run_cmd.set_defaults(func=cmd_run)
-
-    from drill_dagster.cli_scaffold import add_scaffold_command
-
-    add_scaffold_command(sub)
+    for add_command in extra_commands:
+        add_command(sub)
 
     sql = sub.add_parser("sql", help="run a SQL query (or explain it, or save it as a plan)")
     sql.add_argument("statement", metavar="SQL", help="one SQL statement, in quotes")
@@ -307,9 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run(argv: Sequence[str] | None = None) -> int:
+def run(argv: Sequence[str] | None = None, extra_commands: Sequence[AddCommand] = ()) -> int:
     """Run the CLI and return its exit code (the console script calls :func:`main`)."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(extra_commands).parse_args(argv)
     try:
         return args.func(args)
     except DrillError as err:

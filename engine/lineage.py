@@ -241,7 +241,7 @@ def _shape_of(op: Operator, inputs: list[Shape]) -> Shape:
         if op.drop and isinstance(expr, FieldRef):
             source = source.remove([s for s in expr.path if isinstance(s, str)])
         return source.write(_name_path(op.ref), element)
-    return source.merge(EMPTY)
+    raise NotImplementedError(f"column lineage of a {op.op!r} operator")
 
 
 def _value(record: Shape, expr: Expr) -> Shape:

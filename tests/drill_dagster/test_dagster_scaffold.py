@@ -11,6 +11,7 @@ import pytest
 import yaml
 from dagster import DagsterInstance, Definitions, materialize
 
+from drill_dagster.cli import run as cli_run
 from drill_dagster.cli_scaffold import add_scaffold_command, scaffold_project
 from drill_dagster.resource import default_resources
 
@@ -19,6 +20,14 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="drill-dagster")
     add_scaffold_command(parser.add_subparsers(dest="command", required=True))
     return parser.parse_args(argv)
+
+
+def test_the_console_script_has_the_engines_commands_and_scaffold(tmp_path: Path) -> None:
+    plan = tmp_path / "p.json"
+    plan.write_text('{query: [{"@id": 1, op: "constant", content: [{a: 1}]}]}')
+    assert cli_run(["validate", str(plan)]) == 0
+    assert cli_run(["scaffold", str(tmp_path / "proj")]) == 0
+    assert (tmp_path / "proj" / "plans" / "greetings.json").is_file()
 
 
 def test_scaffolded_project_loads_and_materializes(tmp_path: Path) -> None:
@@ -57,7 +66,7 @@ def test_scaffold_never_overwrites_unless_forced(
 
 
 def test_the_cli_module_does_not_import_dagster() -> None:
-    code = "import sys, drill_dagster.cli_scaffold; print('dagster' in sys.modules)"
+    code = "import sys, drill_dagster.cli; print('dagster' in sys.modules)"
     import subprocess
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -180,3 +180,17 @@ def test_run_on_spark_shows_no_java_stack_trace_when_spark_gives_up_code_generat
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["t"]["c39"] for r in records] == [40, 41]
     assert "CodeGenerator" not in done.stderr and "\tat " not in done.stderr, done.stderr[:2000]
+
+
+def test_validate_loads_no_executor_dataset_or_dagster_code(tmp_path: Path) -> None:
+    # What makes `drill-dagster validate` start fast: it parses and checks, and imports nothing
+    # that only running a plan needs.
+    plan = tmp_path / "p.json"
+    plan.write_text('{query: [{"@id": 1, op: "constant", content: [{a: 1}]}]}')
+    heavy = ("pandas", "pyarrow.dataset", "pyspark", "dagster", "engine.exec", "engine.storage")
+    code = (
+        "import sys; from drill_dagster.cli import run; code = run(['validate', sys.argv[1]]); "
+        f"print(code, [m for m in {heavy!r} if m in sys.modules])"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(plan)], capture_output=True, text=True)
+    assert done.stdout.split("\n")[-2] == "0 []", done.stdout + done.stderr

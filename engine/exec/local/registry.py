@@ -51,6 +51,12 @@ def creator(op: str) -> Callable[[Creator], Creator]:
     return register
 
 
+def local_operators() -> frozenset[str]:
+    """The logical operators (``op`` names) the local executor implements."""
+    _load_operator_modules()
+    return frozenset(CREATORS)
+
+
 def create(op: Operator, inputs: list[BatchOperator], ctx: ExecContext) -> BatchOperator:
     _load_operator_modules()
     try:
