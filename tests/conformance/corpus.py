@@ -1,5 +1,6 @@
-"""The conformance corpus (``../shared/conformance``) as pytest parameters, and one runner for both
-executors: each case passes, or is a strict xfail naming why (``KNOWN_FAILURES``)."""
+"""The conformance corpus (``../shared/conformance``) and the project's own cases in the same format
+(``cases_extra/``: the seed's examples the corpus lacks) as pytest parameters, and one runner for
+both executors: each case passes, or is a strict xfail naming why (``KNOWN_FAILURES``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from engine import PlanError, parse_plan, run_plan
 from engine.plan import PlanSyntaxError
 
 CORPUS = (Path(__file__).resolve().parents[2] / ".." / "shared" / "conformance").resolve()
+EXTRA = Path(__file__).resolve().parent / "cases_extra"
 PARSE_ONLY = {"U16"}
 
 # Cases an executor cannot pass yet, with the reason. Strict: a case that starts passing fails the
@@ -27,7 +29,14 @@ REJECTED_OPERATORS: dict[str, tuple[str, str]] = {"U20": ("distinct", "$.query[0
 
 
 def load_cases() -> list[dict[str, Any]]:
-    return json.loads((CORPUS / "cases.json").read_text())["cases"]
+    """Every case of the corpus, then of ``cases_extra``; ``root`` is the directory its paths
+    (plan, expected, classpath root) are relative to."""
+    cases = []
+    for root in (CORPUS, EXTRA):
+        index = json.loads((root / "cases.json").read_text())
+        for case in index["cases"]:
+            cases.append({**case, "root": root, "classpath": root / index["classpath_root"]})
+    return cases
 
 
 def case_params(executor: str) -> list[Any]:
@@ -40,7 +49,7 @@ def case_params(executor: str) -> list[Any]:
 
 
 def check_case(case: dict[str, Any], *, executor: str, **run_options: Any) -> None:
-    plan_path = CORPUS / case["plan"]
+    plan_path = case["root"] / case["plan"]
     if case.get("expect_error") == "parse":
         with pytest.raises(PlanSyntaxError):
             parse_plan(plan_path)
@@ -65,11 +74,11 @@ def check_case(case: dict[str, Any], *, executor: str, **run_options: Any) -> No
     result = run_plan(
         plan,
         executor=executor,
-        classpath=[CORPUS / "data"],
+        classpath=[case["classpath"]],
         console_stream=_Discard(),
         **run_options,
     )
-    expected = read_jsonl(CORPUS / case["expected"])
+    expected = read_jsonl(case["root"] / case["expected"])
     actual = result.records()
     assert len(actual) == case["expected_count"], (
         f"{len(actual)} records, expected {case['expected_count']}"

@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from engine.exec.local.nested_filter import NestedFilter
 from engine.exec.local.registry import ExecContext, creator
+from engine.exec.local.union_filter import UnionFilter, filter_for_schema
 from engine.exec.protocol import BatchOperator, SingleInputOperator
 from engine.expr import Expr, parse_expression, parse_field_ref
 from engine.expr.arrow.evaluate import evaluate
@@ -49,11 +50,11 @@ class FilterOperator(SingleInputOperator):
     def __init__(self, op: Filter, upstream: BatchOperator) -> None:
         super().__init__(op.id, upstream)
         self.expr: Expr = parse_expression(op.expr)
-        self._filter: NestedFilter | None = None
+        self._filter: NestedFilter | UnionFilter | None = None
         self._emitted = False
 
     def setup(self, schema: pa.Schema) -> None:
-        self._filter = NestedFilter.for_schema(self.expr, schema)
+        self._filter = filter_for_schema(self.expr, schema)
 
     def process(self, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         assert self._filter is not None

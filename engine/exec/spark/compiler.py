@@ -79,6 +79,7 @@ from engine.exec.spark.sources import (
     store_dataframe,
 )
 from engine.exec.spark.spread import Member, Spread, member_of, spread
+from engine.exec.spark.union_filter import reaches_any_variant, union_filter
 from engine.expr import Expr, FieldRef, FunctionKind, field_refs, parse_field_ref
 from engine.expr.rewrite import split_calls
 from engine.plan import LogicalPlan
@@ -546,14 +547,17 @@ class SparkCompiler:
         reading = self._reading
         if reading is not None:
             schema = reading.schema
-            if any(array_levels(schema, ref.path) for ref in field_refs(condition)):
+            if reaches_any_variant(schema, condition) or any(
+                array_levels(schema, ref.path) for ref in field_refs(condition)
+            ):
                 df = reading.select()  # Appendix A rewrites records: it filters them built
             else:
                 read = functools.partial(_read_field, reading)
                 kept = df.where(compile_predicate(condition, schema, resolve=read))
                 self._pending[op.id] = reading.over(kept)  # for its one reader
                 return kept
-        return filter_records(df, condition)
+        pruned = union_filter(df, condition)
+        return pruned if pruned is not None else filter_records(df, condition)
 
     def visit_transform(self, op: Transform, inputs: list[DataFrame]) -> DataFrame:
         (df,) = inputs
