@@ -181,7 +181,9 @@ def apply_params(plan: LogicalPlan, params: Mapping[str, Any]) -> LogicalPlan:
     """The plan with ``${name}`` in scan selections and store targets replaced by ``params[name]``.
 
     This is how a partition key reaches a plan (``"path": "events/${day}"``). A placeholder with no
-    parameter is a :class:`~engine.errors.PlanError` naming it.
+    parameter is a :class:`~engine.errors.PlanError` naming it. A value is one path component: a
+    value that is empty, ``.`` or ``..``, or holds ``/`` or NUL, is a PlanError naming the
+    parameter (``day=../orders`` would otherwise write over another dataset of the root).
 
     >>> plan = parse_plan({"storage": {"q": {"type": "queue"}, "fs": {"type": "fs", "root": "/d"}},
     ...     "query": [{"@id": 1, "op": "scan", "storageengine": "fs", "ref": "e",
@@ -201,7 +203,7 @@ def apply_params(plan: LogicalPlan, params: Mapping[str, Any]) -> LogicalPlan:
                     raise PlanError(
                         f"{where} uses parameter '{name}', which was not given (given: {known})"
                     )
-                return str(params[name])
+                return path_component(name, params[name], where)
 
             return _PARAM.sub(lookup, value)
         if isinstance(value, dict):
@@ -218,6 +220,26 @@ def apply_params(plan: LogicalPlan, params: Mapping[str, Any]) -> LogicalPlan:
             op = op.model_copy(update={"target": substitute(op.target, f"store {op.id}")})
         query.append(op)
     return plan.with_query(query)
+
+
+def path_component(name: str, value: Any, where: str) -> str:
+    """``value`` of parameter ``name`` as text, checked to be one path component.
+
+    >>> path_component("day", "2024-01-02", "store 2")
+    '2024-01-02'
+    >>> path_component("day", "../orders", "store 2")
+    Traceback (most recent call last):
+    ...
+    engine.errors.PlanError: plan: store 2 uses parameter 'day' = '../orders', which is not one path component: ...
+    """
+    text = str(value)
+    if text in ("", ".", "..") or "/" in text or "\x00" in text:
+        raise PlanError(
+            f"{where} uses parameter '{name}' = {text!r}, which is not one path component: "
+            "a parameter's value may not be empty, '.' or '..', nor hold '/' or a NUL character "
+            "(to reach deeper paths, give each level its own parameter: events/${year}/${day})"
+        )
+    return text
 
 
 def _is_file(text: str) -> bool:

@@ -859,6 +859,9 @@ def _spark_read(spark: Any, resolved: ResolvedScan, files: Sequence[InputFile]) 
     paths = [str(root)] if root else spark_read_paths(files)
     # Under one root, partition directories are directories like any other: no partition columns.
     reader = spark.read.option("recursiveFileLookup", True) if root else spark.read
+    # The paths are files and directories the engine listed: names, never patterns (a root or
+    # a file whose name holds ``[``, ``*`` or ``?`` is read as it is, not globbed by Hadoop).
+    reader = reader.option("__globPaths__", "false")
     names = resolved.table_columns
     table = StructType([resolved.spark_schema[name] for name in names])
     # Given a schema, the parquet and JSON readers give exactly its columns, in its order (files
@@ -1156,6 +1159,7 @@ def _store_fs(
             os.replace(spark_dir / rel, destination)
         remove(spark_dir)
         commit.metadata_file = spec.metadata_file  # the metadata repository's record
+        commit.metadata_root = spec.root
         commit.commit()
     if observation is None:
         rows = sum(footer.num_rows for footer in footers)

@@ -1,0 +1,238 @@
+"""Stores cannot write outside their root, nor lose data there: a target is a literal path, links
+planted among a store's own files are refused, a directory swapped for a link during a write is
+not followed, parameters are one path component, and a root may have any name.
+
+Every test builds a root beside an ``outside`` directory holding data, and checks that ``outside``
+is exactly as it was after the run, whatever the run did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import run_plan
+from engine.errors import DrillError, PlanError, StorageError
+
+EXECUTORS = ["local", pytest.param("spark", marks=pytest.mark.spark)]
+
+
+def plan_of(root: Path, *ops: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "storage": {"fs": {"type": "fs", "root": str(root)}, "q": {"type": "queue"}},
+        "query": list(ops),
+    }
+
+
+def rows(op_id: int = 1) -> dict[str, Any]:
+    return {
+        "@id": op_id,
+        "op": "constant",
+        "content": [{"k": "a", "v": 1}, {"k": "b", "v": 2}, {"k": "a", "v": 3}],
+    }
+
+
+def store(op_id: int, input_id: int, path: str, **target: Any) -> dict[str, Any]:
+    return {
+        "@id": op_id,
+        "op": "store",
+        "input": input_id,
+        "storageengine": "fs",
+        "target": {"path": path, "format": "json", **target},
+    }
+
+
+def scan(op_id: int, path: str) -> dict[str, Any]:
+    return {
+        "@id": op_id,
+        "op": "scan",
+        "storageengine": "fs",
+        "ref": "r",
+        "selection": {"path": path, "format": "json"},
+    }
+
+
+def to_queue(op_id: int, input_id: int) -> dict[str, Any]:
+    return {"@id": op_id, "op": "store", "input": input_id, "storageengine": "q", "target": {}}
+
+
+def snapshot(directory: Path) -> dict[str, str]:
+    """Every entry below ``directory`` (links not followed), with file contents."""
+    found = {}
+    for folder, subdirs, files in os.walk(directory):
+        for name in subdirs + files:
+            path = Path(folder, name)
+            rel = str(path.relative_to(directory))
+            if path.is_symlink():
+                found[rel] = "-> " + os.readlink(path)
+            elif path.is_file():
+                found[rel] = path.read_text()
+            else:
+                found[rel] = "<dir>"
+    return found
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Path:
+    """``root`` beside ``outside``, which holds a dataset ``important`` that must survive."""
+    root = tmp_path / "lake"
+    outside = tmp_path / "outside"
+    root.mkdir()
+    (outside / "important").mkdir(parents=True)
+    (outside / "important" / "part-0.json").write_text('{"keep": 1}\n')
+    return root
+
+
+def run(plan: dict[str, Any], executor: str, request: pytest.FixtureRequest, **kw: Any) -> Any:
+    spark = request.getfixturevalue("spark") if executor == "spark" else None
+    return run_plan(plan, executor=executor, spark=spark, **kw)
+
+
+# ---------------------------------------------------------------- 1: a target is a literal path
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.parametrize("name", ["ev*l", "ev?l", "ev[l", "ev[i]l"])
+def test_a_glob_character_in_a_target_does_not_skip_the_link_check(
+    lake: Path, request: pytest.FixtureRequest, executor: str, name: str
+) -> None:
+    outside = lake.parent / "outside"
+    (lake / name).symlink_to("../outside", target_is_directory=True)
+    before = snapshot(outside)
+    with pytest.raises(StorageError) as caught:
+        run(plan_of(lake, rows(), store(2, 1, f"{name}/important")), executor, request)
+    assert "symbolic link" in str(caught.value) and "store 2" in str(caught.value)
+    assert snapshot(outside) == before
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_a_target_holding_glob_characters_is_written_under_that_very_name(
+    lake: Path, request: pytest.FixtureRequest, executor: str
+) -> None:
+    (lake / "a").mkdir()  # a glob would match it; the literal name is another directory
+    run(plan_of(lake, rows(), store(2, 1, "[ab]*?/x")), executor, request)
+    assert (lake / "[ab]*?" / "x").is_dir() and not (lake / "a" / "x").exists()
+
+
+# ---------------------------------------------------------------- 2: the store's own files
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_a_metadata_directory_linked_out_of_the_root_is_not_written_through(
+    lake: Path, request: pytest.FixtureRequest, executor: str
+) -> None:
+    outside = lake.parent / "outside"
+    (lake / "_drill_metadata").symlink_to(outside, target_is_directory=True)
+    before = snapshot(outside)
+    with pytest.raises(StorageError) as caught:
+        run(plan_of(lake, rows(), store(2, 1, "sales")), executor, request)
+    assert "symbolic link" in str(caught.value)
+    assert snapshot(outside) == before
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.parametrize("points_to", ["outside/important", "outside/new.lock"])
+def test_a_lock_file_linked_out_of_the_root_is_not_opened(
+    lake: Path, request: pytest.FixtureRequest, executor: str, points_to: str
+) -> None:
+    outside = lake.parent / "outside"
+    (lake / "out").mkdir()
+    (lake / "out" / ".sales.lock").symlink_to(lake.parent / points_to)
+    before = snapshot(outside)
+    with pytest.raises(StorageError) as caught:
+        run(plan_of(lake, rows(), store(2, 1, "out/sales")), executor, request)
+    assert "symbolic link" in str(caught.value)
+    assert snapshot(outside) == before
+    assert not (lake / "out" / "sales").exists()
+
+
+# ---------------------------------------------------------------- 3: a swap racing the write
+
+
+def _swap_to_outside(directory: Path) -> None:
+    """Replace ``directory`` by a link to ``outside`` (its content moved aside, kept)."""
+    directory.rename(directory.with_name(directory.name + "_moved"))
+    directory.symlink_to(directory.parent.parent / "outside", target_is_directory=True)
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_a_directory_swapped_for_a_link_while_a_store_writes_is_not_followed(
+    lake: Path, request: pytest.FixtureRequest, executor: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's parent directory becomes a link out of the root after the checks, while the
+    partitioned store writes its files: nothing may be written or deleted outside."""
+    outside = lake.parent / "outside"
+    (lake / "events").mkdir()
+    before = snapshot(outside)
+    swapped: list[Path] = []
+
+    def swap_then(original: Any) -> Any:
+        def write(*args: Any, **kwargs: Any) -> Any:
+            if not swapped:
+                _swap_to_outside(lake / "events")
+                swapped.append(lake / "events")
+            return original(*args, **kwargs)
+
+        return write
+
+    if executor == "spark":
+        import engine.exec.spark.sources as spark_sources
+
+        monkeypatch.setattr(spark_sources, "_spark_write", swap_then(spark_sources._spark_write))
+    else:
+        import engine.storage.store as local_store
+
+        monkeypatch.setattr(local_store, "_write_part", swap_then(local_store._write_part))
+    plan = plan_of(lake, rows(), store(2, 1, "events/important", partitionBy=["k"]))
+    with contextlib.suppress(DrillError):  # refusing is fine; writing outside is not
+        run(plan, executor, request)
+    assert swapped
+    assert snapshot(outside) == before
+    # The version went where the checks confirmed: the directory first opened, now moved aside.
+    moved = lake / "events_moved" / "important"
+    assert sorted(p.name for p in moved.iterdir()) == ["k=a", "k=b"]
+
+
+# ---------------------------------------------------------------- 4: parameters
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.parametrize("value", ["../orders", "..", ".", "", "a/b", "/orders", "x\x00y"])
+def test_a_parameter_value_is_one_path_component(
+    lake: Path, request: pytest.FixtureRequest, executor: str, value: str
+) -> None:
+    run(plan_of(lake, rows(), store(2, 1, "orders")), executor, request)
+    orders = snapshot(lake / "orders")
+    plan = plan_of(lake, rows(), store(2, 1, "events/${day}"))
+    with pytest.raises(PlanError) as caught:
+        run(plan, executor, request, params={"day": value})
+    assert "parameter 'day'" in str(caught.value) and "store 2" in str(caught.value)
+    assert snapshot(lake / "orders") == orders
+    assert not (lake / "events").exists()
+
+
+def test_a_parameter_value_may_hold_any_other_character(lake: Path) -> None:
+    day = "2024-01-02 *?[x] ü"
+    run_plan(plan_of(lake, rows(), store(2, 1, "events/${day}")), params={"day": day})
+    assert (lake / "events" / day).is_dir()
+
+
+# ---------------------------------------------------------------- 6: any root name
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.parametrize("name", ["lake[1]", "lake*", "lake?", "la[ke"])
+def test_a_root_whose_name_holds_glob_characters_is_a_root_like_any_other(
+    tmp_path: Path, request: pytest.FixtureRequest, executor: str, name: str
+) -> None:
+    root = tmp_path / name
+    root.mkdir()
+    (tmp_path / "lake1").mkdir()  # what a glob of the root's name would match instead
+    run(plan_of(root, rows(), store(2, 1, "sales")), executor, request)
+    result = run(plan_of(root, scan(1, "sales"), to_queue(2, 1)), executor, request)
+    assert sorted(r["r"]["v"] for r in result.records()) == [1, 2, 3]
+    assert list((tmp_path / "lake1").iterdir()) == []
