@@ -9,6 +9,7 @@ is exactly as it was after the run, whatever the run did.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -236,3 +237,56 @@ def test_a_root_whose_name_holds_glob_characters_is_a_root_like_any_other(
     result = run(plan_of(root, scan(1, "sales"), to_queue(2, 1)), executor, request)
     assert sorted(r["r"]["v"] for r in result.records()) == [1, 2, 3]
     assert list((tmp_path / "lake1").iterdir()) == []
+
+
+# ---------------------------------------------------------------- 7: Dagster's allowed roots
+
+
+def _project(tmp_path: Path, root: str, yaml_text: str = "executor: local\n") -> Path:
+    plans = tmp_path / "project" / "plans"
+    plans.mkdir(parents=True)
+    plan = plan_of(Path(root), rows(), store(2, 1, "sales"))
+    (plans / "copy.json").write_text(json.dumps(plan))
+    (plans / "drill_project.yaml").write_text(yaml_text)
+    return plans
+
+
+def test_a_plan_root_outside_the_allowed_directories_is_refused_at_load_time(
+    tmp_path: Path,
+) -> None:
+    from drill_dagster import load_definitions
+    from drill_dagster.errors import DrillDefinitionsError
+
+    etc = tmp_path / "etc"  # a stand-in for /etc
+    etc.mkdir()
+    (etc / "passwd").write_text("root:x:0:0\n")
+    plans = _project(tmp_path, str(etc))
+    with pytest.raises(DrillDefinitionsError) as caught:
+        load_definitions(plans)
+    message = str(caught.value)
+    assert str(plans / "copy.json") in message and "$.storage.fs.root" in message, message
+    assert "allowed_roots" in message
+    assert snapshot(etc) == {"passwd": "root:x:0:0\n"}
+
+
+def test_the_default_allows_the_project_directory_and_the_file_may_allow_more(
+    tmp_path: Path,
+) -> None:
+    from drill_dagster import load_definitions
+    from drill_dagster.errors import DrillDefinitionsError
+
+    inside = _project(tmp_path / "a", "../data/lake")
+    assert load_definitions(inside).resolve_all_asset_specs()
+    elsewhere = tmp_path / "b" / "lake"
+    allowed = _project(tmp_path / "b", str(elsewhere), f"allowed_roots: ['{elsewhere}']\n")
+    assert load_definitions(allowed).resolve_all_asset_specs()
+    # The argument wins over the file: here it allows only the project's own data directory.
+    with pytest.raises(DrillDefinitionsError):
+        load_definitions(allowed, allowed_roots=[tmp_path / "b" / "project" / "data"])
+    # A link inside an allowed directory does not widen it.
+    outside = tmp_path / "c" / "outside"
+    outside.mkdir(parents=True)
+    (tmp_path / "c" / "project").mkdir(parents=True)
+    (tmp_path / "c" / "project" / "out").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(DrillDefinitionsError):
+        load_definitions(_project(tmp_path / "c", "../out"))
