@@ -290,3 +290,34 @@ def test_the_default_allows_the_project_directory_and_the_file_may_allow_more(
     (tmp_path / "c" / "project" / "out").symlink_to(outside, target_is_directory=True)
     with pytest.raises(DrillDefinitionsError):
         load_definitions(_project(tmp_path / "c", "../out"))
+
+
+# ---------------------------------------------------------------- 5: hard links, and the README
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def reliability_rows() -> list[str]:
+    text = README.read_text()
+    table = text[text.index("## Errors and reliability") :].split("\n## ")[0]
+    return [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+
+
+def test_a_hard_link_to_a_file_outside_is_read_as_the_readme_says(lake: Path) -> None:
+    """Roots are trusted directories: a hard link is the file itself, and is read."""
+    secret = lake.parent / "outside" / "important" / "part-0.json"
+    os.link(secret, lake / "linked.json")
+    result = run_plan(plan_of(lake, scan(1, "linked.json"), to_queue(2, 1)))
+    assert result.records() == [{"r": {"keep": 1}}]
+    row = next(r for r in reliability_rows() if "hard link" in r)
+    assert "roots are trusted directories" in row
+
+
+def test_every_reliability_row_names_a_test_file_that_exists() -> None:
+    here = Path(__file__).resolve().parent
+    tests = Path(__file__).resolve().parents[1]
+    for row in reliability_rows()[1:]:
+        named = [c.strip(" `") for c in row.strip("|").split("|")[-1].split(",")]
+        for name in named:
+            assert name.endswith(".py"), row
+            assert (here / name).exists() or list(tests.rglob(name)), f"{name} in: {row}"
