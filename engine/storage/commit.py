@@ -84,6 +84,9 @@ class VersionedTarget:
         """The directory holding the current files (None: no target, or a plain file)."""
         if not self.exists():
             return None
+        current = self.current_version()
+        if current is not None:  # beside the target: no path resolved again from the top
+            return self.version_path(current)
         real = Path(os.path.realpath(self.path))
         return real if real.is_dir() else None
 

@@ -68,6 +68,7 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
+from pyspark.sql.utils import is_remote
 
 from engine.errors import DrillError, PlanningError, SchemaConflictError, StorageError
 from engine.exec.local.sources import records_to_batch
@@ -1143,7 +1144,8 @@ def _store_fs(
         spec, lock_timeout, needs_directory=directory, explain=_store_failure
     ) as commit:
         spark_dir = commit.staging / f".spark-{uuid.uuid4().hex}"
-        _spark_write(observed, spec, spark_dir / prefix if prefix else spark_dir, dynamic)
+        spark_sees = _path_for_writers(df, spark_dir)
+        _spark_write(observed, spec, spark_sees / prefix if prefix else spark_sees, dynamic)
         written = _data_files(spark_dir)
         if not written and not partitioned:
             written = [_write_empty(df, spec, spark_dir)]
@@ -1175,6 +1177,17 @@ def _store_fs(
         partitions=tuple(sorted(set(paths) | ({prefix} if prefix else set()))),
         version=commit.version,
     )
+
+
+def _path_for_writers(df: DataFrame, path: Path) -> Path:
+    """``path`` as Spark's writers should be given it. Staging is reached through this process's
+    open directory (``/proc/<pid>/fd/<fd>``: a directory swapped for a link meanwhile is not
+    followed), which the JVM of a ``local`` master can use; executors elsewhere (a cluster,
+    Spark Connect) get the directory's current location instead, and the commit checks staging
+    was not swapped before renaming it."""
+    session = df.sparkSession
+    local = not is_remote() and session.sparkContext.master.startswith("local")
+    return path if local else Path(os.path.realpath(path))
 
 
 def _check_columns(df: DataFrame, spec: StoreTarget, dynamic: Sequence[str]) -> None:
