@@ -174,7 +174,7 @@ def _check_listing(engine: Any, selection: Any) -> None:
         pass
 
 
-_PARAM = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PARAM = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:path)?\}")
 
 
 def apply_params(plan: LogicalPlan, params: Mapping[str, Any]) -> LogicalPlan:
@@ -183,7 +183,9 @@ def apply_params(plan: LogicalPlan, params: Mapping[str, Any]) -> LogicalPlan:
     This is how a partition key reaches a plan (``"path": "events/${day}"``). A placeholder with no
     parameter is a :class:`~engine.errors.PlanError` naming it. A value is one path component: a
     value that is empty, ``.`` or ``..``, or holds ``/`` or NUL, is a PlanError naming the
-    parameter (``day=../orders`` would otherwise write over another dataset of the root).
+    parameter (``day=../orders`` would otherwise write over another dataset of the root). A plan
+    lets a value span directories with ``${name:path}``: ``/`` may separate its components, each
+    of which is checked the same way.
 
     >>> plan = parse_plan({"storage": {"q": {"type": "queue"}, "fs": {"type": "fs", "root": "/d"}},
     ...     "query": [{"@id": 1, "op": "scan", "storageengine": "fs", "ref": "e",
@@ -191,6 +193,10 @@ def apply_params(plan: LogicalPlan, params: Mapping[str, Any]) -> LogicalPlan:
     ...               {"@id": 2, "op": "store", "input": 1, "storageengine": "q", "target": {}}]})
     >>> apply_params(plan, {"day": "2024-01-02"}).operator("1").selection
     {'path': 'events/2024-01-02'}
+    >>> deeper = plan.with_query([plan.operator("1").model_copy(
+    ...     update={"selection": {"path": "events/${day:path}"}}), plan.operator("2")])
+    >>> apply_params(deeper, {"day": "2024/01/02"}).operator("1").selection
+    {'path': 'events/2024/01/02'}
     """
 
     def substitute(value: Any, where: str) -> Any:
@@ -203,6 +209,9 @@ def apply_params(plan: LogicalPlan, params: Mapping[str, Any]) -> LogicalPlan:
                     raise PlanError(
                         f"{where} uses parameter '{name}', which was not given (given: {known})"
                     )
+                if match.group(2):  # ${name:path}: components separated by "/"
+                    parts = str(params[name]).split("/")
+                    return "/".join(path_component(name, p, where, spans=True) for p in parts)
                 return path_component(name, params[name], where)
 
             return _PARAM.sub(lookup, value)
@@ -222,8 +231,9 @@ def apply_params(plan: LogicalPlan, params: Mapping[str, Any]) -> LogicalPlan:
     return plan.with_query(query)
 
 
-def path_component(name: str, value: Any, where: str) -> str:
-    """``value`` of parameter ``name`` as text, checked to be one path component.
+def path_component(name: str, value: Any, where: str, *, spans: bool = False) -> str:
+    """``value`` of parameter ``name`` as text, checked to be one path component (one of the
+    components of a ``${name:path}`` value, with ``spans``).
 
     >>> path_component("day", "2024-01-02", "store 2")
     '2024-01-02'
@@ -234,10 +244,15 @@ def path_component(name: str, value: Any, where: str) -> str:
     """
     text = str(value)
     if text in ("", ".", "..") or "/" in text or "\x00" in text:
+        if spans:
+            raise PlanError(
+                f"{where} uses parameter '{name}' as a path, and its component {text!r} is "
+                "empty, '.' or '..', or holds a NUL character"
+            )
         raise PlanError(
             f"{where} uses parameter '{name}' = {text!r}, which is not one path component: "
             "a parameter's value may not be empty, '.' or '..', nor hold '/' or a NUL character "
-            "(to reach deeper paths, give each level its own parameter: events/${year}/${day})"
+            "(a plan whose value spans directories says so: ${" + name + ":path})"
         )
     return text
 

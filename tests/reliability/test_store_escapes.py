@@ -321,3 +321,12 @@ def test_every_reliability_row_names_a_test_file_that_exists() -> None:
         for name in named:
             assert name.endswith(".py"), row
             assert (here / name).exists() or list(tests.rglob(name)), f"{name} in: {row}"
+
+
+def test_a_plan_may_let_a_parameter_span_directories_and_each_is_checked(lake: Path) -> None:
+    plan = plan_of(lake, rows(), store(2, 1, "events/${day:path}"))
+    run_plan(plan, params={"day": "2024/01/02"})
+    assert (lake / "events" / "2024" / "01" / "02").is_dir()
+    for value in ("../orders", "2024/../../x", "a//b", "x\x00"):
+        with pytest.raises(PlanError, match="parameter 'day' as a path"):
+            run_plan(plan, params={"day": value})
