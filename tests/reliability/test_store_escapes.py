@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +198,48 @@ def test_a_directory_swapped_for_a_link_while_a_store_writes_is_not_followed(
     # The version went where the checks confirmed: the directory first opened, now moved aside.
     moved = lake / "events_moved" / "important"
     assert sorted(p.name for p in moved.iterdir()) == ["k=a", "k=b"]
+
+
+def _race(lake: Path, stores: int) -> None:
+    """``stores`` partitioned stores while another thread keeps swapping their parent directory
+    for a link out of the root and back."""
+    outside = lake.parent / "outside"
+    events, moved = lake / "events", lake / "events_moved"
+    events.mkdir()
+    before = snapshot(outside)
+    stop = threading.Event()
+
+    def flip() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                events.rename(moved)
+                events.symlink_to(outside, target_is_directory=True)
+                time.sleep(0.001)
+                events.unlink()
+                moved.rename(events)
+
+    flipper = threading.Thread(target=flip, daemon=True)
+    flipper.start()
+    plan = plan_of(lake, rows(), store(2, 1, "events/important", partitionBy=["k"]))
+    try:
+        for _ in range(stores):
+            with contextlib.suppress(DrillError):
+                run_plan(plan)
+    finally:
+        stop.set()
+        flipper.join()
+    assert snapshot(outside) == before
+
+
+def test_stores_racing_a_thread_that_swaps_their_directory_never_write_outside(
+    lake: Path,
+) -> None:
+    _race(lake, 8)
+
+
+@pytest.mark.slow
+def test_stores_racing_a_thread_that_swaps_their_directory_at_length(lake: Path) -> None:
+    _race(lake, 300)
 
 
 # ---------------------------------------------------------------- 4: parameters
