@@ -185,9 +185,10 @@ class Commit:
                 destination = self.staging / rel
                 destination.parent.mkdir(parents=True, exist_ok=True)
                 try:
-                    os.link(os.path.join(directory, name), destination)
+                    # a link planted in a version is carried as a link, never as what it names
+                    os.link(os.path.join(directory, name), destination, follow_symlinks=False)
                 except OSError:
-                    shutil.copy2(os.path.join(directory, name), destination)
+                    shutil.copy2(os.path.join(directory, name), destination, follow_symlinks=False)
                 kept.append(rel)
         return kept
 
