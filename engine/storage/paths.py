@@ -8,7 +8,10 @@ Rejected, before anything is read or written, with a :class:`~engine.errors.Stor
 * a ``file://`` URL whose path lies outside the root (``file:///etc/passwd`` under root ``/data``);
 * a URL with any other scheme (``s3://``, ``http://``, ``hdfs://``): only local roots are configured;
 * a path whose real location (symlinks followed) leaves the root, and, while listing, any file or
-  directory reached through a symlink that points out of the root.
+  directory reached through a symlink that points out of the root. A selection's glob is checked
+  up to its literal prefix (what it matches, while listing); a store target is checked whole.
+
+The root's own path is a name: ``[``, ``*`` and ``?`` in it are characters, never a pattern.
 
 Expansion (:func:`list_selection`) follows Spark's conventions:
 

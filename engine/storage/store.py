@@ -2,7 +2,9 @@
 
 For ``fs`` the target is ``{path, format?, partitionBy?, mode?}``:
 
-* ``path`` is a dataset directory under the engine root (checked like every path: no escapes);
+* ``path`` is a dataset directory under the engine root (checked like every path: no escapes),
+  taken literally (``*``, ``?`` and ``[`` are characters of its names, not patterns) and written
+  through its directory opened below the root (:mod:`engine.storage.confined`);
 * ``format`` (or ``type``): ``parquet`` (default), ``json`` (JSON lines) or ``csv`` (scalar
   columns only);
 * ``partitionBy``: columns written as ``col=value`` directories (dropped from the files); the
