@@ -102,14 +102,16 @@ def written_location(root: Path, target: str, params: dict[str, str]) -> str | N
     return os.path.relpath(real, os.path.realpath(root))
 
 
-def check_one(target: str, params: dict[str, str], plants: set[str], executor: str) -> None:
+def check_one(
+    target: str, params: dict[str, str], plants: set[str], executor: str, spark: Any = None
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root, outside = build(Path(tmp), plants)
         before_outside = snapshot(outside)
         before = datasets(root)
         plan = plan_of(root, rows(), store(2, 1, target))
         try:
-            run_plan(plan, executor=executor, params=params)
+            run_plan(plan, executor=executor, params=params, spark=spark)
             ok = True
         except DrillError:
             ok = False
@@ -161,3 +163,13 @@ def test_store_targets_and_parameters_stay_in_the_root_at_length(
     target: str, p: str, q: str, plants: set[str]
 ) -> None:
     check_one(target, {"p": p, "q": q}, plants, "local")
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@_fuzz(60)
+@given(target=TARGETS, p=VALUES, q=VALUES, plants=PLANTS)
+def test_spark_store_targets_and_parameters_stay_in_the_root(
+    spark: Any, target: str, p: str, q: str, plants: set[str]
+) -> None:
+    check_one(target, {"p": p, "q": q}, plants, "spark", spark)
