@@ -40,6 +40,7 @@ def load_definitions(
     executor: str | None = None,
     project_file: Path | str | None = None,
     resources: Mapping[str, Any] | None = None,
+    allowed_roots: Sequence[Path | str] | None = None,
 ) -> Definitions:
     """Every plan of ``plans_dir`` as assets, with checks, schedules (each with its plan's job)
     and resources.
@@ -47,7 +48,9 @@ def load_definitions(
     ``spark_config`` (plain Spark settings) and ``executor`` (``spark`` or ``local``) override
     ``drill_project.yaml``'s; ``project_file`` defaults to ``drill_project.yaml`` in
     ``plans_dir``; ``resources`` are added to (or replace) the default ``drill`` resource and IO
-    managers. A bad plan or project file raises
+    managers. ``allowed_roots`` lists the directories the plans' ``fs`` roots may lie under
+    (:mod:`drill_dagster.allowed_roots`; default: ``drill_project.yaml``'s ``allowed_roots``, else
+    the project directory and ``classpath``). A bad plan or project file raises
     :class:`~drill_dagster.errors.DrillDefinitionsError` naming the file and the JSON path or key.
     """
     plans_dir = Path(plans_dir)
@@ -55,7 +58,13 @@ def load_definitions(
     with _collector_paused():
         try:
             config = load_project_config(config_path)
-            project = load_project(plans_dir, config=config, config_path=config_path)
+            project = load_project(
+                plans_dir,
+                config=config,
+                config_path=config_path,
+                allowed_roots=allowed_roots,
+                data_dirs=classpath,
+            )
             defs = definitions_for_project(
                 project,
                 translator=translator,

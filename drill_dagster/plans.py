@@ -25,16 +25,18 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+from drill_dagster.allowed_roots import allowed_root_dirs, is_allowed
+from drill_dagster.allowed_roots import describe as describe_allowed
 from drill_dagster.errors import DrillDefinitionsError
 from drill_dagster.project import PROJECT_FILE, PlanConfig, ProjectConfig, StoreConfig
 from drill_dagster.project import load_project_config as _load_config
-from engine.errors import DrillError, PlanError
+from engine.errors import DrillError, PlanError, PlanIssue
 from engine.lineage import StoreLineage, column_lineage
 from engine.plan import LogicalPlan, Operator, Scan, Store, parse_plan
 from engine.storage.paths import parse_root
@@ -222,10 +224,14 @@ def load_project(
     *,
     config: ProjectConfig | None = None,
     config_path: Path | None = None,
+    allowed_roots: Sequence[Path | str] | None = None,
+    data_dirs: Sequence[Path | str] = (),
 ) -> DrillProject:
     """Parse every plan of ``plans_dir`` and link scans to stores and sources.
 
-    Every bad plan is reported at once, each with its file and JSON paths, as a
+    Every ``fs`` root must lie under ``allowed_roots`` (else the project file's, else the project
+    directory or ``data_dirs``: :mod:`drill_dagster.allowed_roots`). Every bad plan is reported
+    at once, each with its file and JSON paths, as a
     :class:`~drill_dagster.errors.DrillDefinitionsError`.
     """
     plans_dir = Path(plans_dir).resolve()
@@ -235,11 +241,15 @@ def load_project(
     if config is None:
         config_path = config_path or plans_dir / PROJECT_FILE
         config = _load_config(config_path)
+    configured = allowed_roots if allowed_roots is not None else config.allowed_roots
+    allowed = allowed_root_dirs(plans_dir, configured, data_dirs)
     problems: list[str] = []
     plans: list[DrillPlan] = []
     for path in plan_files(plans_dir):
         try:
-            plans.append(load_plan(path, config))
+            plan = load_plan(path, config)
+            check_roots_allowed(plan, allowed)
+            plans.append(plan)
         except DrillError as err:
             problems.append(str(err))
     names = [plan.name for plan in plans]
@@ -282,6 +292,22 @@ def load_plan(path: Path, config: ProjectConfig) -> DrillPlan:
         if isinstance(op, Scan):
             plan.scans.append(_scan(plan, op))
     return plan
+
+
+def check_roots_allowed(plan: DrillPlan, allowed: Sequence[Path]) -> None:
+    """A PlanError naming the plan file and each ``fs`` root outside ``allowed``."""
+    issues = [
+        PlanIssue(
+            f"the root {root} of storage engine '{name}' is outside the directories this code "
+            f"location allows ({describe_allowed(allowed)}); add it to allowed_roots in "
+            f"{PROJECT_FILE} if it is meant",
+            path=f"$.storage.{name}.root",
+        )
+        for name, root in plan.roots.items()
+        if not is_allowed(root, allowed)
+    ]
+    if issues:
+        raise PlanError(issues, source=str(plan.path))
 
 
 def _sql_plan(path: Path) -> dict[str, Any]:

@@ -4,6 +4,9 @@ The file sits beside the plans and is optional; every key in it is optional. Pla
 their file stem, stores by their target path (``events_cleaned``) or by ``"@<id>"``::
 
     executor: spark                  # spark (default) or local: how the ops run
+    allowed_roots: [../data, /mnt/lake]  # where plans' fs roots may lie (relative: to this
+                                     # directory); default: the project directory (the one
+                                     # holding this one) and the classpath data directories
     spark_config:                    # plain Spark settings for the run's session
       spark.sql.shuffle.partitions: "4"
     defaults:                        # applied to every plan, each plan may override
@@ -241,6 +244,7 @@ class ProjectConfig(_Model):
     version: Literal[1] = 1
     executor: Literal["spark", "local"] | None = None
     spark_config: dict[str, Any] | None = None
+    allowed_roots: list[str] | None = None
     defaults: PlanDefaults = Field(default_factory=PlanDefaults)
     plans: dict[str, PlanConfig] = Field(default_factory=dict)
 

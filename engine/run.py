@@ -115,14 +115,18 @@ def _check_listing(engine: Any, selection: Any) -> None:
         pass
 
 
-_PARAM = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PARAM = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:path)?\}")
 
 
 def apply_params(plan: LogicalPlan, params: Mapping[str, Any]) -> LogicalPlan:
     """The plan with ``${name}`` in scan selections and store targets replaced by ``params[name]``.
 
     This is how a partition key reaches a plan (``"path": "events/${day}"``). A placeholder with no
-    parameter is a :class:`~engine.errors.PlanError` naming it.
+    parameter is a :class:`~engine.errors.PlanError` naming it. A value is one path component: a
+    value that is empty, ``.`` or ``..``, or holds ``/`` or NUL, is a PlanError naming the
+    parameter (``day=../orders`` would otherwise write over another dataset of the root). A plan
+    lets a value span directories with ``${name:path}``: ``/`` may separate its components, each
+    of which is checked the same way.
 
     >>> plan = parse_plan({"storage": {"q": {"type": "queue"}, "fs": {"type": "fs", "root": "/d"}},
     ...     "query": [{"@id": 1, "op": "scan", "storageengine": "fs", "ref": "e",
@@ -130,6 +134,10 @@ def apply_params(plan: LogicalPlan, params: Mapping[str, Any]) -> LogicalPlan:
     ...               {"@id": 2, "op": "store", "input": 1, "storageengine": "q", "target": {}}]})
     >>> apply_params(plan, {"day": "2024-01-02"}).operator("1").selection
     {'path': 'events/2024-01-02'}
+    >>> deeper = plan.with_query([plan.operator("1").model_copy(
+    ...     update={"selection": {"path": "events/${day:path}"}}), plan.operator("2")])
+    >>> apply_params(deeper, {"day": "2024/01/02"}).operator("1").selection
+    {'path': 'events/2024/01/02'}
     """
 
     def substitute(value: Any, where: str) -> Any:
@@ -142,7 +150,10 @@ def apply_params(plan: LogicalPlan, params: Mapping[str, Any]) -> LogicalPlan:
                     raise PlanError(
                         f"{where} uses parameter '{name}', which was not given (given: {known})"
                     )
-                return str(params[name])
+                if match.group(2):  # ${name:path}: components separated by "/"
+                    parts = str(params[name]).split("/")
+                    return "/".join(path_component(name, p, where, spans=True) for p in parts)
+                return path_component(name, params[name], where)
 
             return _PARAM.sub(lookup, value)
         if isinstance(value, dict):
@@ -159,6 +170,32 @@ def apply_params(plan: LogicalPlan, params: Mapping[str, Any]) -> LogicalPlan:
             op = op.model_copy(update={"target": substitute(op.target, f"store {op.id}")})
         query.append(op)
     return plan.with_query(query)
+
+
+def path_component(name: str, value: Any, where: str, *, spans: bool = False) -> str:
+    """``value`` of parameter ``name`` as text, checked to be one path component (one of the
+    components of a ``${name:path}`` value, with ``spans``).
+
+    >>> path_component("day", "2024-01-02", "store 2")
+    '2024-01-02'
+    >>> path_component("day", "../orders", "store 2")
+    Traceback (most recent call last):
+    ...
+    engine.errors.PlanError: plan: store 2 uses parameter 'day' = '../orders', which is not one path component: ...
+    """
+    text = str(value)
+    if text in ("", ".", "..") or "/" in text or "\x00" in text:
+        if spans:
+            raise PlanError(
+                f"{where} uses parameter '{name}' as a path, and its component {text!r} is "
+                "empty, '.' or '..', or holds a NUL character"
+            )
+        raise PlanError(
+            f"{where} uses parameter '{name}' = {text!r}, which is not one path component: "
+            "a parameter's value may not be empty, '.' or '..', nor hold '/' or a NUL character "
+            "(a plan whose value spans directories says so: ${" + name + ":path})"
+        )
+    return text
 
 
 def _is_file(text: str) -> bool:

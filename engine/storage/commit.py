@@ -27,10 +27,12 @@ filesystem that supports them; elsewhere the kept files are copied.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
 import shutil
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -38,7 +40,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from engine.errors import StorageError
+from engine.errors import RootEscapeError, StorageError
+from engine.storage.confined import fd_path
 
 LOCK_POLL_SECONDS = 0.05
 
@@ -51,8 +54,9 @@ class VersionedTarget:
     '.sales.v-ab12'
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, shown: Path | None = None) -> None:
         self.path = path
+        self.shown = shown or path  # how messages name it (``path`` may run through a /proc fd)
         self.parent = path.parent
         self.name = path.name
         self._version = re.compile(rf"^\.{re.escape(self.name)}\.v-([0-9a-f]{{32}})$")
@@ -80,6 +84,9 @@ class VersionedTarget:
         """The directory holding the current files (None: no target, or a plain file)."""
         if not self.exists():
             return None
+        current = self.current_version()
+        if current is not None:  # beside the target: no path resolved again from the top
+            return self.version_path(current)
         real = Path(os.path.realpath(self.path))
         return real if real.is_dir() else None
 
@@ -108,10 +115,11 @@ def recover(target: VersionedTarget) -> None:
 
 @contextlib.contextmanager
 def target_lock(target: VersionedTarget, *, timeout: float) -> Iterator[None]:
-    """Hold the target's exclusive lock; a StorageError if another writer holds it too long."""
+    """Hold the target's exclusive lock; a StorageError if another writer holds it too long.
+    The lock file is never opened through a symbolic link."""
     target.parent.mkdir(parents=True, exist_ok=True)
     lock_path = target.parent / f".{target.name}.lock"
-    with open(lock_path, "a+b") as handle:
+    with open(_open_no_link(lock_path, target.shown.parent), "a+b") as handle:
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -120,7 +128,7 @@ def target_lock(target: VersionedTarget, *, timeout: float) -> Iterator[None]:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise StorageError(
-                        f"store target {target.path} is being written by another run "
+                        f"store target {target.shown} is being written by another run "
                         f"(waited {timeout:g} s for its lock)",
                         hint="run the stores one after the other, or retry when the other finishes",
                     ) from None
@@ -143,14 +151,23 @@ class Commit:
         # What the store wrote, for the metadata repository (engine.metadata): set by the store.
         self.schema: pa.Schema | None = None
         self.metadata_file: Path | None = None
+        self.metadata_root: Path | None = None  # the engine root ``metadata_file`` lies under
+        self._staging_fd = -1
 
     def __enter__(self) -> Commit:
-        self.staging.mkdir()
+        named = self.target.staging_path(self.version)
+        named.mkdir()
+        # Writers reach staging through its descriptor: a link swapped in for it is not followed.
+        self._staging_fd = os.open(named, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        self.staging = fd_path(self._staging_fd) or named
         return self
 
     def __exit__(self, exc_type: object, *_: object) -> None:
         if not self.committed:
-            remove(self.staging)
+            remove(self.target.staging_path(self.version))
+        if self._staging_fd >= 0:
+            os.close(self._staging_fd)
+            self._staging_fd = -1
 
     def carry_over(self, keep: Callable[[str], bool]) -> list[str]:
         """Link into staging each current file whose relative path ``keep`` accepts."""
@@ -168,9 +185,10 @@ class Commit:
                 destination = self.staging / rel
                 destination.parent.mkdir(parents=True, exist_ok=True)
                 try:
-                    os.link(os.path.join(directory, name), destination)
+                    # a link planted in a version is carried as a link, never as what it names
+                    os.link(os.path.join(directory, name), destination, follow_symlinks=False)
                 except OSError:
-                    shutil.copy2(os.path.join(directory, name), destination)
+                    shutil.copy2(os.path.join(directory, name), destination, follow_symlinks=False)
                 kept.append(rel)
         return kept
 
@@ -184,7 +202,13 @@ class Commit:
         previous = target.current_version()
         foreign = target.exists() and previous is None and not target.path.is_symlink()
         version_path = target.version_path(self.version)
-        os.rename(self.staging, version_path)
+        staged = target.staging_path(self.version)
+        if not _same_directory(staged, self._staging_fd):
+            raise StorageError(
+                f"the staged version of store target {target.shown} was replaced while it was "
+                "written (by another process?); nothing was committed"
+            )
+        os.rename(staged, version_path)
         link = target.parent / f".{target.name}.link-{self.version}"
         os.symlink(version_path.name, link)
         legacy = target.parent / f".{target.name}.legacy-{self.version}"
@@ -197,12 +221,43 @@ class Commit:
             from engine.storage.version_file import write_version_metadata
 
             write_version_metadata(
-                target.path, self.metadata_file, version=self.version, schema=self.schema
+                target.path,
+                self.metadata_file,
+                version=self.version,
+                schema=self.schema,
+                root=self.metadata_root,
             )
         if previous is not None:
             remove(target.version_path(previous))
         if foreign:
             remove(legacy)
+
+
+def _same_directory(path: Path, fd: int) -> bool:
+    if fd < 0:
+        return True
+    try:
+        entry = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    mine = os.fstat(fd)
+    return stat.S_ISDIR(entry.st_mode) and (entry.st_dev, entry.st_ino) == (
+        mine.st_dev,
+        mine.st_ino,
+    )
+
+
+def _open_no_link(path: Path, shown_dir: Path) -> int:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise RootEscapeError(
+                f"the lock file {shown_dir / path.name} is a symbolic link; a store does not "
+                "follow links among its own files",
+                hint="remove the link",
+            ) from None
+        raise
 
 
 def remove(path: Path) -> None:

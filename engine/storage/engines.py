@@ -363,7 +363,9 @@ class FsEngine(FileEngine):
         """Where a store target path points, checked to stay inside the root."""
         if not self.writable:
             raise StorageError(f"{self.label} is configured read-only (writable: false)")
-        target = resolve_under_root(self.root, path, engine_name=self.name, role="target path")
+        target = resolve_under_root(
+            self.root, path, engine_name=self.name, role="target path", literal=True
+        )
         if target == self.root or os.path.realpath(target) == os.path.realpath(self.root):
             raise StorageError(
                 f"target path '{path}' would replace the root of {self.label}; "
@@ -404,7 +406,7 @@ class ClasspathEngine(FileEngine):
             )
         for root in self.roots:
             target = resolve_under_root(root, path, engine_name=self.name, role="selection path")
-            if os.path.lexists(literal_prefix(target)):
+            if os.path.lexists(root / literal_prefix(target.relative_to(root))):
                 return root
         looked = ", ".join(str(r) for r in self.roots)
         raise StorageError(

@@ -8,7 +8,10 @@ Rejected, before anything is read or written, with a :class:`~engine.errors.Stor
 * a ``file://`` URL whose path lies outside the root (``file:///etc/passwd`` under root ``/data``);
 * a URL with any other scheme (``s3://``, ``http://``, ``hdfs://``): only local roots are configured;
 * a path whose real location (symlinks followed) leaves the root, and, while listing, any file or
-  directory reached through a symlink that points out of the root.
+  directory reached through a symlink that points out of the root. A selection's glob is checked
+  up to its literal prefix (what it matches, while listing); a store target is checked whole.
+
+The root's own path is a name: ``[``, ``*`` and ``?`` in it are characters, never a pattern.
 
 Expansion (:func:`list_selection`) follows Spark's conventions:
 
@@ -110,11 +113,14 @@ def resolve_under_root(
     *,
     engine_name: str | None = None,
     role: str = "path",
+    literal: bool = False,
 ) -> Path:
     """``path`` as a location under ``root``, or a :class:`StorageError` if it would leave it.
 
     ``role`` names the path in messages ("selection path", "target path"). The result keeps the
     symlinks that stay inside the root (it is the path the plan names); glob characters are kept.
+    A selection's glob is checked up to its literal prefix (what it matches is checked while
+    listing); a ``literal`` path (a store target, whose ``*`` is a name) is checked whole.
 
     >>> resolve_under_root(Path("/data"), "a/b/../c.json")
     PosixPath('/data/a/c.json')
@@ -148,9 +154,10 @@ def resolve_under_root(
         if relative == ".." or relative.startswith("../"):
             raise StorageError(f"{role} '{path}' escapes the root of {where}")
         candidate = root if relative == "." else root / relative
-    literal = literal_prefix(candidate)
+    # Glob characters in the root are the root's own name; in a target they are literal too.
+    checked = candidate if literal else root / literal_prefix(candidate.relative_to(root))
     real_root = Path(os.path.realpath(root))
-    if not is_within(Path(os.path.realpath(literal)), real_root):
+    if not is_within(Path(os.path.realpath(checked)), real_root):
         raise StorageError(
             f"{role} '{path}' escapes the root of {where} through a symbolic link",
             hint="symlinks inside a storage root must point inside it",
@@ -195,8 +202,9 @@ def list_selection(
     target = resolve_under_root(root, path, engine_name=engine_name, role=role)
     real_root = Path(os.path.realpath(root))
     where = f"{_engine_words(engine_name)} ({Path(os.path.abspath(root))})"
-    if has_glob(target):
-        base = literal_prefix(target)
+    below = target.relative_to(Path(os.path.abspath(root)))
+    if has_glob(below):
+        base = Path(os.path.abspath(root)) / literal_prefix(below)
         if not base.is_dir():
             raise StorageError(
                 f"{role} '{path}' matches no files: directory {base} does not exist in {where}"
@@ -265,10 +273,13 @@ def is_within(path: Path, root: Path) -> bool:
 
 
 def literal_prefix(path: Path) -> Path:
-    """The part of ``path`` before its first component holding a glob character.
+    """The part of ``path`` before its first component holding a glob character (give the
+    part below a root: the root's own name may hold such characters).
 
     >>> literal_prefix(Path("/logs/2024-*/x.json"))
     PosixPath('/logs')
+    >>> literal_prefix(Path("2024-*/x.json"))
+    PosixPath('.')
     """
     literal: list[str] = []
     for part in path.parts:

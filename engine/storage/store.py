@@ -2,7 +2,9 @@
 
 For ``fs`` the target is ``{path, format?, partitionBy?, mode?}``:
 
-* ``path`` is a dataset directory under the engine root (checked like every path: no escapes);
+* ``path`` is a dataset directory under the engine root (checked like every path: no escapes),
+  taken literally (``*``, ``?`` and ``[`` are characters of its names, not patterns) and written
+  through its directory opened below the root (:mod:`engine.storage.confined`);
 * ``format`` (or ``type``): ``parquet`` (default), ``json`` (JSON lines) or ``csv`` (scalar
   columns only);
 * ``partitionBy``: columns written as ``col=value`` directories (dropped from the files); the
@@ -38,6 +40,7 @@ import pyarrow.parquet as pq
 
 from engine.errors import DrillError, StorageError
 from engine.storage.commit import Commit, VersionedTarget, recover, target_lock
+from engine.storage.confined import open_below
 from engine.storage.engines import (
     ClasspathEngine,
     ConsoleEngine,
@@ -47,7 +50,7 @@ from engine.storage.engines import (
 )
 from engine.storage.formats import EXTENSIONS, WRITERS
 from engine.storage.partitions import Partition, split_partitions, static_prefix
-from engine.storage.paths import is_hidden
+from engine.storage.paths import is_hidden, resolve_under_root
 
 MODES = ("overwrite", "append", "error")
 STORE_FORMATS = tuple(WRITERS)
@@ -106,7 +109,23 @@ class StoreTarget:
         if len(set(partition_by)) != len(partition_by):
             raise StorageError(f"{where}: partitionBy names a column twice")
         location = engine.resolve_target(path)
-        return StoreTarget(path, location, fmt, tuple(partition_by), mode, engine.root)
+        spec = StoreTarget(path, location, fmt, tuple(partition_by), mode, engine.root)
+        spec.check_own_files(engine)
+        return spec
+
+    def check_own_files(self, engine: FsEngine) -> None:
+        """The files a store keeps beside its data (lock, metadata) must not lead out of the
+        root either; the write opens them without following links, this says so up front."""
+        own = [
+            ("lock file", self.location.parent / f".{self.location.name}.lock"),
+            ("metadata file", self.metadata_file),
+        ]
+        for role, file in own:
+            if file is not None:
+                rel = os.path.relpath(file, engine.root)
+                resolve_under_root(
+                    engine.root, rel, engine_name=engine.name, role=role, literal=True
+                )
 
 
 @dataclass(frozen=True)
@@ -189,6 +208,7 @@ def _write_fs(
             check_compatible(spec, commit.staging, kept, parts[0].table.schema if parts else None)
         written = _write_parts(spec, commit, parts, partitioned)
         commit.schema, commit.metadata_file = table.schema, spec.metadata_file
+        commit.metadata_root = spec.root
         commit.commit()
     return StoreResult(
         location=str(spec.location),
@@ -219,8 +239,7 @@ def open_commit(
     A failure inside is a StorageError saying the previous version is unchanged; ``explain``
     turns the exception into that message's reason, or into the DrillError to raise instead.
     """
-    target = VersionedTarget(spec.location)
-    with target_lock(target, timeout=lock_timeout):
+    with _target_parent(spec) as parent, _locked(spec, parent, lock_timeout) as target:
         recover(target)
         if spec.mode == "error" and target.exists():
             raise StorageError(
@@ -245,6 +264,25 @@ def open_commit(
                 f"writing {spec.format} to store target '{spec.path}' failed: {reason}; "
                 "the previous version is unchanged",
             ) from err
+
+
+@contextmanager
+def _target_parent(spec: StoreTarget) -> Iterator[Path]:
+    """The directory holding ``spec``'s target, opened below the engine root without following
+    a link out of it (:mod:`engine.storage.confined`), as a path reaching that very directory."""
+    if spec.root is None:
+        yield spec.location.parent
+        return
+    parts = spec.location.relative_to(spec.root).parts[:-1]
+    with open_below(spec.root, parts, create=True, what=f"store target '{spec.path}'") as parent:
+        yield parent.path
+
+
+@contextmanager
+def _locked(spec: StoreTarget, parent: Path, lock_timeout: float) -> Iterator[VersionedTarget]:
+    target = VersionedTarget(parent / spec.location.name, shown=spec.location)
+    with target_lock(target, timeout=lock_timeout):
+        yield target
 
 
 def _write_parts(

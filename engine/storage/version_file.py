@@ -79,9 +79,18 @@ def metadata_path(root: Path, target: Path) -> Path:
 
 
 def write_version_metadata(
-    directory: Path, destination: Path, *, version: str | None, schema: pa.Schema | None = None
+    directory: Path,
+    destination: Path,
+    *,
+    version: str | None,
+    schema: pa.Schema | None = None,
+    root: Path | None = None,
 ) -> VersionMetadata:
     """Describe the data files under the dataset ``directory``; write :func:`metadata_path`.
+
+    Given the engine ``root`` that ``destination`` lies under, the file is written without
+    following a symbolic link below the root (:func:`engine.storage.confined.write_file_below`):
+    a ``_drill_metadata`` planted as a link out of the root is refused, not written through.
 
     ``schema`` is the schema the store wrote when the writer knows it; otherwise the first parquet
     footer gives it. Parquet row counts come from footers, JSON lines are counted; CSV is left
@@ -102,11 +111,17 @@ def write_version_metadata(
         columns=tuple({"name": f.name, "type": str(f.type)} for f in (schema or pa.schema([]))),
         arrow_schema=None if schema is None else _schema_text(schema),
     )
-    target = destination
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staged = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    staged.write_text(json.dumps(metadata.to_json(), indent=1))
-    os.replace(staged, target)
+    text = json.dumps(metadata.to_json(), indent=1).encode()
+    if root is not None:
+        from engine.storage.confined import write_file_below
+
+        rel = os.path.relpath(destination, root)
+        write_file_below(root, rel, text, what=f"the metadata file {destination}")
+        return metadata
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    staged = destination.with_name(f".{destination.name}.{os.getpid()}.tmp")
+    staged.write_bytes(text)
+    os.replace(staged, destination)
     return metadata
 
 

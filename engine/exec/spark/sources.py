@@ -68,6 +68,7 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
+from pyspark.sql.utils import is_remote
 
 from engine.errors import DrillError, PlanningError, SchemaConflictError, StorageError
 from engine.exec.local.sources import records_to_batch
@@ -859,6 +860,9 @@ def _spark_read(spark: Any, resolved: ResolvedScan, files: Sequence[InputFile]) 
     paths = [str(root)] if root else spark_read_paths(files)
     # Under one root, partition directories are directories like any other: no partition columns.
     reader = spark.read.option("recursiveFileLookup", True) if root else spark.read
+    # The paths are files and directories the engine listed: names, never patterns (a root or
+    # a file whose name holds ``[``, ``*`` or ``?`` is read as it is, not globbed by Hadoop).
+    reader = reader.option("__globPaths__", "false")
     names = resolved.table_columns
     table = StructType([resolved.spark_schema[name] for name in names])
     # Given a schema, the parquet and JSON readers give exactly its columns, in its order (files
@@ -1140,7 +1144,8 @@ def _store_fs(
         spec, lock_timeout, needs_directory=directory, explain=_store_failure
     ) as commit:
         spark_dir = commit.staging / f".spark-{uuid.uuid4().hex}"
-        _spark_write(observed, spec, spark_dir / prefix if prefix else spark_dir, dynamic)
+        spark_sees = _path_for_writers(df, spark_dir)
+        _spark_write(observed, spec, spark_sees / prefix if prefix else spark_sees, dynamic)
         written = _data_files(spark_dir)
         if not written and not partitioned:
             written = [_write_empty(df, spec, spark_dir)]
@@ -1156,6 +1161,7 @@ def _store_fs(
             os.replace(spark_dir / rel, destination)
         remove(spark_dir)
         commit.metadata_file = spec.metadata_file  # the metadata repository's record
+        commit.metadata_root = spec.root
         commit.commit()
     if observation is None:
         rows = sum(footer.num_rows for footer in footers)
@@ -1171,6 +1177,17 @@ def _store_fs(
         partitions=tuple(sorted(set(paths) | ({prefix} if prefix else set()))),
         version=commit.version,
     )
+
+
+def _path_for_writers(df: DataFrame, path: Path) -> Path:
+    """``path`` as Spark's writers should be given it. Staging is reached through this process's
+    open directory (``/proc/<pid>/fd/<fd>``: a directory swapped for a link meanwhile is not
+    followed), which the JVM of a ``local`` master can use; executors elsewhere (a cluster,
+    Spark Connect) get the directory's current location instead, and the commit checks staging
+    was not swapped before renaming it."""
+    session = df.sparkSession
+    local = not is_remote() and session.sparkContext.master.startswith("local")
+    return path if local else Path(os.path.realpath(path))
 
 
 def _check_columns(df: DataFrame, spec: StoreTarget, dynamic: Sequence[str]) -> None:
