@@ -113,7 +113,7 @@ def test_a_three_day_range_is_one_run_with_row_counts_per_partition(
     assert counters["2"]["rows"] == 5 and counters["3"]["rows"] == 5  # filter, project
     assert counters["4"]["rows"] == 5  # the store
     assert "| filter 2 | rows=5 |" in events[0].metadata["drill/operator_metrics"].value
-    ops = [f"clean.clean__{n}" for n in ("filter_2", "project_3", "scan_1", "store_4")]
+    ops = [f"clean.{n}" for n in ("filter_2", "project_3", "scan_1", "store_4")]
     assert sorted(_steps(result)) == [*ops, "clean_row_count_bounds", "clean_schema_contract"]
     for day in kit.DAYS:
         written = pq.read_table(plans_dir.parent / "data" / "lake" / "clean" / f"day={day}")
@@ -137,9 +137,9 @@ def test_selecting_one_store_runs_only_the_ops_it_needs(defs: Definitions, plans
     materialize_ok(defs, instance, "clean", tags=tags)
     result = materialize_ok(defs, instance, "totals")
     assert sorted(_steps(result)) == [
-        "split.split__collapsingaggregate_6",
-        "split.split__scan_1",
-        "split.split__store_7",
+        "split.collapsingaggregate_6",
+        "split.scan_1",
+        "split.store_7",
     ]
     (event,) = _materializations(result, TOTALS)
     assert event.metadata["dagster/row_count"].value == 1
@@ -242,7 +242,7 @@ def test_in_one_run_a_plan_reads_another_plans_store_after_it_is_written(
     defs = load_definitions(plans_dir, executor="local")
     result = materialize_ok(defs, DagsterInstance.ephemeral(), "clean", "totals")
     steps = _steps(result)
-    assert steps.index("clean.clean__store_4") < steps.index("split.split__scan_1")
+    assert steps.index("clean.store_4") < steps.index("split.scan_1")
     (totals,) = _materializations(result, TOTALS)
     assert totals.metadata["dagster/row_count"].value == 1
     (line,) = (plans_dir.parent / "data" / "lake" / "totals").glob("*.json")
