@@ -13,6 +13,8 @@ from dagster import (
     DailyPartitionsDefinition,
     Definitions,
     GraphDefinition,
+    in_process_executor,
+    multiprocess_executor,
 )
 from dagster._core.definitions.backfill_policy import BackfillPolicyType
 
@@ -290,3 +292,13 @@ def test_a_scan_below_a_store_target_depends_on_that_store(tmp_path: Path, kit: 
     graph = defs.resolve_asset_graph()
     assert graph.get(AssetKey("below")).parent_keys == {AssetKey("big")}
     assert graph.get(AssetKey("beside")).parent_keys == {AssetKey(["lake", "bigger"])}
+
+
+def test_no_executor_is_forced_so_user_definitions_merge(plans_dir: Path) -> None:
+    defs = load_definitions(plans_dir, executor="local")
+    assert defs.executor is None
+    merged = Definitions.merge(defs, Definitions(executor=multiprocess_executor))
+    assert merged.executor is multiprocess_executor
+    assert merged.resolve_implicit_global_asset_job_def().executor_def is multiprocess_executor
+    # The job a schedule runs carries its own executor: one process per run.
+    assert merged.resolve_job_def("clean_job").executor_def is in_process_executor

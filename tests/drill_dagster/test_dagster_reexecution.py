@@ -7,6 +7,7 @@ from the plan, and the store writes the same rows a clean run writes, each once.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,4 +125,26 @@ def test_selected_steps_and_everything_re_execute(
     with execute_job(job, instance=instance, reexecution_options=everything) as all_again:
         assert all_again.success
         assert len(_steps(all_again)) == 4
+    assert _rows(plans_dir) == EXPECTED
+
+
+@pytest.mark.slow  # a process per step: minutes on a small shared machine
+@pytest.mark.parametrize("executor", ["local"])
+def test_the_multiprocess_executor_runs_each_op_in_its_own_process(
+    executor: str,
+    tmp_path: Path,
+    kit: Kit,
+    instance: DagsterInstance,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Dagster's default executor: every step in a process of its own, inputs rebuilt there."""
+    support = Path(__file__).resolve().parents[1] / "support"  # step processes import drill_jobs
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(support), os.environ.get("PYTHONPATH", "")])
+    )
+    plans_dir = _project(tmp_path, kit)
+    job = reconstructable_job(plans_dir, executor, "multiprocess")
+    with execute_job(job, instance=instance) as result:
+        assert result.success, _steps(result, "STEP_FAILURE")
+        assert len(_steps(result)) == 4
     assert _rows(plans_dir) == EXPECTED
