@@ -31,7 +31,7 @@ from dagster import (
     asset_check,
 )
 
-from drill_dagster.metadata import materialized_in_run
+from drill_dagster.metadata import column_type, materialized_in_run
 from drill_dagster.plans import DrillStore
 from drill_dagster.project import ChecksConfig
 from engine.types import DataMode, MinorType, type_from_name
@@ -63,8 +63,7 @@ def schema_problems(schema: TableSchema, columns: Mapping[str, str], *, exact: b
         if column is None:
             problems.append(f"column '{name}' is missing")
             continue
-        found_minor = column.tags.get("drill/type", column.type)
-        found_mode = column.tags.get("drill/mode")
+        found_minor, found_mode = column_type(column)
         if found_minor != minor or (mode is not None and found_mode != mode):
             expected = f"{mode} {minor}" if mode else minor
             problems.append(f"column '{name}' is {found_mode} {found_minor}, not {expected}")

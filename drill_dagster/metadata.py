@@ -4,7 +4,8 @@ Keys written on every materialization of a store asset:
 
 ========================== ==========================================================
 ``dagster/column_schema``  the stored columns; nested map members as ``parent.child``,
-                           each with its Drill type and data mode
+                           each with its Drill type (``REPEATED`` in the type, ``OPTIONAL``
+                           as nullable)
 ``dagster/row_count``      rows written: each partition's own in a run of several keys
 ``dagster/partition_row_count`` rows of one partition (per partition, in partitioned runs)
 ``dagster/uri``            ``file://`` URI of the store target
@@ -90,16 +91,35 @@ def _columns(fields: Iterable[pa.Field], prefix: str = "") -> Iterable[TableColu
                 constraints=TableColumnConstraints(nullable=arrow_field.nullable),
             )
             continue
+        # The type once: its name (REPEATED for a repeated mode) and nullable for OPTIONAL;
+        # column_type() reads both back.
         yield TableColumn(
             name,
             _type_name(drill),
-            description=f"{drill.mode.value} {drill}",
             constraints=TableColumnConstraints(nullable=drill.mode is not DataMode.REQUIRED),
-            tags={"drill/mode": drill.mode.value, "drill/type": drill.minor.value},
         )
         members = _struct_members(arrow_field.type)
         if members is not None:
             yield from _columns(members, prefix=f"{name}.")
+
+
+def column_type(column: TableColumn) -> tuple[str, str]:
+    """``(minor type, data mode)`` of a column of :func:`column_schema`.
+
+    >>> column_type(TableColumn("a", "REPEATED VARCHAR"))
+    ('VARCHAR', 'REPEATED')
+    >>> column_type(TableColumn("b", "LIST<MAP<x: BIGINT>>", constraints=TableColumnConstraints(nullable=False)))
+    ('LIST', 'REQUIRED')
+    """
+    if "drill/type" in column.tags:  # materializations written before the tags were dropped
+        return column.tags["drill/type"], column.tags.get("drill/mode", "")
+    text = column.type
+    repeated = text.startswith("REPEATED ")
+    minor = text.removeprefix("REPEATED ").split("<", 1)[0]
+    if repeated:
+        return minor, DataMode.REPEATED.value
+    nullable = column.constraints.nullable if column.constraints is not None else True
+    return minor, (DataMode.OPTIONAL if nullable is not False else DataMode.REQUIRED).value
 
 
 def _type_name(drill: MajorType) -> str:

@@ -197,8 +197,13 @@ class DrillPlan:
 
     @property
     def memo(self) -> str | None:
-        """The plan's own description: the config's, else the generator's note."""
-        return self.config.description or (self.logical.head.generator.info or None)
+        """The plan's own description (``description`` in ``drill_project.yaml``), else None."""
+        return self.config.description or None
+
+    @property
+    def generator(self) -> str | None:
+        """What generated the plan file (its head's ``generator.info``), else None."""
+        return self.logical.head.generator.info or None
 
 
 @dataclass(eq=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,11 @@ import pytest
 from dagster import (
     AssetKey,
     AutomationCondition,
+    DagsterInstance,
     DailyPartitionsDefinition,
     Definitions,
     GraphDefinition,
+    build_schedule_context,
     in_process_executor,
     multiprocess_executor,
 )
@@ -76,7 +79,12 @@ def test_spec_attributes_from_the_translator_defaults_and_project_file(defs: Def
     assert clean.owners == ["team:data"] and clean.tags["tier"] == "bronze"
     assert clean.kinds == {"spark", "parquet"} and graph.get(TOTALS).kinds == {"spark", "json"}
     assert "events with a positive amount" in (clean.description or "")
-    assert "cleaned" in (clean.description or "")  # the plan's generator note
+    # The generator's note is a tag, not the description.
+    assert clean.tags["drill/generator"] == "cleaned"
+    assert clean.description == (
+        "events with a positive amount\n\n"
+        "Written by store 4 of plan `clean.json` to `clean/day=${day}` (parquet)."
+    )
     assert clean.metadata["dagster/uri"].endswith("/data/lake/clean")
     references = clean.metadata["dagster/code_references"].code_references
     assert references[0].file_path.endswith("plans/clean.json")
@@ -302,3 +310,28 @@ def test_no_executor_is_forced_so_user_definitions_merge(plans_dir: Path) -> Non
     assert merged.resolve_implicit_global_asset_job_def().executor_def is multiprocess_executor
     # The job a schedule runs carries its own executor: one process per run.
     assert merged.resolve_job_def("clean_job").executor_def is in_process_executor
+
+
+def test_a_cron_schedule_stops_targeting_partitions_that_have_ended(
+    tmp_path: Path, kit: Kit
+) -> None:
+    yaml_text = kit.PROJECT_YAML.replace(
+        "schedule: {from_partitions: true}", 'schedule: {cron: "0 3 * * *"}'
+    )
+    defs = load_definitions(kit.write(tmp_path, project_yaml=yaml_text), executor="local")
+    schedule = defs.resolve_schedule_def("clean_schedule")
+
+    def evaluate(when: datetime) -> Any:
+        with DagsterInstance.ephemeral() as instance:
+            context = build_schedule_context(
+                instance=instance,
+                scheduled_execution_time=when,
+                repository_def=defs.get_repository_def(),
+            )
+            return schedule.evaluate_tick(context)
+
+    during = evaluate(datetime(2024, 1, 3, 3, tzinfo=UTC))
+    assert [r.partition_key for r in during.run_requests] == ["2024-01-02"]
+    after = evaluate(datetime(2024, 3, 1, 3, tzinfo=UTC))
+    assert not after.run_requests
+    assert "the partitions end with 2024-01-03" in after.skip_message
