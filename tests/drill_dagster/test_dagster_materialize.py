@@ -235,6 +235,8 @@ def test_drill_assets_decorator_runs_the_plan_around_user_code(plans_dir: Path) 
     (event,) = _materializations(result, TOTALS)
     assert event.metadata["dagster/row_count"].value == 1
     assert "dagster/column_lineage" in event.metadata
+    assert event.tags["dagster/data_version"]  # the store's new data version
+    assert event.tags["dagster/code_version"] == split.specs_by_key[TOTALS].code_version
     assert split.keys == {ENRICHED, TOTALS}
     assert split.specs_by_key[ENRICHED].deps[0].asset_key in {
         CLEAN,
