@@ -102,7 +102,9 @@ def run_in_context(drill: Any, context: Any) -> Iterator[MaterializeResult]:
     )
     for key, store_id in selected:
         output = store_output(context, plan.store(store_id), key, writes[store_id], scan_keys)
-        yield MaterializeResult(asset_key=key, metadata=output.metadata)
+        yield MaterializeResult(
+            asset_key=key, metadata=output.metadata, data_version=output.data_version
+        )
 
 
 _PLANS: dict[tuple[Path, float, Path, float], DrillPlan] = {}

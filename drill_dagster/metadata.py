@@ -4,8 +4,9 @@ Keys written on every materialization of a store asset:
 
 ========================== ==========================================================
 ``dagster/column_schema``  the stored columns; nested map members as ``parent.child``,
-                           each with its Drill type and data mode
-``dagster/row_count``      rows written by the run (all partitions of a range run)
+                           each with its Drill type (``REPEATED`` in the type, ``OPTIONAL``
+                           as nullable)
+``dagster/row_count``      rows written: each partition's own in a run of several keys
 ``dagster/partition_row_count`` rows of one partition (per partition, in partitioned runs)
 ``dagster/uri``            ``file://`` URI of the store target
 ``dagster/column_lineage`` the upstream asset columns each column is computed from
@@ -90,16 +91,35 @@ def _columns(fields: Iterable[pa.Field], prefix: str = "") -> Iterable[TableColu
                 constraints=TableColumnConstraints(nullable=arrow_field.nullable),
             )
             continue
+        # The type once: its name (REPEATED for a repeated mode) and nullable for OPTIONAL;
+        # column_type() reads both back.
         yield TableColumn(
             name,
             _type_name(drill),
-            description=f"{drill.mode.value} {drill}",
             constraints=TableColumnConstraints(nullable=drill.mode is not DataMode.REQUIRED),
-            tags={"drill/mode": drill.mode.value, "drill/type": drill.minor.value},
         )
         members = _struct_members(arrow_field.type)
         if members is not None:
             yield from _columns(members, prefix=f"{name}.")
+
+
+def column_type(column: TableColumn) -> tuple[str, str]:
+    """``(minor type, data mode)`` of a column of :func:`column_schema`.
+
+    >>> column_type(TableColumn("a", "REPEATED VARCHAR"))
+    ('VARCHAR', 'REPEATED')
+    >>> column_type(TableColumn("b", "LIST<MAP<x: BIGINT>>", constraints=TableColumnConstraints(nullable=False)))
+    ('LIST', 'REQUIRED')
+    """
+    if "drill/type" in column.tags:  # materializations written before the tags were dropped
+        return column.tags["drill/type"], column.tags.get("drill/mode", "")
+    text = column.type
+    repeated = text.startswith("REPEATED ")
+    minor = text.removeprefix("REPEATED ").split("<", 1)[0]
+    if repeated:
+        return minor, DataMode.REPEATED.value
+    nullable = column.constraints.nullable if column.constraints is not None else True
+    return minor, (DataMode.OPTIONAL if nullable is not False else DataMode.REQUIRED).value
 
 
 def _type_name(drill: MajorType) -> str:
@@ -241,19 +261,34 @@ def store_metadata(
     return metadata
 
 
-_IN_RUN: dict[AssetKey, tuple[str, Mapping[str, Any]]] = {}
+@dataclass(frozen=True)
+class InRun:
+    """What a store wrote in a run, kept for the checks of the same run."""
+
+    run_id: str
+    metadata: Mapping[str, Any]
+    partition_rows: Mapping[str, int]
 
 
-def remember_materialization(run_id: str, asset_key: AssetKey, metadata: Mapping[str, Any]) -> None:
-    """Keep the metadata a store just wrote, for the asset checks of the same run.
+_IN_RUN: dict[AssetKey, InRun] = {}
+
+
+def remember_materialization(
+    run_id: str,
+    asset_key: AssetKey,
+    metadata: Mapping[str, Any],
+    partition_rows: Mapping[str, int] | None = None,
+) -> None:
+    """Keep the metadata a store just wrote (and each partition's rows), for the asset checks of
+    the same run.
 
     The checks run right after the store in the same process; reading the metadata back from the
     instance's event log cost them a query each. One entry per asset key: the latest run's.
     """
-    _IN_RUN[asset_key] = (run_id, metadata)
+    _IN_RUN[asset_key] = InRun(run_id, metadata, dict(partition_rows or {}))
 
 
-def materialized_in_run(run_id: str, asset_key: AssetKey) -> Mapping[str, Any] | None:
-    """The metadata :func:`remember_materialization` kept for this run, else None."""
+def materialized_in_run(run_id: str, asset_key: AssetKey) -> InRun | None:
+    """What :func:`remember_materialization` kept for this run, else None."""
     entry = _IN_RUN.get(asset_key)
-    return entry[1] if entry is not None and entry[0] == run_id else None
+    return entry if entry is not None and entry.run_id == run_id else None

@@ -7,7 +7,8 @@ partition when it closes (Dagster's ``build_schedule_from_partitioned_job``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from dagster import (
     AssetKey,
@@ -20,6 +21,7 @@ from dagster import (
     TimeWindowPartitionsDefinition,
     build_schedule_from_partitioned_job,
     define_asset_job,
+    in_process_executor,
 )
 from dagster._core.definitions.unresolved_asset_job_definition import (
     UnresolvedAssetJobDefinition,
@@ -36,6 +38,7 @@ def plan_job(plan: DrillPlan, keys: Sequence[AssetKey]) -> UnresolvedAssetJobDef
         selection=AssetSelection.assets(*keys),
         description=f"Every store of {plan.path.name}.",
         tags={"drill/plan": plan.name},
+        executor_def=in_process_executor,  # the plan's ops share one process and Spark session
     )
 
 
@@ -78,15 +81,36 @@ def _cron_for_partitions(
     every key of static partitions."""
     from drill_dagster.translator import partitions_def_from_config
 
-    partitions = partitions_def_from_config(plan.config.partitions)  # type: ignore[arg-type]
+    config = plan.config.partitions
+    assert config is not None
+    partitions = partitions_def_from_config(config)
+    # The same windows with no end: the window that closed at a tick, even past the end.
+    window = config.window
+    unbounded = (
+        partitions_def_from_config(
+            config.model_copy(update={config.kind: window.model_copy(update={"end": None})})
+        )
+        if window is not None and window.end is not None
+        else partitions
+    )
 
-    def requests(context: ScheduleEvaluationContext) -> list[RunRequest] | SkipReason:
-        if isinstance(partitions, TimeWindowPartitionsDefinition):
-            key = partitions.get_last_partition_key(current_time=context.scheduled_execution_time)
-            if key is None:
-                return SkipReason("no partition has closed yet")
-            return [RunRequest(partition_key=key)]
-        return [RunRequest(partition_key=key) for key in partitions.get_partition_keys()]
+    def requests(context: ScheduleEvaluationContext) -> Iterator[RunRequest | SkipReason]:
+        # A generator: Dagster reads a returned list as one (invalid) item.
+        if not isinstance(partitions, TimeWindowPartitionsDefinition):
+            for key in partitions.get_partition_keys():
+                yield RunRequest(partition_key=key)
+            return
+        now = context.scheduled_execution_time
+        key = _last_key(partitions, now)
+        if key is None:
+            yield SkipReason("no partition has closed yet")
+        elif _last_key(unbounded, now) != key:
+            yield SkipReason(
+                f"the partitions end with {key}, which has run its course: no partition "
+                "closes any more (extend `end` in drill_project.yaml or stop the schedule)"
+            )
+        else:
+            yield RunRequest(partition_key=key)
 
     return ScheduleDefinition(
         name=name,
@@ -96,3 +120,9 @@ def _cron_for_partitions(
         default_status=status,
         execution_fn=requests,
     )
+
+
+def _last_key(partitions: Any, now: Any) -> str | None:
+    """The last partition key closed at ``now``."""
+    keys = partitions.get_partition_keys(current_time=now)
+    return keys[-1] if keys else None

@@ -14,6 +14,7 @@ Subclass :class:`DrillTranslator` and override what you need, as with dagster-db
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,6 +38,7 @@ from dagster._utils.warnings import disable_dagster_warnings
 from drill_dagster.plans import DrillPlan, DrillSource, DrillStore, location_parts, safe_name
 from drill_dagster.project import PartitionsConfig
 
+_TAG_VALUE = re.compile(r"[^A-Za-z0-9_.-]+")  # what Dagster accepts in a tag value
 _TIME_WINDOWS = {
     "hourly": HourlyPartitionsDefinition,
     "daily": DailyPartitionsDefinition,
@@ -74,7 +76,8 @@ class DrillTranslator:
         return safe_name(store.plan.config.group) if store.plan.config.group else store.plan.name
 
     def get_description(self, store: DrillStore) -> str | None:
-        """The store's memo, else the plan's description, else what it is."""
+        """The store's own text (``description`` in ``drill_project.yaml``, else its ``memo``) and
+        the plan's description, then what writes it (the generator's info is a tag)."""
         if store.config.description:
             return store.config.description
         parts = [p for p in (store.op.memo, store.plan.memo) if p]
@@ -87,7 +90,11 @@ class DrillTranslator:
         return list(store.config.owners or store.plan.config.owners or [])
 
     def get_tags(self, store: DrillStore) -> Mapping[str, str]:
-        return {**(store.plan.config.tags or {}), **(store.config.tags or {})}
+        """The plan's and store's tags; ``drill/generator``: what generated the plan file."""
+        generated = {}
+        if store.plan.generator:
+            generated["drill/generator"] = _TAG_VALUE.sub("_", store.plan.generator)[:63]
+        return {**generated, **(store.plan.config.tags or {}), **(store.config.tags or {})}
 
     def get_kinds(self, store: DrillStore) -> set[str]:
         """``spark`` and the stored format (``parquet``, ``json``, ``csv``)."""
@@ -126,10 +133,18 @@ class DrillTranslator:
             return AutomationCondition.on_missing()
         return AutomationCondition.on_cron(setting["on_cron"])
 
+    def get_code_version(self, store: DrillStore) -> str | None:
+        """A hash of the operators the store reads from, their storage engines, the plan's
+        fixed params and partition settings (:func:`drill_dagster.versions.store_code_version`)."""
+        from drill_dagster.versions import store_code_version
+
+        return store_code_version(store)
+
     def get_asset_spec(self, store: DrillStore) -> AssetSpec:
         """Everything above as one spec (deps are added by the caller, from the lineage)."""
         return AssetSpec(
             key=self.get_asset_key(store),
+            code_version=self.get_code_version(store),
             description=self.get_description(store),
             metadata=self.get_metadata(store),
             group_name=self.get_group_name(store),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,13 @@ import pytest
 from dagster import (
     AssetKey,
     AutomationCondition,
+    DagsterInstance,
     DailyPartitionsDefinition,
     Definitions,
     GraphDefinition,
+    build_schedule_context,
+    in_process_executor,
+    multiprocess_executor,
 )
 from dagster._core.definitions.backfill_policy import BackfillPolicyType
 
@@ -52,15 +57,19 @@ def test_one_op_per_operator_named_and_described_and_wired(defs: Definitions, ki
     for name, document in (("clean", kit.CLEAN), ("split", kit.SPLIT)):
         graph = _graph(defs, name)
         plan = parse_plan(document)
-        expected = {f"{name}__{op.op}_{op.id}" for op in plan.query}
+        # The node (what the run's graph and the step keys show) is the operator; the op
+        # definition, unique in the code location, is prefixed with the plan.
+        expected = {f"{op.op}_{op.id}" for op in plan.query}
         assert {node.name for node in graph.nodes} == expected
         for op in plan.query:
-            node = graph.node_named(f"{name}__{op.op}_{op.id}")
+            node = graph.node_named(f"{op.op}_{op.id}")
+            assert node.definition.name == f"{name}__{op.op}_{op.id}"
+            assert node.definition.tags["drill/plan"] == name
             assert json.loads(node.definition.description.strip("`\njson")) == op.to_dict()
     split = _graph(defs, "split")
-    join = split.dependency_structure.input_to_upstream_outputs_for_node("split__join_3")
+    join = split.dependency_structure.input_to_upstream_outputs_for_node("join_3")
     upstream = {inp.input_name: out.node_name for inp, outs in join.items() for out in outs}
-    assert upstream == {"left": "split__scan_1", "right": "split__scan_2"}
+    assert upstream == {"left": "scan_1", "right": "scan_2"}
 
 
 def test_spec_attributes_from_the_translator_defaults_and_project_file(defs: Definitions) -> None:
@@ -70,7 +79,12 @@ def test_spec_attributes_from_the_translator_defaults_and_project_file(defs: Def
     assert clean.owners == ["team:data"] and clean.tags["tier"] == "bronze"
     assert clean.kinds == {"spark", "parquet"} and graph.get(TOTALS).kinds == {"spark", "json"}
     assert "events with a positive amount" in (clean.description or "")
-    assert "cleaned" in (clean.description or "")  # the plan's generator note
+    # The generator's note is a tag, not the description.
+    assert clean.tags["drill/generator"] == "cleaned"
+    assert clean.description == (
+        "events with a positive amount\n\n"
+        "Written by store 4 of plan `clean.json` to `clean/day=${day}` (parquet)."
+    )
     assert clean.metadata["dagster/uri"].endswith("/data/lake/clean")
     references = clean.metadata["dagster/code_references"].code_references
     assert references[0].file_path.endswith("plans/clean.json")
@@ -90,9 +104,9 @@ def test_partitions_backfill_policy_and_can_subset(defs: Definitions) -> None:
     assert split_assets.can_subset  # type: ignore[union-attr]
     subset = split_assets.subset_for({TOTALS}, selected_asset_check_keys=None)  # type: ignore[union-attr]
     assert {n.name for n in subset.node_def.nodes} == {
-        "split__scan_1",
-        "split__collapsingaggregate_6",
-        "split__store_7",
+        "scan_1",
+        "collapsingaggregate_6",
+        "store_7",
     }
 
 
@@ -286,3 +300,38 @@ def test_a_scan_below_a_store_target_depends_on_that_store(tmp_path: Path, kit: 
     graph = defs.resolve_asset_graph()
     assert graph.get(AssetKey("below")).parent_keys == {AssetKey("big")}
     assert graph.get(AssetKey("beside")).parent_keys == {AssetKey(["lake", "bigger"])}
+
+
+def test_no_executor_is_forced_so_user_definitions_merge(plans_dir: Path) -> None:
+    defs = load_definitions(plans_dir, executor="local")
+    assert defs.executor is None
+    merged = Definitions.merge(defs, Definitions(executor=multiprocess_executor))
+    assert merged.executor is multiprocess_executor
+    assert merged.resolve_implicit_global_asset_job_def().executor_def is multiprocess_executor
+    # The job a schedule runs carries its own executor: one process per run.
+    assert merged.resolve_job_def("clean_job").executor_def is in_process_executor
+
+
+def test_a_cron_schedule_stops_targeting_partitions_that_have_ended(
+    tmp_path: Path, kit: Kit
+) -> None:
+    yaml_text = kit.PROJECT_YAML.replace(
+        "schedule: {from_partitions: true}", 'schedule: {cron: "0 3 * * *"}'
+    )
+    defs = load_definitions(kit.write(tmp_path, project_yaml=yaml_text), executor="local")
+    schedule = defs.resolve_schedule_def("clean_schedule")
+
+    def evaluate(when: datetime) -> Any:
+        with DagsterInstance.ephemeral() as instance:
+            context = build_schedule_context(
+                instance=instance,
+                scheduled_execution_time=when,
+                repository_def=defs.get_repository_def(),
+            )
+            return schedule.evaluate_tick(context)
+
+    during = evaluate(datetime(2024, 1, 3, 3, tzinfo=UTC))
+    assert [r.partition_key for r in during.run_requests] == ["2024-01-02"]
+    after = evaluate(datetime(2024, 3, 1, 3, tzinfo=UTC))
+    assert not after.run_requests
+    assert "the partitions end with 2024-01-03" in after.skip_message
