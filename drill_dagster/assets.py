@@ -41,6 +41,7 @@ from drill_dagster.errors import DrillDefinitionsError, DrillFailure
 from drill_dagster.execution import run_stores_whole, store_output
 from drill_dagster.partitions import RunSlice, run_keys, slices_for_keys
 from drill_dagster.plans import DrillPlan, DrillProject, DrillStore, safe_name
+from drill_dagster.spec_metadata import definition_metadata
 from drill_dagster.translator import DrillTranslator
 from engine.plan import Join, Operator, Scan, Store, Union
 
@@ -104,6 +105,7 @@ class AssetKeys:
 def store_specs(plan: DrillPlan, translator: DrillTranslator, keys: AssetKeys) -> list[AssetSpec]:
     """The asset spec of every store of ``plan``, with its deps from the lineage."""
     specs = []
+    key_of_scan = keys.scan_keys(plan).get
     for store in plan.stores:
         spec = keys.specs[(plan.name, store.id)]
         # One more spec, not two: each AssetSpec is validated again when built.
@@ -112,6 +114,7 @@ def store_specs(plan: DrillPlan, translator: DrillTranslator, keys: AssetKeys) -
                 key=keys.stores[(plan.name, store.id)],
                 deps=[*spec.deps, *keys.deps(store)],
                 metadata={
+                    **definition_metadata(store, key_of_scan),
                     **spec.metadata,
                     "drill/store_id": store.id,
                     "drill/plan_name": plan.name,

@@ -144,3 +144,20 @@ def test_the_scaffolded_component_materializes(tmp_path: Path) -> None:
     )
     (event,) = result.get_asset_materialization_events()
     assert event.materialization.metadata["dagster/row_count"].value == 2
+
+
+def test_specs_carry_column_lineage_and_table_name_before_any_run(plans_dir: Path) -> None:
+    from dagster import TableColumnDep
+
+    from drill_dagster import load_definitions
+
+    specs = _specs(load_definitions(plans_dir))
+    clean, totals = specs["clean"].metadata, specs["totals"].metadata
+    assert clean["dagster/table_name"] == "clean"
+    lineage = clean["dagster/column_lineage"].deps_by_column
+    assert lineage["amount"] == [
+        TableColumnDep(asset_key=AssetKey(["raw", "events"]), column_name="amount")
+    ]
+    table = totals["drill/column_lineage"].value
+    assert "| `total` | `clean`.`amount` |" in table
+    assert "| `n` | (no source column) |" in table
