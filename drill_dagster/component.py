@@ -26,6 +26,7 @@ asset's key everywhere: the plans that read the store depend on the new key. In 
 the component and override :meth:`DrillPlansComponent.get_asset_spec`.
 """
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -51,8 +52,9 @@ from pydantic import ValidationError
 from drill_dagster.definitions import _collector_paused, definitions_for_project
 from drill_dagster.errors import DrillDefinitionsError
 from drill_dagster.freshness import FreshnessConfig
-from drill_dagster.plans import DrillPlan, DrillProject, DrillStore, load_project
+from drill_dagster.plans import DrillPlan, DrillProject, DrillSource, DrillStore, load_project
 from drill_dagster.project import PROJECT_FILE, load_project_config
+from drill_dagster.resource import default_resources
 from drill_dagster.translator import DrillTranslator
 
 
@@ -164,17 +166,21 @@ class DrillPlansComponent(Component, Resolvable):
             try:
                 project = self.project
                 translator = self._translator
+                spark_config = (
+                    self.spark_config
+                    if self.spark_config is not None
+                    else project.config.spark_config
+                )
+                executor = self.executor or project.config.executor
+                classpath = [str(p if p.is_absolute() else base / p) for p in self.classpath]
                 return definitions_for_project(
                     project,
                     translator=translator,
-                    spark_config=(
-                        self.spark_config
-                        if self.spark_config is not None
-                        else project.config.spark_config
-                    ),
-                    classpath=[p if p.is_absolute() else base / p for p in self.classpath],
-                    executor=self.executor or project.config.executor,
+                    spark_config=spark_config,
+                    classpath=classpath,
+                    executor=executor,
                     plans=self._selected_plans(project, translator),
+                    resources=shared_resources(executor, spark_config, classpath),
                 )
             except DrillDefinitionsError as err:
                 # The message names the file and key; our frames would only hide it.
@@ -197,6 +203,24 @@ class DrillPlansComponent(Component, Resolvable):
             if self.select is None or plan_names & set(self.select)
         }
         return {plan for plan in chosen if not names[plan] & set(self.exclude or ())}
+
+
+_RESOURCES: dict[str, dict[str, Any]] = {}
+
+
+def shared_resources(
+    executor: str | None, spark_config: dict[str, Any] | None, classpath: list[str]
+) -> dict[str, Any]:
+    """The ``drill`` resource and IO managers of these settings, the same objects for every
+    component that has them: Dagster merges the components of a code location only when their
+    resources of one key are one object. (Components with other settings cannot share one code
+    location: the ops of every plan use the one ``drill`` resource.)"""
+    settings = json.dumps([executor, spark_config, classpath], sort_keys=True, default=str)
+    if settings not in _RESOURCES:
+        _RESOURCES[settings] = default_resources(
+            executor=executor, spark_config=spark_config, classpath=classpath
+        )
+    return _RESOURCES[settings]
 
 
 def _plan_names(plan: DrillPlan, translator: DrillTranslator) -> set[str]:
@@ -228,6 +252,13 @@ class _ComponentTranslator(DrillTranslator):
         if name not in self._specs:
             self._specs[name] = self.component.get_asset_spec(store)
         return self._specs[name]
+
+    def get_source_spec(self, source: DrillSource) -> AssetSpec:
+        # Without the plans that read it (the lineage graph shows them): two components reading
+        # one source then define the same spec, which Dagster merges.
+        spec = super().get_source_spec(source)
+        where = str(source.location) if source.location is not None else source.path
+        return spec.replace_attributes(description=f"Read from `{where}` by Drill plans.")
 
     def get_freshness_policy(self, store: DrillStore) -> Any:
         policy = super().get_freshness_policy(store)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -161,3 +162,26 @@ def test_specs_carry_column_lineage_and_table_name_before_any_run(plans_dir: Pat
     table = totals["drill/column_lineage"].value
     assert "| `total` | `clean`.`amount` |" in table
     assert "| `n` | (no source column) |" in table
+
+
+def test_two_components_with_one_source_share_a_code_location(tmp_path: Path, kit) -> None:
+    from dagster import Definitions
+
+    plans = kit.write(tmp_path / "a", plans={"clean": kit.CLEAN}, project_yaml=None)
+    other = kit.copy(kit.CLEAN)
+    other["query"][-1]["target"]["path"] = "other/day=${day}"
+    other["storage"] = {
+        name: {**engine, "root": str(plans / engine["root"])}
+        for name, engine in other["storage"].items()
+    }
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "other.json").write_text(json.dumps(other))
+    first = build_defs_for_component(
+        DrillPlansComponent.resolve_from_dict({"plans_dir": str(plans)})
+    )
+    second = build_defs_for_component(
+        DrillPlansComponent.resolve_from_dict({"plans_dir": str(tmp_path / "b")})
+    )
+    merged = Definitions.merge(first, second)  # what a defs folder of two components does
+    keys = {k.to_user_string() for k in merged.resolve_asset_graph().get_all_asset_keys()}
+    assert {"clean", "other", "raw/events"} <= keys
