@@ -151,16 +151,18 @@ class DrillPlansComponent(Component, Resolvable):
             freshness = FreshnessConfig.model_validate(self.freshness) if self.freshness else None
         except ValidationError as err:
             problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in err.errors())
-            raise DrillDefinitionsError(f"freshness: {problems}") from None
+            raise DrillDefinitionsError(f"attributes.freshness: {problems}") from None
         return _ComponentTranslator(self, freshness)
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
         """The Definitions of the selected plans (see :func:`~drill_dagster.load_definitions`)."""
         base = context.path
         # Paths given in Python (not defs.yaml) are relative to the component's folder too.
-        if not self.plans_dir.is_absolute() or not (self.project_file or base).is_absolute():
+        if not self.plans_dir.is_absolute():
             self.plans_dir = base / self.plans_dir
-            self.project_file = self.project_file and base / self.project_file
+            self.__dict__.pop("project", None)
+        if self.project_file is not None and not self.project_file.is_absolute():
+            self.project_file = base / self.project_file
             self.__dict__.pop("project", None)
         with _collector_paused():
             try:
@@ -184,6 +186,8 @@ class DrillPlansComponent(Component, Resolvable):
                 )
             except DrillDefinitionsError as err:
                 # The message names the file and key; our frames would only hide it.
+                if str(err).startswith("attributes."):
+                    raise DrillDefinitionsError(f"{base / 'defs.yaml'}: {err}") from None
                 raise err.with_traceback(None) from None
 
     def _selected_plans(self, project: DrillProject, translator: DrillTranslator) -> set[str]:
@@ -194,7 +198,8 @@ class DrillPlansComponent(Component, Resolvable):
             unknown = [t for t in tokens or () if t not in known]
             if unknown:
                 raise DrillDefinitionsError(
-                    f"{setting}: {', '.join(map(repr, unknown))} names no plan, group or store "
+                    f"attributes.{setting}: {', '.join(map(repr, unknown))} names no plan, "
+                    "group or store "
                     f"key of {self.plans_dir} (plans: {', '.join(sorted(names)) or 'none'})"
                 )
         chosen = {

@@ -75,7 +75,9 @@ def test_select_and_exclude_by_plan_group_or_key(tmp_path: Path, kit) -> None:
         _component(folder, {"plans_dir": "plans", "exclude": ["ingest"]})
     )
     assert "clean" not in _specs(no_ingest)
-    with pytest.raises(DrillDefinitionsError, match=r"select: 'nope' names no plan, group"):
+    with pytest.raises(
+        DrillDefinitionsError, match=r"defs.yaml: attributes.select: 'nope' names no plan, group"
+    ):
         build_defs_for_component(_component(folder, {"plans_dir": "plans", "select": ["nope"]}))
 
 
@@ -97,7 +99,9 @@ def test_freshness_from_the_project_file_and_the_component(tmp_path: Path, kit) 
         fail_window=timedelta(days=1), warn_window=timedelta(hours=6)
     )
     bad = _component(folder, {"plans_dir": "plans", "freshness": {"fail_window": "soon"}})
-    with pytest.raises(DrillDefinitionsError, match="freshness: 'soon' is not a duration"):
+    with pytest.raises(
+        DrillDefinitionsError, match=r"defs\.yaml: attributes\.freshness: 'soon' is not a duration"
+    ):
         build_defs_for_component(bad)
 
 
