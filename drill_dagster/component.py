@@ -199,8 +199,8 @@ class DrillPlansComponent(Component, Resolvable):
             if unknown:
                 raise DrillDefinitionsError(
                     f"attributes.{setting}: {', '.join(map(repr, unknown))} names no plan, "
-                    "group or store "
-                    f"key of {self.plans_dir} (plans: {', '.join(sorted(names)) or 'none'})"
+                    f"group or store key of {self.plans_dir} "
+                    f"(plans: {', '.join(sorted(names)) or 'none'})"
                 )
         chosen = {
             plan
