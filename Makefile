@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv demo dev screenshot test test-cluster test-reliability lint format schema clean
+.PHONY: venv demo dev dg-dev screenshot test test-cluster test-reliability lint format schema clean
 
 $(BIN)/drill-dagster: pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ HOST ?= 127.0.0.1
 PORT ?= 3000
 dev: venv
 	$(BIN)/dagster dev -w workspace.yaml -h $(HOST) -p $(PORT)
+
+# The same plans as a components project (examples/components), through dg (the dev extra).
+dg-dev: venv
+	cd examples/components && ../../$(BIN)/dg dev -h $(HOST) -p $(PORT)
 
 # docs/lineage.png, taken in headless Chromium (needs: apt-get install -y chromium)
 screenshot: venv

@@ -1,6 +1,7 @@
 """drill-dagster's Dagster integration: plans directories as assets, ops, checks and schedules.
 
-``load_definitions("plans")`` is the usual entry point; :func:`drill_assets` wraps one plan in
+:class:`DrillPlansComponent` (``dg scaffold defs drill_dagster.DrillPlansComponent NAME``) and
+``load_definitions("plans")`` are the entry points; :func:`drill_assets` wraps one plan in
 code of your own; :class:`DrillTranslator` is the one customization surface.
 
 Names are imported on first use, so ``drill_dagster.cli_scaffold`` (used by the engine's CLI)
@@ -17,22 +18,26 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from drill_dagster.component import DrillPlansComponent
     from drill_dagster.decorator import drill_assets
     from drill_dagster.definitions import definitions_for_project, load_definitions
     from drill_dagster.errors import DrillDefinitionsError, DrillFailure
     from drill_dagster.io_manager import DrillStoreIOManager
+    from drill_dagster.keys import asset_key_for_store
     from drill_dagster.plans import DrillPlan, DrillProject, DrillScan, DrillSource, DrillStore
     from drill_dagster.project import ProjectConfig
     from drill_dagster.resource import DrillResource, DrillSparkResource
     from drill_dagster.translator import DrillTranslator
 
 _EXPORTS = {
+    "DrillPlansComponent": "drill_dagster.component",
     "drill_assets": "drill_dagster.decorator",
     "definitions_for_project": "drill_dagster.definitions",
     "load_definitions": "drill_dagster.definitions",
     "DrillDefinitionsError": "drill_dagster.errors",
     "DrillFailure": "drill_dagster.errors",
     "DrillStoreIOManager": "drill_dagster.io_manager",
+    "asset_key_for_store": "drill_dagster.keys",
     "DrillPlan": "drill_dagster.plans",
     "DrillProject": "drill_dagster.plans",
     "DrillScan": "drill_dagster.plans",
@@ -48,6 +53,7 @@ __all__ = [
     "DrillDefinitionsError",
     "DrillFailure",
     "DrillPlan",
+    "DrillPlansComponent",
     "DrillProject",
     "DrillResource",
     "DrillScan",
@@ -57,6 +63,7 @@ __all__ = [
     "DrillStoreIOManager",
     "DrillTranslator",
     "ProjectConfig",
+    "asset_key_for_store",
     "definitions_for_project",
     "drill_assets",
     "load_definitions",

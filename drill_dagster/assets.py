@@ -27,6 +27,7 @@ from dagster import (
     DependencyDefinition,
     Field,
     GraphDefinition,
+    In,
     InputMapping,
     NodeInvocation,
     Nothing,
@@ -35,8 +36,6 @@ from dagster import (
     Output,
     OutputMapping,
 )
-from dagster._core.definitions.definition_config_schema import DefinitionConfigSchema
-from dagster._core.definitions.input import InputDefinition
 
 from drill_dagster import versions
 from drill_dagster.errors import DrillDefinitionsError, DrillFailure
@@ -44,6 +43,7 @@ from drill_dagster.execution import run_stores_whole, store_output
 from drill_dagster.handoff import NotInMemory
 from drill_dagster.partitions import RunSlice, run_keys, slices_for_keys
 from drill_dagster.plans import DrillPlan, DrillProject, DrillStore, safe_name
+from drill_dagster.spec_metadata import definition_metadata
 from drill_dagster.translator import DrillTranslator
 from engine.plan import Join, Operator, Scan, Store, Union
 
@@ -59,13 +59,20 @@ class AssetKeys:
     stores: Mapping[tuple[str, str], AssetKey]
     scans: Mapping[tuple[str, str], AssetKey]
     sources: Mapping[int, AssetKey]
+    # The translator's spec of each store: its key is the asset's key everywhere.
+    specs: Mapping[tuple[str, str], AssetSpec]
 
     @staticmethod
     def of(project: DrillProject, translator: DrillTranslator) -> AssetKeys:
         stores: dict[tuple[str, str], AssetKey] = {}
+        specs: dict[tuple[str, str], AssetSpec] = {}
         owners: dict[AssetKey, DrillStore] = {}
         for store in project.stores():
-            key = translator.get_asset_key(store)
+            try:
+                spec = translator.get_asset_spec(store)
+            except (ValueError, TypeError, DagsterInvalidDefinitionError) as err:
+                raise DrillDefinitionsError(f"{store.plan.path}: store {store.id}: {err}") from None
+            key = spec.key
             if key in owners:
                 other = owners[key]
                 raise DrillDefinitionsError(
@@ -75,6 +82,7 @@ class AssetKeys:
                 )
             owners[key] = store
             stores[(store.plan.name, store.id)] = key
+            specs[(store.plan.name, store.id)] = spec
         sources = {id(s): translator.get_source_asset_key(s) for s in project.sources}
         scans: dict[tuple[str, str], AssetKey] = {}
         for plan in project.plans:
@@ -84,7 +92,7 @@ class AssetKeys:
                 else:
                     key = sources[id(scan.source)]
                 scans[(plan.name, scan.op.id)] = key
-        return AssetKeys(stores, scans, sources)
+        return AssetKeys(stores, scans, sources, specs)
 
     def scan_keys(self, plan: DrillPlan) -> dict[str, AssetKey]:
         """Asset key read by each scan of ``plan``, by scan id."""
@@ -99,17 +107,16 @@ class AssetKeys:
 def store_specs(plan: DrillPlan, translator: DrillTranslator, keys: AssetKeys) -> list[AssetSpec]:
     """The asset spec of every store of ``plan``, with its deps from the lineage."""
     specs = []
+    key_of_scan = keys.scan_keys(plan).get
     for store in plan.stores:
-        try:
-            spec = translator.get_asset_spec(store)
-        except (ValueError, TypeError, DagsterInvalidDefinitionError) as err:
-            raise DrillDefinitionsError(f"{plan.path}: store {store.id}: {err}") from None
+        spec = keys.specs[(plan.name, store.id)]
         # One more spec, not two: each AssetSpec is validated again when built.
         specs.append(
             spec.replace_attributes(
                 key=keys.stores[(plan.name, store.id)],
                 deps=[*spec.deps, *keys.deps(store)],
                 metadata={
+                    **definition_metadata(store, key_of_scan),
                     **spec.metadata,
                     "drill/store_id": store.id,
                     "drill/plan_name": plan.name,
@@ -145,6 +152,7 @@ def build_plan_assets(
         )
     scan_keys = keys.scan_keys(plan)
     op_tags = dict(translator.get_op_tags(plan))
+    pool = translator.get_pool(plan)
     node_defs = []
     dependencies: dict[NodeInvocation, dict[str, DependencyDefinition]] = {}
     # Each scan waits for the asset it reads (a Nothing input, no data): within one run, another
@@ -165,7 +173,7 @@ def build_plan_assets(
     for operator in operators:
         store = plan.store(operator.id) if isinstance(operator, Store) else None
         asset_key = keys.stores[(plan.name, operator.id)] if store is not None else None
-        node_defs.append(_op_def(plan, operator, store, asset_key, scan_keys, op_tags))
+        node_defs.append(_op_def(plan, operator, store, asset_key, scan_keys, op_tags, pool))
         wiring = {
             name: DependencyDefinition(plan.node_name(ref), "result")
             for name, ref in zip(input_names(operator), operator.input_ids())
@@ -202,11 +210,16 @@ def build_plan_assets(
         raise DrillDefinitionsError(f"{plan.path}: {err}") from None
 
 
-_INPUTS: dict[str, InputDefinition] = {}
-# Dagster's default op config schema (optional, any value), built once rather than per op.
-_NO_CONFIG = DefinitionConfigSchema(Field(Any, is_required=False))
+_INPUTS: dict[str, Any] = {}
+# Dagster's default op config schema (optional, any value), built once rather than per op; read
+# from a template op, since the schema's class is not public API.
+_NO_CONFIG = OpDefinition(
+    compute_fn=lambda context: None,
+    name="drill_config_template",
+    config_schema=Field(Any, is_required=False),
+).config_schema
 AFTER = "after"
-_AFTER_INPUT = InputDefinition(AFTER, dagster_type=Nothing)
+_AFTER_INPUT = In(Nothing).to_definition(AFTER)
 
 
 class _SharedOut(Out):
@@ -233,6 +246,7 @@ def _op_def(
     asset_key: AssetKey | None,
     scan_keys: Mapping[str, AssetKey],
     tags: Mapping[str, str],
+    pool: str | None = None,
 ) -> OpDefinition:
     # OpDefinition with a plain compute function: the @op decorator's signature inference costs
     # milliseconds per op, which adds up to seconds for a thousand plans.
@@ -250,13 +264,14 @@ def _op_def(
         config_schema=_NO_CONFIG,
         required_resource_keys={RESOURCE},
         tags={**tags, "drill/plan": plan.name, "drill/op": operator.op},
+        pool=pool,
     )
 
 
-def _input(name: str) -> InputDefinition:
+def _input(name: str) -> Any:
     # One shared definition per input name: building them is a good part of an op's cost.
     if name not in _INPUTS:
-        _INPUTS[name] = InputDefinition(name)
+        _INPUTS[name] = In().to_definition(name)
     return _INPUTS[name]
 
 

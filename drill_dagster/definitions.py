@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -115,15 +115,26 @@ def definitions_for_project(
     classpath: Sequence[Path | str] = (),
     executor: str | None = None,
     resources: Mapping[str, Any] | None = None,
+    plans: Collection[str] | None = None,
 ) -> Definitions:
-    """:func:`load_definitions` for an already loaded :class:`~drill_dagster.plans.DrillProject`."""
+    """:func:`load_definitions` for an already loaded :class:`~drill_dagster.plans.DrillProject`.
+
+    ``plans`` (plan names) limits the assets to those plans; a store of another plan that they
+    read stays a dependency (by its key).
+    """
     translator = translator or DrillTranslator()
     keys = AssetKeys.of(project, translator)
-    assets: list[Any] = [translator.get_source_spec(source) for source in project.sources]
+    chosen = [p for p in project.plans if plans is None or p.name in plans]
+    read = None if plans is None else {id(scan) for p in chosen for scan in p.scans}
+    assets: list[Any] = [
+        translator.get_source_spec(source)
+        for source in project.sources
+        if read is None or any(id(scan) in read for scan in source.scans)
+    ]
     checks = []
     jobs = []
     schedules = []
-    for plan in project.plans:
+    for plan in chosen:
         plan_assets: AssetsDefinition = build_plan_assets(plan, translator, keys)
         assets.append(plan_assets)
         for store in plan.stores:

@@ -28,6 +28,7 @@ their file stem, stores by their target path (``events_cleaned``) or by ``"@<id>
         schedule: {cron: "0 3 * * *"}    # or {from_partitions: true}
         automation: eager            # eager | on_missing | {on_cron: "0 * * * *"}
         skip_unchanged: true         # skip a store whose code and input files did not change
+        freshness: {fail_window: 24h, warn_window: 12h}   # or {cron: "0 9 * * *", lower_bound: 2h}
         stores:
           events_cleaned:            # the store whose target path is events_cleaned
             key: [lake, events_cleaned]
@@ -63,6 +64,7 @@ from pydantic import (
 )
 
 from drill_dagster.errors import DrillDefinitionsError
+from drill_dagster.freshness import FreshnessConfig
 
 PROJECT_FILE = "drill_project.yaml"
 TIME_WINDOWS = ("hourly", "daily", "weekly", "monthly")
@@ -203,6 +205,7 @@ class StoreConfig(_Model):
     tags: dict[str, str] | None = None
     metadata: dict[str, Any] | None = None
     checks: ChecksConfig | None = None
+    freshness: FreshnessConfig | None = None
 
 
 AutomationConfig = Literal["eager", "on_missing"] | dict[Literal["on_cron"], str]
@@ -221,6 +224,7 @@ class PlanDefaults(_Model):
         description="skip a store whose code version and inputs are those of its last "
         "materialization",
     )
+    freshness: FreshnessConfig | None = None
 
 
 class PlanConfig(PlanDefaults):
@@ -234,7 +238,7 @@ class PlanConfig(PlanDefaults):
     def with_defaults(self, defaults: PlanDefaults) -> PlanConfig:
         """This plan's settings, unset ones taken from ``defaults`` (tags and params merged)."""
         update: dict[str, Any] = {}
-        for name in ("group", "owners", "automation", "skip_unchanged"):
+        for name in ("group", "owners", "automation", "skip_unchanged", "freshness"):
             if getattr(self, name) is None and getattr(defaults, name) is not None:
                 update[name] = getattr(defaults, name)
         for name in ("tags", "params"):

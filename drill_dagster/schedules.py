@@ -23,15 +23,15 @@ from dagster import (
     define_asset_job,
     in_process_executor,
 )
-from dagster._core.definitions.unresolved_asset_job_definition import (
-    UnresolvedAssetJobDefinition,
-)
 
 from drill_dagster.errors import DrillDefinitionsError
 from drill_dagster.plans import DrillPlan
 
+# What define_asset_job returns (its class is not public API).
+AssetJob = Any
 
-def plan_job(plan: DrillPlan, keys: Sequence[AssetKey]) -> UnresolvedAssetJobDefinition:
+
+def plan_job(plan: DrillPlan, keys: Sequence[AssetKey]) -> AssetJob:
     """The job that materializes every store of ``plan``: ``<plan>_job`` (made for a schedule)."""
     return define_asset_job(
         name=f"{plan.name}_job",
@@ -42,7 +42,7 @@ def plan_job(plan: DrillPlan, keys: Sequence[AssetKey]) -> UnresolvedAssetJobDef
     )
 
 
-def plan_schedule(plan: DrillPlan, job: UnresolvedAssetJobDefinition) -> ScheduleDefinition | None:
+def plan_schedule(plan: DrillPlan, job: AssetJob) -> ScheduleDefinition | None:
     """The schedule ``plan`` declares (None when it declares none)."""
     config = plan.config.schedule
     if config is None:
@@ -71,7 +71,7 @@ def plan_schedule(plan: DrillPlan, job: UnresolvedAssetJobDefinition) -> Schedul
 
 def _cron_for_partitions(
     plan: DrillPlan,
-    job: UnresolvedAssetJobDefinition,
+    job: AssetJob,
     name: str,
     cron: str,
     timezone: str | None,

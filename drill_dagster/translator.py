@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ from dagster import (
     AssetSpec,
     AutomationCondition,
     BackfillPolicy,
+    BetaWarning,
     CodeReferencesMetadataValue,
     DailyPartitionsDefinition,
     HourlyPartitionsDefinition,
@@ -33,7 +35,6 @@ from dagster import (
     StaticPartitionsDefinition,
     WeeklyPartitionsDefinition,
 )
-from dagster._utils.warnings import disable_dagster_warnings
 
 from drill_dagster.plans import DrillPlan, DrillSource, DrillStore, location_parts, safe_name
 from drill_dagster.project import PartitionsConfig
@@ -102,7 +103,8 @@ class DrillTranslator:
 
     def get_metadata(self, store: DrillStore) -> Mapping[str, Any]:
         """Definition metadata: where it is written, the plan file as a code reference."""
-        with disable_dagster_warnings():  # code references are a beta API
+        with warnings.catch_warnings():  # code references are a beta API
+            warnings.simplefilter("ignore", BetaWarning)
             references = CodeReferencesMetadataValue(
                 code_references=[
                     LocalFileCodeReference(file_path=str(store.plan.path), label="logical plan")
@@ -118,6 +120,8 @@ class DrillTranslator:
         }
         if store.location is not None:
             metadata["dagster/uri"] = store.location.as_uri()
+        if store.target_path:
+            metadata["drill/target_path"] = store.target_path
         if store.partition_by:
             metadata["drill/partition_by"] = list(store.partition_by)
         return {**metadata, **(store.config.metadata or {})}
@@ -140,8 +144,19 @@ class DrillTranslator:
 
         return store_code_version(store)
 
+    def get_freshness_policy(self, store: DrillStore) -> Any:
+        """Dagster's ``FreshnessPolicy`` from the store's ``freshness`` setting, else its plan's
+        (``drill_project.yaml``); None when neither sets one."""
+        config = store.config.freshness or store.plan.config.freshness
+        return config.policy() if config is not None else None
+
     def get_asset_spec(self, store: DrillStore) -> AssetSpec:
-        """Everything above as one spec (deps are added by the caller, from the lineage)."""
+        """Everything above as one spec; the deps from the lineage are added by the caller.
+
+        This is the one place that decides a store's asset: override it (or the ``get_*``
+        methods it calls) and the key, group and everything else it returns is the asset's,
+        and the lineage edges of the plans that read the store follow the key.
+        """
         return AssetSpec(
             key=self.get_asset_key(store),
             code_version=self.get_code_version(store),
@@ -153,6 +168,7 @@ class DrillTranslator:
             kinds=self.get_kinds(store),
             automation_condition=self.get_automation_condition(store),
             partitions_def=self.get_partitions_def(store.plan),
+            freshness_policy=self.get_freshness_policy(store),
         )
 
     # ------------------------------------------------------------------ plans
@@ -174,6 +190,10 @@ class DrillTranslator:
     def get_op_tags(self, plan: DrillPlan) -> Mapping[str, str]:
         """Tags of every op of the plan's graph."""
         return {"dagster/kind/spark": ""}
+
+    def get_pool(self, plan: DrillPlan) -> str | None:
+        """The concurrency pool of every op of the plan's graph (None: no pool)."""
+        return None
 
     # ------------------------------------------------------------------ sources
 

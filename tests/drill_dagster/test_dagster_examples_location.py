@@ -26,3 +26,16 @@ def test_workspace_loads_the_example_plans_from_any_directory(monkeypatch, tmp_p
     upstream = {key for node in graph.asset_nodes for key in node.parent_keys}
     produced = {key for node in graph.asset_nodes if node.is_materializable for key in [node.key]}
     assert upstream & produced, "some example plan reads another plan's store"
+
+
+def test_the_components_layout_loads_the_same_assets(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from dagster.components import load_from_defs_folder
+
+    project = REPO / "examples" / "components"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(project / "src"))  # what dg does for a src layout
+    defs = load_from_defs_folder(path_within_project=project / "src" / "drill_examples")
+    workspace_defs = runpy.run_path(str(REPO / "examples" / "definitions.py"))["defs"]
+    keys = defs.resolve_asset_graph().get_all_asset_keys()
+    assert keys == workspace_defs.resolve_asset_graph().get_all_asset_keys()
+    assert len(defs.asset_checks or ()) == len(workspace_defs.asset_checks or ())

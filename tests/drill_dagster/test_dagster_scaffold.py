@@ -27,16 +27,24 @@ def test_the_console_script_has_the_engines_commands_and_scaffold(tmp_path: Path
     plan.write_text('{query: [{"@id": 1, op: "constant", content: [{a: 1}]}]}')
     assert cli_run(["validate", str(plan)]) == 0
     assert cli_run(["scaffold", str(tmp_path / "proj")]) == 0
-    assert (tmp_path / "proj" / "plans" / "greetings.json").is_file()
+    component = tmp_path / "proj" / "src" / "proj" / "defs" / "drill_plans"
+    assert (component / "plans" / "greetings.json").is_file()
+    assert "drill_dagster.DrillPlansComponent" in (component / "defs.yaml").read_text()
 
 
-def test_scaffolded_project_loads_and_materializes(tmp_path: Path) -> None:
+def test_scaffolded_project_loads_and_materializes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     directory = tmp_path / "my plans"
     args = _parse(["scaffold", str(directory)])
     assert args.func(args) == 0
     workspace = yaml.safe_load((directory / "workspace.yaml").read_text())
-    assert workspace["load_from"][0]["python_file"]["relative_path"] == "definitions.py"
-    defs = runpy.run_path(str(directory / "definitions.py"))["defs"]
+    location = workspace["load_from"][0]["python_file"]
+    assert location["relative_path"] == "src/my_plans/definitions.py"
+    assert location["working_directory"] == "src"
+    # what `dagster dev -w workspace.yaml` does: the definitions file, src on the path
+    monkeypatch.syspath_prepend(str(directory / "src"))
+    defs = runpy.run_path(str(directory / "src" / "my_plans" / "definitions.py"))["defs"]()
     Definitions.validate_loadable(defs)
     assert "greetings" in {
         k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()
@@ -55,14 +63,14 @@ def test_scaffold_never_overwrites_unless_forced(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     scaffold_project(tmp_path)
-    (tmp_path / "definitions.py").write_text("# mine\n")
+    (tmp_path / "pyproject.toml").write_text("# mine\n")
     args = _parse(["scaffold", str(tmp_path)])
     assert args.func(args) == 1
-    assert "greetings.json exists; use --force" in capsys.readouterr().err
-    assert (tmp_path / "definitions.py").read_text() == "# mine\n"
+    assert "pyproject.toml exists; use --force" in capsys.readouterr().err
+    assert (tmp_path / "pyproject.toml").read_text() == "# mine\n"
     args = _parse(["scaffold", str(tmp_path), "--force"])
     assert args.func(args) == 0
-    assert "load_definitions" in (tmp_path / "definitions.py").read_text()
+    assert "[tool.dg]" in (tmp_path / "pyproject.toml").read_text()
 
 
 def test_the_cli_module_does_not_import_dagster() -> None:

@@ -60,7 +60,7 @@ def _both(plan: dict[str, Any], spark: Any) -> list[dict[str, Any]]:
 
 
 @settings(
-    max_examples=12,
+    max_examples=8,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     database=None,
