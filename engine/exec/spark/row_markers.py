@@ -196,7 +196,11 @@ def one_line(err: BaseException) -> str:
     ...                       ": java.lang.IllegalStateException: stopped\\n\\tat a.b(C.java:1)"))
     'java.lang.IllegalStateException: stopped'
     """
-    lines = [line.strip().lstrip(": ") for line in str(err).splitlines()]
+    try:
+        text = str(err)  # a py4j error asks the JVM for its text
+    except Exception:
+        return type(err).__name__
+    lines = [line.strip().lstrip(": ") for line in text.splitlines()]
     lines = [line for line in lines if line and not line.startswith("at ")]
     if len(lines) > 1 and lines[0].startswith("An error occurred while calling"):
         lines = lines[1:]
