@@ -52,9 +52,11 @@ POOLED = (
     "subquery",
     "task-result-get",
     "process reaper",
+    "block-manager-a",
+    "block-manager-s",
 )
 """Spark's cached thread pools (as Linux names the threads: 15 characters): they start a thread
-for each task or stage run at once and retire it after a minute idle, so how many are alive
+for each task, stage or block removal run at once and retire it after a minute idle, so how many are alive
 says how busy the last minute was, not what the runs kept."""
 
 
