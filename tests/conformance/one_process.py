@@ -56,8 +56,8 @@ POOLED = (
     "block-manager-s",
 )
 """Spark's cached thread pools (as Linux names the threads: 15 characters): they start a thread
-for each task, stage or block removal run at once and retire it after a minute idle, so how many are alive
-says how busy the last minute was, not what the runs kept."""
+for each task, stage or block removal run at once and retire it after a minute idle, so how many
+are alive says how busy the last minute was, not what the runs kept."""
 
 
 def held() -> dict[str, Any]:
