@@ -426,6 +426,11 @@ class SparkCompiler:
         tree = parse_cached(expr) if isinstance(expr, str) else expr
         return compile_typed(tree, df.schema)
 
+    def column_over(self, expr: Expr, op_id: str, df: DataFrame) -> Column:
+        """The Column of an expression over operator ``op_id``'s DataFrame ``df``, reading the
+        columns it left pending for its reader, if it did."""
+        return self._typed_over(expr, df, self._pending.get(op_id)).column
+
     def field(self, name: str, df: DataFrame) -> Column:
         """The Column of the field at path ``name``."""
         return compile_expression(parse_field_ref(name), df.schema)

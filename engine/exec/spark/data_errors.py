@@ -78,16 +78,22 @@ class DataError(DrillError):
         target: str | None = None,
         called: str | None = None,
         expression: str | None = None,
+        node: Expr | None = None,
+        file: str | None = None,
     ) -> None:
         self.kind = kind
         self.value = value
         self.target = target
         self.called = called
         self.expression = expression
+        self.node = node  # the expression that raised it, once located
+        self.file = file  # the file of the record holding the value, where found
         super().__init__(self._text())
 
     def _text(self) -> str:
         where = f" in `{self.expression}`" if self.expression else ""
+        if self.file:
+            where += f", read from {self.file}"
         if self.kind == INVALID_INPUT:
             return f"cannot read '{self.value}' as {self.target}{where}"
         if self.kind == CAST_OVERFLOW:
@@ -102,7 +108,24 @@ class DataError(DrillError):
         """This error raised by ``expr`` (a cast names its target as the plan does)."""
         target = str(expr.type) if isinstance(expr, Cast) else self.target
         return DataError(
-            self.kind, value=self.value, target=target, called=self.called, expression=str(expr)
+            self.kind,
+            value=self.value,
+            target=target,
+            called=self.called,
+            expression=str(expr),
+            node=expr,
+        )
+
+    def read_from(self, file: str) -> DataError:
+        """This error naming ``file``, which holds the record of the value."""
+        return DataError(
+            self.kind,
+            value=self.value,
+            target=self.target,
+            called=self.called,
+            expression=self.expression,
+            node=self.node,
+            file=file,
         )
 
 

@@ -844,8 +844,34 @@ def register_data_source(spark: Any) -> None:
     """
     if spark.conf.get(_REGISTERED_CONF, "false") == "true":
         return
-    spark.dataSource.register(DrillDataSource)
+    with _active(spark):
+        spark.dataSource.register(DrillDataSource)
     spark.conf.set(_REGISTERED_CONF, "true")
+
+
+@contextlib.contextmanager
+def _active(spark: Any) -> Iterator[None]:
+    """``spark`` as the JVM thread's active session for the block, then the one before it.
+
+    Spark checks a new data source's name against the data sources of the *active* session
+    and registers it in ``spark``'s: with another session active (the first one made, where
+    ``spark`` came from ``newSession()``), a name that one knows is refused
+    (``DATA_SOURCE_ALREADY_EXISTS``) and ``spark`` is left without it."""
+    from pyspark.sql.utils import is_remote
+
+    if is_remote():  # the server registers in the client's own session
+        yield
+        return
+    sessions = spark._jvm.org.apache.spark.sql.SparkSession
+    before = sessions.getActiveSession()
+    sessions.setActiveSession(spark._jsparkSession)
+    try:
+        yield
+    finally:
+        if before.isDefined():
+            sessions.setActiveSession(before.get())
+        else:
+            sessions.clearActiveSession()
 
 
 # ---------------------------------------------------------------- errors across processes

@@ -38,6 +38,7 @@ from pyspark.sql.utils import is_remote
 from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
 from engine.exec.result import RunResult, collect_result
+from engine.exec.spark.bad_records import file_of_value
 from engine.exec.spark.compiler import (
     SparkCompiler,
     SparkRunContext,
@@ -332,7 +333,7 @@ class SparkPlanRun:
             if located is None:
                 return None
             said, op = located
-            return said, op, self.fragments.get(op.id)
+            return self._read_from(said, op), op, self.fragments.get(op.id)
         file = getattr(error, "file", None)
         if not file:
             return None
@@ -342,6 +343,18 @@ class SparkPlanRun:
         # Of the scans reading it, the first in the plan (scans are built in threads of their own).
         scan = next(op for op in self.planned.topological_order() if op.id in scans)
         return error, scan, self.fragments.get(scan.id)
+
+    def _read_from(self, error: DataError, op: Operator) -> DataError:
+        """``error`` naming the file its value was read from, where Spark can say it
+        (:mod:`~engine.exec.spark.bad_records`: a query run only now that the run failed)."""
+        refs = op.input_ids()
+        frame = self.frames.get(refs[0]) if len(refs) == 1 else None
+        if frame is None:
+            return error
+        file = file_of_value(
+            error, frame, lambda expr, df: self.compiler.column_over(expr, refs[0], df)
+        )
+        return error.read_from(file) if file else error
 
     def compile_frames(self) -> dict[str, DataFrame]:
         """Each root's DataFrame (a store's input), compiled but not run: for ``explain``."""

@@ -36,6 +36,7 @@ import itertools
 import logging
 import re
 import threading
+import uuid
 import weakref
 from collections.abc import Collection
 from typing import Any
@@ -114,6 +115,12 @@ _readers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _readers_lock = threading.Lock()
 
 
+def slots_in_use() -> int:
+    """How many runs hold marker slots now (none once every run has finished)."""
+    with _slots_lock:
+        return len(_slots)
+
+
 def marker_condition(number: int) -> Column:
     """The marker filter's condition: true for every row.
 
@@ -143,8 +150,14 @@ class RowMarkers:
         with _slots_lock:
             self._slot = next(s for s in itertools.count() if s not in _slots)
             _slots.add(self._slot)
-        # The executions before this run's (once the listener has recorded all that ran).
-        self._since = reader.nextExecution(spark.sparkContext._jsc.sc(), store)
+        # A run dropped unclosed (its caller failed before closing it) gives its slot back too.
+        self._release = weakref.finalize(self, _release_slot, self._slot)
+        try:
+            # The executions before this run's (once the listener has recorded all that ran).
+            self._since = reader.nextExecution(spark.sparkContext._jsc.sc(), store)
+        except BaseException:
+            self._release()
+            raise
 
     def mark(self, df: Any, key: int) -> tuple[Any, int]:
         """``df`` with the marker of ``key`` (below :data:`SLOT_SIZE`), and its number."""
@@ -153,8 +166,7 @@ class RowMarkers:
 
     def close(self) -> None:
         """Give the run's slot back (after its last :meth:`counts`)."""
-        with _slots_lock:
-            _slots.discard(self._slot)
+        self._release()
 
     def counts(self, numbers: Collection[int]) -> dict[int, int]:
         """The rows that reached each of ``numbers`` in the run's executions so far, from the
@@ -167,9 +179,32 @@ class RowMarkers:
                 self._spark.sparkContext._jsc.sc(), self._store, self._since, _MARKER_TEXT
             )
         except Exception as err:  # the run's stores are written: it loses its counts, no more
-            _log.warning("row counts of the run's operators could not be read: %s", err)
+            _log.warning("row counts of the run's operators could not be read: %s", one_line(err))
             return {}
         return parse_counts(text, set(numbers))
+
+
+def _release_slot(slot: int) -> None:
+    with _slots_lock:
+        _slots.discard(slot)
+
+
+def one_line(err: BaseException) -> str:
+    """What went wrong in one line: a py4j error's Java exception and message, not its trace.
+
+    >>> one_line(RuntimeError("An error occurred while calling o132.counts.\\n"
+    ...                       ": java.lang.IllegalStateException: stopped\\n\\tat a.b(C.java:1)"))
+    'java.lang.IllegalStateException: stopped'
+    """
+    try:
+        text = str(err)  # a py4j error asks the JVM for its text
+    except Exception:
+        return type(err).__name__
+    lines = [line.strip().lstrip(": ") for line in text.splitlines()]
+    lines = [line for line in lines if line and not line.startswith("at ")]
+    if len(lines) > 1 and lines[0].startswith("An error occurred while calling"):
+        lines = lines[1:]
+    return lines[0] if lines else type(err).__name__
 
 
 def parse_counts(text: str, wanted: Collection[int]) -> dict[int, int]:
@@ -212,7 +247,8 @@ def row_markers(spark: Any) -> RowMarkers | None:
             if reader is None:
                 reader = _readers[sc] = _compile_reader(spark)
         return RowMarkers(spark, reader)
-    except Exception:  # any failure means: observe instead
+    except Exception as err:  # any failure means: observe instead
+        _log.debug("row counts by observation: no status store reader: %s", one_line(err))
         return None
 
 
@@ -220,6 +256,10 @@ def _compile_reader(spark: Any) -> Any:
     jvm = spark._jvm
     gateway = spark.sparkContext._gateway
     evaluator = jvm.org.codehaus.janino.ClassBodyEvaluator()
+    # A name of its own: py4j caches the methods it calls by class *name* (per JVM thread), so
+    # a reader compiled for a later SparkContext under Janino's default name would be called
+    # through the first reader's methods ("object is not an instance of declaring class").
+    evaluator.setClassName(f"DrillRowCountReader{uuid.uuid4().hex}")
     evaluator.setParentClassLoader(jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader())
     evaluator.cook(_READER_SOURCE)
     constructor = evaluator.getClazz().getDeclaredConstructor(

@@ -1018,7 +1018,11 @@ def _csv_header(resolved: ResolvedScan) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _read_header(path: str, size: int, delimiter: str, quote: str) -> tuple[str, ...]:
+def _read_header(
+    path: str, size: int, modified: int, delimiter: str, quote: str
+) -> tuple[str, ...]:
+    """A CSV file's header, kept for the file as it is (a process runs many plans: a file
+    rewritten since, even to the same size, is read again)."""
     with open(path, encoding="utf-8-sig", newline="") as text:
         for fields in csv.reader(text, delimiter=delimiter, quotechar=quote, strict=False):
             if fields:
@@ -1028,7 +1032,12 @@ def _read_header(path: str, size: int, delimiter: str, quote: str) -> tuple[str,
 
 def _header_of(file: InputFile, resolved: ResolvedScan) -> tuple[str, ...]:
     options = resolved.options
-    return _read_header(str(file.real_path), file.size, options.delimiter, options.quote)
+    path = str(file.real_path)
+    try:
+        modified = os.stat(path).st_mtime_ns
+    except OSError:
+        modified = -1  # gone: opening it says so
+    return _read_header(path, file.size, modified, options.delimiter, options.quote)
 
 
 # ---------------------------------------------------------------- what Spark's readers read

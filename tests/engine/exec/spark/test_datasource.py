@@ -354,3 +354,16 @@ def test_a_conflict_while_spark_asks_for_the_schema_is_the_engine_error(
     translated = translate_spark_error(caught.value)
     assert isinstance(translated, SchemaConflictError)
     assert (translated.column, translated.file) == ("a", f"{tmp_path / 'c.json'}:2")
+
+
+def test_a_session_made_beside_one_that_read_through_the_data_source_reads_through_it_too(
+    spark, conformance_dir: Path
+) -> None:
+    """``newSession()`` inherits the data sources registered so far, and Spark refuses to
+    register one of them again (``DATA_SOURCE_ALREADY_EXISTS``): the engine reads through it."""
+    engine = create_engine("cp", {"type": "classpath"}, classpath=[conformance_dir / "data"])
+    selection = {"path": "/donuts.json", "type": "JSON"}
+    expected = local_records(engine, selection)
+    assert spark_records(scan_dataframe(spark, engine, selection, None)) == expected
+    for session in (spark.newSession(), spark.newSession()):
+        assert spark_records(scan_dataframe(session, engine, selection, None)) == expected

@@ -19,6 +19,7 @@ from engine.exec.spark.one_task_sort import ONE_TASK_SORT_BYTES
 from engine.exec.spark.row_markers import (
     SLOT_SIZE,
     RowMarkers,
+    _compile_reader,
     marker_condition,
     parse_counts,
     row_markers,
@@ -306,10 +307,32 @@ def test_counts_that_cannot_be_read_leave_the_run_written_without_them(
         def nextExecution(self, sc: Any, store: Any) -> int:  # the Java method
             return 0
 
-        def counts(self, *args: Any) -> str:
-            raise RuntimeError("no such method")
+        def counts(self, *args: Any) -> str:  # as py4j says a Java exception
+            raise RuntimeError(
+                "An error occurred while calling o132.counts.\n"
+                ": java.lang.NoSuchMethodError: executionsList\n"
+                "\tat py4j.reflection.MethodInvoker.invoke(MethodInvoker.java:244)\n"
+            )
 
     markers = RowMarkers(spark, Failing())
     assert markers.counts([1]) == {}
-    assert "could not be read" in caplog.text
+    assert [r.getMessage() for r in caplog.records] == [
+        "row counts of the run's operators could not be read: "
+        "java.lang.NoSuchMethodError: executionsList"
+    ]
     markers.close()
+
+
+def test_a_reader_compiled_again_counts_as_the_first(spark: Any) -> None:
+    """A new SparkContext in the same process compiles its reader again. py4j caches the
+    methods it calls by class name: each reader's class has a name of its own, so the second
+    is not called through the first one's methods ("object is not an instance of declaring
+    class")."""
+    first = row_markers(spark)
+    assert first is not None
+    again = RowMarkers(spark, _compile_reader(spark))
+    for markers in (first, again):
+        df, number = markers.mark(spark.range(6), 0)
+        assert df.count() == 6
+        assert markers.counts([number]) == {number: 6}
+        markers.close()

@@ -339,3 +339,21 @@ def test_the_unread_columns_are_those_spark_reads_as_drill_does_with_one_type() 
         ("a", "double"),
         ("s", "struct<x:string>"),
     ]
+
+
+def test_a_csv_file_rewritten_to_the_same_size_is_read_with_its_new_header(
+    spark, tmp_path: Path
+) -> None:
+    """A process runs many plans: a header read for a file is kept only while the file is
+    unchanged (a rewrite of the same size included)."""
+    import os
+
+    engine = create_engine("fs", {"type": "fs", "root": str(tmp_path)})
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n1,2\n")
+    selection = {"path": "t.csv", "format": "csv"}
+    assert scan_dataframe(spark, engine, selection, None).columns[:2] == ["a", "b"]
+    path.write_text("c,d\n1,2\n")
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert scan_dataframe(spark, engine, selection, None).columns[:2] == ["c", "d"]
