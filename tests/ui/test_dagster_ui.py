@@ -135,9 +135,10 @@ def daily_loop(stack: DevStack, page: Any, shots: Path) -> None:
     known = set(stack.run_ids())
     _open(page, stack, f"/runs/{broken['runId']}")
     page.get_by_text("Re-execute all (*)").wait_for(timeout=UI_TIMEOUT)
-    # the caret beside "Re-execute all (*)" opens the other re-execution choices
-    menu = page.locator("button:has-text('Re-execute all (*)') + button")
-    menu.click(timeout=UI_TIMEOUT)
+    # the caret beside "Re-execute all (*)" opens the other re-execution choices; both
+    # buttons stay disabled until the run's logs have loaded (a click waits for that)
+    menu = page.locator("button:has(> [aria-label='arrow_drop_down'])")
+    menu.first.click(timeout=UI_TIMEOUT)
     page.get_by_text("From failure", exact=True).click(timeout=UI_TIMEOUT)
     again = stack.wait_run(stack.new_run(known), RUN_TIMEOUT)
     assert again["parentRunId"] == broken["runId"], again
