@@ -40,6 +40,7 @@ from dagster._core.definitions.input import InputDefinition
 
 from drill_dagster.errors import DrillDefinitionsError, DrillFailure
 from drill_dagster.execution import run_stores_whole, store_output
+from drill_dagster.handoff import NotInMemory
 from drill_dagster.partitions import RunSlice, run_keys, slices_for_keys
 from drill_dagster.plans import DrillPlan, DrillProject, DrillStore, safe_name
 from drill_dagster.translator import DrillTranslator
@@ -154,7 +155,7 @@ def build_plan_assets(
     input_mappings = [
         InputMapping(
             graph_input_name=safe_name(upstream_inputs[scan_keys[o.id]]),
-            mapped_node_name=plan.op_name(o),
+            mapped_node_name=plan.node_name(o),
             mapped_node_input_name=AFTER,
         )
         for o in operators
@@ -165,11 +166,11 @@ def build_plan_assets(
         asset_key = keys.stores[(plan.name, operator.id)] if store is not None else None
         node_defs.append(_op_def(plan, operator, store, asset_key, scan_keys, op_tags))
         wiring = {
-            name: DependencyDefinition(plan.op_name(ref), "result")
+            name: DependencyDefinition(plan.node_name(ref), "result")
             for name, ref in zip(input_names(operator), operator.input_ids())
         }
-        if wiring:
-            dependencies[NodeInvocation(plan.op_name(operator))] = wiring
+        invocation = NodeInvocation(plan.op_name(operator), alias=plan.node_name(operator))
+        dependencies[invocation] = wiring
     graph = GraphDefinition(
         name=plan.name,
         description=plan.memo,
@@ -179,7 +180,7 @@ def build_plan_assets(
         output_mappings=[
             OutputMapping(
                 graph_output_name=store.output_name,
-                mapped_node_name=store.op_name,
+                mapped_node_name=store.node_name,
                 mapped_node_output_name="result",
             )
             for store in plan.stores
@@ -308,6 +309,13 @@ class _OpStep:
             return
         from drill_dagster import spark_ops  # the Spark compiler, loaded by the first step
 
+        refs = self.operator.input_ids()
+        values = [
+            spark_ops.frames_of(plan, ref, slices, drill)
+            if isinstance(value, NotInMemory)
+            else value
+            for ref, value in zip(refs, values)
+        ]
         if store is None:
             yield Output(spark_ops.compile_step(plan, self.operator, slices, values, drill))
             return

@@ -7,7 +7,8 @@ so they cost no Spark work and run right after the store in the same run.
   (``BIGINT``, ``VARCHAR``, ``MAP``, ...; aliases such as ``STRING`` or ``DOUBLE`` accepted),
   optionally preceded by a data mode (``REQUIRED``, ``OPTIONAL``, ``REPEATED``). Nested members are
   named ``parent.child``. ``exact: true`` also forbids columns not listed.
-* ``row_count: {min, max}``: the rows written by the run must lie within the bounds.
+* ``row_count: {min, max}``: the rows written must lie within the bounds; in a run of several
+  partitions, each partition's own rows.
 
 >>> parse_type_contract("repeated string")
 ('VARCHAR', 'REPEATED')
@@ -110,27 +111,84 @@ def build_store_checks(
         bounds = config.row_count
 
         def row_count_bounds(context: AssetCheckExecutionContext) -> AssetCheckResult:
-            metadata = _latest(context, asset_key)
-            rows = _value(metadata.get("dagster/row_count"))
-            if not isinstance(rows, int):
+            rows_by_partition = _rows_by_partition(context, asset_key)
+            if not rows_by_partition:
                 return _not_materialized(asset_key)
-            low = bounds.min is None or rows >= bounds.min
-            high = bounds.max is None or rows <= bounds.max
-            text = f"{rows} rows" + (
-                "" if low and high else f", outside [{bounds.min}, {bounds.max}]"
-            )
-            return AssetCheckResult(passed=low and high, description=text, metadata={"rows": rows})
+            return row_count_result(rows_by_partition, bounds.min, bounds.max)
 
         row_count_bounds.__name__ = f"{prefix}_row_count_bounds"
         checks.append(
             asset_check(
                 asset=asset_key,
                 name="row_count_bounds",
-                description=f"Rows written: min {bounds.min}, max {bounds.max}.",
+                description=f"Rows written: {bounds_text(bounds.min, bounds.max)}"
+                + (" (each partition's own)" if store.plan.config.partitions else "")
+                + ".",
                 blocking=config.blocking,
             )(_annotated(row_count_bounds))
         )
     return checks
+
+
+def bounds_text(low: int | None, high: int | None) -> str:
+    """The bounds in words.
+
+    >>> bounds_text(1, None), bounds_text(None, 5), bounds_text(1, 5)
+    ('at least 1', 'at most 5', 'between 1 and 5')
+    """
+    if low is not None and high is not None:
+        return f"between {low} and {high}"
+    return f"at least {low}" if low is not None else f"at most {high}"
+
+
+def row_count_result(
+    rows_by_partition: Mapping[str | None, int], low: int | None, high: int | None
+) -> AssetCheckResult:
+    """Whether every partition's rows (or the unpartitioned asset's, under None) lie within the
+    bounds.
+
+    >>> row_count_result({None: 7}, 1, None).description
+    '7 rows'
+    >>> row_count_result({"a": 2, "b": 0}, 1, None).description
+    'partition b: 0 rows, not at least 1 (2 partitions, 2 rows)'
+    """
+    outside = {
+        key: rows
+        for key, rows in rows_by_partition.items()
+        if (low is not None and rows < low) or (high is not None and rows > high)
+    }
+    total = sum(rows_by_partition.values())
+    if len(rows_by_partition) == 1:
+        text = f"{total} rows"
+        if outside:
+            text += f", not {bounds_text(low, high)}"
+    elif outside:
+        named = ", ".join(f"partition {key}: {rows} rows" for key, rows in outside.items())
+        count = len(rows_by_partition)
+        text = f"{named}, not {bounds_text(low, high)} ({count} partitions, {total} rows)"
+    else:
+        text = ", ".join(f"{key}: {rows} rows" for key, rows in rows_by_partition.items())
+    return AssetCheckResult(
+        passed=not outside,
+        description=text,
+        metadata={"rows": total, "partitions_outside": len(outside)},
+    )
+
+
+def _rows_by_partition(
+    context: AssetCheckExecutionContext, asset_key: AssetKey
+) -> dict[str | None, int]:
+    """Rows written by the store's latest run: by partition key when it wrote several, else
+    under None."""
+    written = materialized_in_run(context.run.run_id, asset_key)
+    if written is not None and len(written.partition_rows) > 1:
+        return dict(written.partition_rows)
+    metadata = written.metadata if written is not None else _latest(context, asset_key)
+    rows = _value(metadata.get("dagster/row_count"))
+    if written is not None and written.partition_rows:
+        (key,) = written.partition_rows
+        return {key: written.partition_rows[key]}
+    return {None: rows} if isinstance(rows, int) else {}
 
 
 def _annotated(fn: Any) -> Any:
@@ -142,7 +200,7 @@ def _annotated(fn: Any) -> Any:
 def _latest(context: AssetCheckExecutionContext, asset_key: AssetKey) -> Mapping[str, Any]:
     written = materialized_in_run(context.run.run_id, asset_key)
     if written is not None:  # the store ran in this run: no query of the event log
-        return written
+        return written.metadata
     event = context.instance.get_latest_materialization_event(asset_key)
     if event is None or event.asset_materialization is None:
         return {}

@@ -77,9 +77,16 @@ DEFINITIONS = '''\
 
 from pathlib import Path
 
+from dagster import Definitions, in_process_executor
+
 from drill_dagster import load_definitions
 
-defs = load_definitions(Path(__file__).parent / "plans")
+# One process per run: a plan's ops share one Spark session and pass DataFrames in memory.
+# Without it (Dagster's multiprocess executor) each op starts a session of its own.
+defs = Definitions.merge(
+    load_definitions(Path(__file__).parent / "plans"),
+    Definitions(executor=in_process_executor),
+)
 '''
 
 WORKSPACE = """\

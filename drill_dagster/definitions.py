@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetsDefinition, Definitions, in_process_executor
+from dagster import AssetsDefinition, Definitions
 
 from drill_dagster.assets import AssetKeys, build_plan_assets
 from drill_dagster.checks import build_store_checks
@@ -43,6 +43,10 @@ def load_definitions(
 ) -> Definitions:
     """Every plan of ``plans_dir`` as assets, with checks, schedules (each with its plan's job)
     and resources.
+
+    No executor is set: merge with ``Definitions(executor=in_process_executor)`` for one process
+    (and one Spark session) per run, or keep Dagster's default, where each op runs in a process
+    of its own and compiles what it reads from the plan (correct, but each starts Spark).
 
     ``spark_config`` (plain Spark settings) and ``executor`` (``spark`` or ``local``) override
     ``drill_project.yaml``'s; ``project_file`` defaults to ``drill_project.yaml`` in
@@ -138,5 +142,4 @@ def definitions_for_project(
         jobs=jobs,
         schedules=schedules,
         resources=all_resources,
-        executor=in_process_executor,
     )

@@ -150,25 +150,35 @@ def store_output(
         plan_file=store.plan.path,
         schema_version=next_schema_version(previous, fingerprint),
     )
-    _partition_counts(context, asset_key, writes)
-    remember_materialization(context.run.run_id, asset_key, metadata)
+    counts = _partition_counts(context, asset_key, writes)
+    remember_materialization(context.run.run_id, asset_key, metadata, counts)
     return Output(
         StoredDataset(Path(last.location), last.format, tuple(str(f) for f in last.files)),
         metadata=metadata,
     )
 
 
-def _partition_counts(context: Any, asset_key: AssetKey, writes: StoreWrites) -> None:
+def _partition_counts(context: Any, asset_key: AssetKey, writes: StoreWrites) -> dict[str, int]:
+    """Each partition's own rows on its materialization (``dagster/row_count`` and
+    ``dagster/partition_row_count``), when the run wrote its partitions one by one; the counts
+    by key."""
     step = getattr(context, "op_execution_context", context)
     if not getattr(step, "has_partitions", False):
-        return
+        return {}
+    counts = {}
     for slice_, written in writes.written:
         if len(slice_.partition_keys) == 1:
+            key = slice_.partition_keys[0]
+            counts[key] = written.row_count
             context.add_asset_metadata(
-                {"dagster/partition_row_count": written.row_count},
+                {
+                    "dagster/row_count": written.row_count,
+                    "dagster/partition_row_count": written.row_count,
+                },
                 asset_key=asset_key,
-                partition_key=slice_.partition_keys[0],
+                partition_key=key,
             )
+    return counts
 
 
 def _previous_metadata(context: Any, asset_key: AssetKey) -> Mapping[str, Any] | None:

@@ -5,7 +5,7 @@ Keys written on every materialization of a store asset:
 ========================== ==========================================================
 ``dagster/column_schema``  the stored columns; nested map members as ``parent.child``,
                            each with its Drill type and data mode
-``dagster/row_count``      rows written by the run (all partitions of a range run)
+``dagster/row_count``      rows written: each partition's own in a run of several keys
 ``dagster/partition_row_count`` rows of one partition (per partition, in partitioned runs)
 ``dagster/uri``            ``file://`` URI of the store target
 ``dagster/column_lineage`` the upstream asset columns each column is computed from
@@ -241,19 +241,34 @@ def store_metadata(
     return metadata
 
 
-_IN_RUN: dict[AssetKey, tuple[str, Mapping[str, Any]]] = {}
+@dataclass(frozen=True)
+class InRun:
+    """What a store wrote in a run, kept for the checks of the same run."""
+
+    run_id: str
+    metadata: Mapping[str, Any]
+    partition_rows: Mapping[str, int]
 
 
-def remember_materialization(run_id: str, asset_key: AssetKey, metadata: Mapping[str, Any]) -> None:
-    """Keep the metadata a store just wrote, for the asset checks of the same run.
+_IN_RUN: dict[AssetKey, InRun] = {}
+
+
+def remember_materialization(
+    run_id: str,
+    asset_key: AssetKey,
+    metadata: Mapping[str, Any],
+    partition_rows: Mapping[str, int] | None = None,
+) -> None:
+    """Keep the metadata a store just wrote (and each partition's rows), for the asset checks of
+    the same run.
 
     The checks run right after the store in the same process; reading the metadata back from the
     instance's event log cost them a query each. One entry per asset key: the latest run's.
     """
-    _IN_RUN[asset_key] = (run_id, metadata)
+    _IN_RUN[asset_key] = InRun(run_id, metadata, dict(partition_rows or {}))
 
 
-def materialized_in_run(run_id: str, asset_key: AssetKey) -> Mapping[str, Any] | None:
-    """The metadata :func:`remember_materialization` kept for this run, else None."""
+def materialized_in_run(run_id: str, asset_key: AssetKey) -> InRun | None:
+    """What :func:`remember_materialization` kept for this run, else None."""
     entry = _IN_RUN.get(asset_key)
-    return entry[1] if entry is not None and entry[0] == run_id else None
+    return entry if entry is not None and entry.run_id == run_id else None

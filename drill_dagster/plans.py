@@ -97,6 +97,10 @@ class DrillStore:
         return self.plan.op_name(self.op)
 
     @property
+    def node_name(self) -> str:
+        return self.plan.node_name(self.op)
+
+    @property
     def output_name(self) -> str:
         """The name of this store's output in the plan's graph."""
         return self.op_name
@@ -162,15 +166,20 @@ class DrillPlan:
     _ancestors: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
 
     def op_name(self, op: Operator | str) -> str:
-        """The Dagster op of an operator: ``<plan>__<op>_<id>``."""
+        """The Dagster op definition of an operator: ``<plan>__<op>_<id>`` (unique in a code
+        location)."""
         op_id = op if isinstance(op, str) else op.id
-        return self._op_names[op_id]
+        return f"{self.name}__{self._node_names[op_id]}"
+
+    def node_name(self, op: Operator | str) -> str:
+        """The operator's node in the plan's graph, what the run's graph and step keys show:
+        ``<op>_<id>`` (``scan_1``; the step key is ``<plan>.scan_1``)."""
+        return self._node_names[op if isinstance(op, str) else op.id]
 
     @cached_property
-    def _op_names(self) -> dict[str, str]:
+    def _node_names(self) -> dict[str, str]:
         return {
-            op.id: f"{self.name}__{op.op}_{safe_name(op.id).lstrip('_') or 'op'}"
-            for op in self.logical.query
+            op.id: f"{op.op}_{safe_name(op.id).lstrip('_') or 'op'}" for op in self.logical.query
         }
 
     @cached_property

@@ -112,19 +112,26 @@ class DrillResource(ConfigurableResource):
     )
     spark: DrillSparkResource = Field(default_factory=DrillSparkResource)
     _state: dict[Any, Any] = PrivateAttr(default_factory=dict)
+    _frames: dict[Any, Any] = PrivateAttr(default_factory=dict)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         self._state = {}
+        self._frames = {}
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         for runs in self._state.values():  # the engine's Spark runs (spark_ops.plan_runs)
             for run in runs:
                 run.metrics.close()  # their row-count markers' slot is free for the next run
         self._state = {}
+        self._frames = {}
 
     def run_state(self) -> dict[Any, Any]:
         """What the ops of one run share (the engine's per-plan Spark runs), cleared at run end."""
         return self._state
+
+    def compiled_frames(self) -> dict[Any, Any]:
+        """The DataFrames the ops of one run compiled, by plan, slices and operator."""
+        return self._frames
 
     def spark_session(self) -> Any:
         """The run's SparkSession (created on first use)."""
@@ -145,8 +152,7 @@ def default_resources(
     classpath: list[str] | None = None,
 ) -> dict[str, Any]:
     """The resources a Drill code location needs, by key: ``drill``, the IO managers."""
-    from dagster import mem_io_manager
-
+    from drill_dagster.handoff import drill_op_io_manager
     from drill_dagster.io_manager import DrillStoreIOManager
 
     spark = DrillSparkResource(spark_config=dict(spark_config or {}))
@@ -158,5 +164,5 @@ def default_resources(
     return {
         "drill": drill,
         "drill_io_manager": DrillStoreIOManager(spark=spark),
-        "drill_mem_io_manager": mem_io_manager,
+        "drill_mem_io_manager": drill_op_io_manager,
     }

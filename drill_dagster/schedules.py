@@ -20,6 +20,7 @@ from dagster import (
     TimeWindowPartitionsDefinition,
     build_schedule_from_partitioned_job,
     define_asset_job,
+    in_process_executor,
 )
 from dagster._core.definitions.unresolved_asset_job_definition import (
     UnresolvedAssetJobDefinition,
@@ -36,6 +37,7 @@ def plan_job(plan: DrillPlan, keys: Sequence[AssetKey]) -> UnresolvedAssetJobDef
         selection=AssetSelection.assets(*keys),
         description=f"Every store of {plan.path.name}.",
         tags={"drill/plan": plan.name},
+        executor_def=in_process_executor,  # the plan's ops share one process and Spark session
     )
 
 

@@ -60,6 +60,10 @@ def compile_step(
     """The op of a non-store operator: its DataFrame per slice, observed, not yet run."""
     from drill_dagster.assets import SliceValues
 
+    cache = drill.compiled_frames()
+    key = _frames_key(plan, slices, operator.id)
+    if key in cache:
+        return cache[key]
     frames = []
     for index, (slice_, run) in enumerate(zip(slices, plan_runs(plan, slices, drill))):
         op = run.plan.operator(operator.id)  # parameters substituted for this slice
@@ -73,7 +77,27 @@ def compile_step(
             counted_by=store_counted(run.plan.topological_order(), frames=run.ctx.frame_passes),
         )
         frames.append(tracked)
-    return SliceValues(tuple(slices), tuple(frames))
+    cache[key] = SliceValues(tuple(slices), tuple(frames))
+    return cache[key]
+
+
+def frames_of(plan: DrillPlan, op_id: str, slices: Sequence[RunSlice], drill: Any) -> Any:
+    """The DataFrames of operator ``op_id``, compiled again from the plan with every operator it
+    reads from (once per run): for an input that is not in memory (:mod:`drill_dagster.handoff`).
+    """
+    cache = drill.compiled_frames()
+    key = _frames_key(plan, slices, op_id)
+    if key not in cache:
+        needed = plan.ancestors(op_id)
+        for operator in plan.logical.topological_order():
+            if operator.id in needed and _frames_key(plan, slices, operator.id) not in cache:
+                inputs = [cache[_frames_key(plan, slices, ref)] for ref in operator.input_ids()]
+                compile_step(plan, operator, slices, inputs, drill)
+    return cache[key]
+
+
+def _frames_key(plan: DrillPlan, slices: Sequence[RunSlice], op_id: str) -> tuple[Any, ...]:
+    return (plan.name, tuple(tuple(sorted(s.params.items())) for s in slices), op_id)
 
 
 def store_step(

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dagster import Definitions, in_process_executor
+
 from drill_dagster import load_definitions
 
 EXAMPLES = Path(__file__).resolve().parent
 
-defs = load_definitions(EXAMPLES / "plans")
+# One process per run: a plan's ops share one Spark session and pass DataFrames in memory.
+defs = Definitions.merge(
+    load_definitions(EXAMPLES / "plans"), Definitions(executor=in_process_executor)
+)

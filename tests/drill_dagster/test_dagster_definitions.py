@@ -13,6 +13,8 @@ from dagster import (
     DailyPartitionsDefinition,
     Definitions,
     GraphDefinition,
+    in_process_executor,
+    multiprocess_executor,
 )
 from dagster._core.definitions.backfill_policy import BackfillPolicyType
 
@@ -52,15 +54,19 @@ def test_one_op_per_operator_named_and_described_and_wired(defs: Definitions, ki
     for name, document in (("clean", kit.CLEAN), ("split", kit.SPLIT)):
         graph = _graph(defs, name)
         plan = parse_plan(document)
-        expected = {f"{name}__{op.op}_{op.id}" for op in plan.query}
+        # The node (what the run's graph and the step keys show) is the operator; the op
+        # definition, unique in the code location, is prefixed with the plan.
+        expected = {f"{op.op}_{op.id}" for op in plan.query}
         assert {node.name for node in graph.nodes} == expected
         for op in plan.query:
-            node = graph.node_named(f"{name}__{op.op}_{op.id}")
+            node = graph.node_named(f"{op.op}_{op.id}")
+            assert node.definition.name == f"{name}__{op.op}_{op.id}"
+            assert node.definition.tags["drill/plan"] == name
             assert json.loads(node.definition.description.strip("`\njson")) == op.to_dict()
     split = _graph(defs, "split")
-    join = split.dependency_structure.input_to_upstream_outputs_for_node("split__join_3")
+    join = split.dependency_structure.input_to_upstream_outputs_for_node("join_3")
     upstream = {inp.input_name: out.node_name for inp, outs in join.items() for out in outs}
-    assert upstream == {"left": "split__scan_1", "right": "split__scan_2"}
+    assert upstream == {"left": "scan_1", "right": "scan_2"}
 
 
 def test_spec_attributes_from_the_translator_defaults_and_project_file(defs: Definitions) -> None:
@@ -90,9 +96,9 @@ def test_partitions_backfill_policy_and_can_subset(defs: Definitions) -> None:
     assert split_assets.can_subset  # type: ignore[union-attr]
     subset = split_assets.subset_for({TOTALS}, selected_asset_check_keys=None)  # type: ignore[union-attr]
     assert {n.name for n in subset.node_def.nodes} == {
-        "split__scan_1",
-        "split__collapsingaggregate_6",
-        "split__store_7",
+        "scan_1",
+        "collapsingaggregate_6",
+        "store_7",
     }
 
 
@@ -286,3 +292,13 @@ def test_a_scan_below_a_store_target_depends_on_that_store(tmp_path: Path, kit: 
     graph = defs.resolve_asset_graph()
     assert graph.get(AssetKey("below")).parent_keys == {AssetKey("big")}
     assert graph.get(AssetKey("beside")).parent_keys == {AssetKey(["lake", "bigger"])}
+
+
+def test_no_executor_is_forced_so_user_definitions_merge(plans_dir: Path) -> None:
+    defs = load_definitions(plans_dir, executor="local")
+    assert defs.executor is None
+    merged = Definitions.merge(defs, Definitions(executor=multiprocess_executor))
+    assert merged.executor is multiprocess_executor
+    assert merged.resolve_implicit_global_asset_job_def().executor_def is multiprocess_executor
+    # The job a schedule runs carries its own executor: one process per run.
+    assert merged.resolve_job_def("clean_job").executor_def is in_process_executor

@@ -106,14 +106,20 @@ def test_a_three_day_range_is_one_run_with_row_counts_per_partition(
     events = _materializations(result, CLEAN)
     counts = {e.partition: e.metadata["dagster/partition_row_count"].value for e in events}
     assert counts == {"2024-01-01": 2, "2024-01-02": 1, "2024-01-03": 2}
-    assert {e.metadata["dagster/row_count"].value for e in events} == {5}
+    # Each partition's materialization carries its own rows, and the check judged each.
+    assert {e.partition: e.metadata["dagster/row_count"].value for e in events} == counts
+    (check,) = [
+        c for c in result.get_asset_check_evaluations() if c.check_name == "row_count_bounds"
+    ]
+    assert check.passed
+    assert check.description == "2024-01-01: 2 rows, 2024-01-02: 1 rows, 2024-01-03: 2 rows"
     # Per-operator row counts summed over the three days, as the Spark run reports them.
     counters = events[0].metadata["drill/operator_counters"].value
     assert counters["1"]["rows"] == 6  # the scan saw every raw event of the three days
     assert counters["2"]["rows"] == 5 and counters["3"]["rows"] == 5  # filter, project
     assert counters["4"]["rows"] == 5  # the store
     assert "| filter 2 | rows=5 |" in events[0].metadata["drill/operator_metrics"].value
-    ops = [f"clean.clean__{n}" for n in ("filter_2", "project_3", "scan_1", "store_4")]
+    ops = [f"clean.{n}" for n in ("filter_2", "project_3", "scan_1", "store_4")]
     assert sorted(_steps(result)) == [*ops, "clean_row_count_bounds", "clean_schema_contract"]
     for day in kit.DAYS:
         written = pq.read_table(plans_dir.parent / "data" / "lake" / "clean" / f"day={day}")
@@ -137,9 +143,9 @@ def test_selecting_one_store_runs_only_the_ops_it_needs(defs: Definitions, plans
     materialize_ok(defs, instance, "clean", tags=tags)
     result = materialize_ok(defs, instance, "totals")
     assert sorted(_steps(result)) == [
-        "split.split__collapsingaggregate_6",
-        "split.split__scan_1",
-        "split.split__store_7",
+        "split.collapsingaggregate_6",
+        "split.scan_1",
+        "split.store_7",
     ]
     (event,) = _materializations(result, TOTALS)
     assert event.metadata["dagster/row_count"].value == 1
@@ -174,7 +180,7 @@ def test_a_failing_check_and_bad_data_are_reported_with_their_reason(
     (check,) = [
         e for e in result.get_asset_check_evaluations() if e.check_name == "row_count_bounds"
     ]
-    assert not check.passed and check.description == "2 rows, outside [None, 1]"
+    assert not check.passed and check.description == "2 rows, not at most 1"
     # The checks alone, in a run of their own, read the materialization from the instance.
     clean_defs = [a for a in [*defs.assets, *defs.asset_checks] if CLEAN in _keys(a)]
     alone = materialize(
@@ -186,7 +192,7 @@ def test_a_failing_check_and_bad_data_are_reported_with_their_reason(
     )
     assert not alone.get_asset_materialization_events()
     evaluations = {e.check_name: e for e in alone.get_asset_check_evaluations()}
-    assert evaluations["row_count_bounds"].description == "2 rows, outside [None, 1]"
+    assert evaluations["row_count_bounds"].description == "2 rows, not at most 1"
     assert evaluations["schema_contract"].passed
 
     bad = plans_dir.parent / "data" / "raw" / "events" / "2024-01-02" / "part-0.json"
@@ -242,8 +248,32 @@ def test_in_one_run_a_plan_reads_another_plans_store_after_it_is_written(
     defs = load_definitions(plans_dir, executor="local")
     result = materialize_ok(defs, DagsterInstance.ephemeral(), "clean", "totals")
     steps = _steps(result)
-    assert steps.index("clean.clean__store_4") < steps.index("split.split__scan_1")
+    assert steps.index("clean.store_4") < steps.index("split.scan_1")
     (totals,) = _materializations(result, TOTALS)
     assert totals.metadata["dagster/row_count"].value == 1
     (line,) = (plans_dir.parent / "data" / "lake" / "totals").glob("*.json")
     assert json.loads(line.read_text()) == {"n": 2, "total": 6}
+
+
+def test_a_range_run_checks_each_partition_s_own_rows(tmp_path: Path, kit: Kit) -> None:
+    """Five rows over three days: within `max: 2` day by day (the total would not be)."""
+    for bound, passed in (("max: 2", True), ("max: 1", False)):
+        yaml_text = kit.PROJECT_YAML.replace(
+            "row_count: {min: 1, max: 100}", f"row_count: {{{bound}}}"
+        )
+        defs = load_definitions(
+            kit.write(tmp_path / bound[-1], project_yaml=yaml_text), executor="local"
+        )
+        tags = {
+            ASSET_PARTITION_RANGE_START_TAG: "2024-01-01",
+            ASSET_PARTITION_RANGE_END_TAG: "2024-01-03",
+        }
+        result = materialize_ok(defs, DagsterInstance.ephemeral(), "clean", tags=tags)
+        (check,) = [
+            e for e in result.get_asset_check_evaluations() if e.check_name == "row_count_bounds"
+        ]
+        assert check.passed is passed
+    assert check.description == (
+        "partition 2024-01-01: 2 rows, partition 2024-01-03: 2 rows, not at most 1 "
+        "(3 partitions, 5 rows)"
+    )
