@@ -38,6 +38,7 @@ from dagster import (
 from dagster._core.definitions.definition_config_schema import DefinitionConfigSchema
 from dagster._core.definitions.input import InputDefinition
 
+from drill_dagster import versions
 from drill_dagster.errors import DrillDefinitionsError, DrillFailure
 from drill_dagster.execution import run_stores_whole, store_output
 from drill_dagster.handoff import NotInMemory
@@ -219,7 +220,8 @@ class _SharedOut(Out):
 
 _OUTPUT_DEFINITIONS: dict[str, Any] = {}
 _OUTS = {
-    True: {"result": _SharedOut(io_manager_key=STORE_IO_MANAGER)},
+    # Not required: a store skipped by skip_unchanged yields nothing.
+    True: {"result": _SharedOut(io_manager_key=STORE_IO_MANAGER, is_required=False)},
     False: {"result": _SharedOut(io_manager_key=MEM_IO_MANAGER)},
 }
 
@@ -298,6 +300,20 @@ class _OpStep:
         drill = context.resources.drill
         slices = plan_slices(plan, context)
         values = [inputs[name] for name in self.names]
+        inputs_version = None
+        if store is not None and plan.config.skip_unchanged:
+            inputs_version = versions.inputs_version(store, slices)
+            reason = versions.unchanged_since(
+                context,
+                store,
+                self.asset_key,
+                slices,
+                versions.store_code_version(store),
+                inputs_version,
+            )
+            if reason is not None:
+                context.log.info(reason)
+                return  # no output: no materialization, no files
         if drill.executor == "local":
             if store is None:
                 yield Output(SliceValues(tuple(slices), (None,) * len(slices)))
@@ -305,7 +321,14 @@ class _OpStep:
             writes = run_stores_whole(
                 plan, [store.id], slices, executor="local", classpath=drill.classpath
             )[store.id]
-            yield store_output(context, store, self.asset_key, writes, self.scan_keys)  # type: ignore[arg-type]
+            yield store_output(
+                context,
+                store,
+                self.asset_key,  # type: ignore[arg-type]
+                writes,
+                self.scan_keys,
+                inputs_version,
+            )
             return
         from drill_dagster import spark_ops  # the Spark compiler, loaded by the first step
 
@@ -320,7 +343,14 @@ class _OpStep:
             yield Output(spark_ops.compile_step(plan, self.operator, slices, values, drill))
             return
         writes = spark_ops.store_step(plan, store, slices, values, drill)
-        yield store_output(context, store, self.asset_key, writes, self.scan_keys)  # type: ignore[arg-type]
+        yield store_output(
+            context,
+            store,
+            self.asset_key,  # type: ignore[arg-type]
+            writes,
+            self.scan_keys,
+            inputs_version,
+        )
 
 
 @dataclass(frozen=True)

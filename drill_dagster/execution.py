@@ -14,12 +14,13 @@ metadata of :mod:`drill_dagster.metadata`, and ``dagster/partition_row_count`` p
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetKey, Output
+from dagster import AssetKey, DataVersion, Output
 
 from drill_dagster.errors import DrillFailure
 from drill_dagster.metadata import (
@@ -34,6 +35,7 @@ from drill_dagster.metadata import (
 )
 from drill_dagster.partitions import RunSlice
 from drill_dagster.plans import DrillPlan, DrillStore
+from drill_dagster.versions import CODE_VERSION, INPUTS_VERSION, store_code_version
 from engine import run_plan
 from engine.errors import DrillError
 from engine.explain import explain
@@ -127,8 +129,10 @@ def store_output(
     asset_key: AssetKey,
     writes: StoreWrites,
     scan_keys: Mapping[str, AssetKey],
+    inputs_version: str | None = None,
 ) -> Output[Any]:
-    """The asset output of a store, its metadata, and per-partition row counts."""
+    """The asset output of a store, its metadata, its data version (the commit version written)
+    and per-partition row counts."""
     if not writes.written:
         raise DrillFailure(description=f"store {store.id} of {store.plan.path} wrote nothing")
     written = [w for _, w in writes.written]
@@ -150,12 +154,28 @@ def store_output(
         plan_file=store.plan.path,
         schema_version=next_schema_version(previous, fingerprint),
     )
+    metadata[CODE_VERSION] = store_code_version(store)
+    if inputs_version is not None:
+        metadata[INPUTS_VERSION] = inputs_version
     counts = _partition_counts(context, asset_key, writes)
     remember_materialization(context.run.run_id, asset_key, metadata, counts)
     return Output(
         StoredDataset(Path(last.location), last.format, tuple(str(f) for f in last.files)),
         metadata=metadata,
+        data_version=data_version(written),
     )
+
+
+def data_version(written: Sequence[WrittenStore]) -> DataVersion | None:
+    """The commit version(s) the store wrote; else a hash of the files it wrote (each commit
+    names its files anew); None when it wrote neither (a queue, a console)."""
+    versions = [w.version for w in written if w.version]
+    if versions:
+        return DataVersion("-".join(versions))
+    files = sorted(f for w in written for f in w.files)
+    if files:
+        return DataVersion(hashlib.sha256("\n".join(files).encode()).hexdigest()[:16])
+    return None
 
 
 def _partition_counts(context: Any, asset_key: AssetKey, writes: StoreWrites) -> dict[str, int]:
@@ -170,14 +190,13 @@ def _partition_counts(context: Any, asset_key: AssetKey, writes: StoreWrites) ->
         if len(slice_.partition_keys) == 1:
             key = slice_.partition_keys[0]
             counts[key] = written.row_count
-            context.add_asset_metadata(
-                {
-                    "dagster/row_count": written.row_count,
-                    "dagster/partition_row_count": written.row_count,
-                },
-                asset_key=asset_key,
-                partition_key=key,
-            )
+            own: dict[str, Any] = {
+                "dagster/row_count": written.row_count,
+                "dagster/partition_row_count": written.row_count,
+            }
+            if written.version:
+                own["drill/commit_version"] = written.version
+            context.add_asset_metadata(own, asset_key=asset_key, partition_key=key)
     return counts
 
 

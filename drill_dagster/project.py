@@ -24,6 +24,7 @@ their file stem, stores by their target path (``events_cleaned``) or by ``"@<id>
                                      # `params`: once, with ${partition_start} and ${partition_end}
         schedule: {cron: "0 3 * * *"}    # or {from_partitions: true}
         automation: eager            # eager | on_missing | {on_cron: "0 * * * *"}
+        skip_unchanged: true         # skip a store whose code and input files did not change
         stores:
           events_cleaned:            # the store whose target path is events_cleaned
             key: [lake, events_cleaned]
@@ -212,6 +213,11 @@ class PlanDefaults(_Model):
     tags: dict[str, str] | None = None
     automation: AutomationConfig | None = None
     params: dict[str, Text] | None = None
+    skip_unchanged: bool | None = Field(
+        None,
+        description="skip a store whose code version and inputs are those of its last "
+        "materialization",
+    )
 
 
 class PlanConfig(PlanDefaults):
@@ -225,7 +231,7 @@ class PlanConfig(PlanDefaults):
     def with_defaults(self, defaults: PlanDefaults) -> PlanConfig:
         """This plan's settings, unset ones taken from ``defaults`` (tags and params merged)."""
         update: dict[str, Any] = {}
-        for name in ("group", "owners", "automation"):
+        for name in ("group", "owners", "automation", "skip_unchanged"):
             if getattr(self, name) is None and getattr(defaults, name) is not None:
                 update[name] = getattr(defaults, name)
         for name in ("tags", "params"):

@@ -126,10 +126,18 @@ class DrillTranslator:
             return AutomationCondition.on_missing()
         return AutomationCondition.on_cron(setting["on_cron"])
 
+    def get_code_version(self, store: DrillStore) -> str | None:
+        """A hash of the operators the store reads from, their storage engines, the plan's
+        fixed params and partition settings (:func:`drill_dagster.versions.store_code_version`)."""
+        from drill_dagster.versions import store_code_version
+
+        return store_code_version(store)
+
     def get_asset_spec(self, store: DrillStore) -> AssetSpec:
         """Everything above as one spec (deps are added by the caller, from the lineage)."""
         return AssetSpec(
             key=self.get_asset_key(store),
+            code_version=self.get_code_version(store),
             description=self.get_description(store),
             metadata=self.get_metadata(store),
             group_name=self.get_group_name(store),

@@ -66,6 +66,9 @@ def test_a_range_on_spark_writes_each_partition_with_operator_row_counts(
     assert counts == {"2024-01-01": 2, "2024-01-02": 1, "2024-01-03": 2}
     metadata = events[0].metadata
     assert {e.partition: e.metadata["dagster/row_count"].value for e in events} == counts
+    # The data version is the commit version the store wrote (one per partition's write).
+    versions = [e.metadata["drill/commit_version"].value for e in events]
+    assert events[0].tags["dagster/data_version"] == "-".join(versions)
     counters = metadata["drill/operator_counters"].value
     assert counters["1"]["rows"] == 6  # the scan saw every raw event of the three days
     assert counters["2"]["rows"] == 5 and counters["4"]["rows"] == 5  # filter, store
