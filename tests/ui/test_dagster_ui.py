@@ -159,9 +159,12 @@ def daily_loop(stack: DevStack, page: Any, shots: Path) -> None:
         page.get_by_text(column, exact=True).first.wait_for(timeout=UI_TIMEOUT)
     page.get_by_text("Row count", exact=True).wait_for(timeout=UI_TIMEOUT)
     page.get_by_text(f"{rows:,}", exact=True).first.wait_for(timeout=UI_TIMEOUT)
-    page.get_by_text("Code version", exact=True).wait_for(timeout=UI_TIMEOUT)
     page.wait_for_timeout(1_000)
     page.screenshot(path=str(_shot(shots, "asset.png")))
+    # the code version is in the definition's "Compute details", folded at first
+    page.get_by_text("Compute details", exact=True).click(timeout=UI_TIMEOUT)
+    page.get_by_text("Code version", exact=True).wait_for(timeout=UI_TIMEOUT)
+    page.get_by_text(_code_version(stack), exact=True).first.wait_for(timeout=UI_TIMEOUT)
 
     _lineage(page, stack, _shot(shots, "lineage.png"))
 
@@ -181,6 +184,16 @@ def _latest_row_count(stack: DevStack) -> int:
     ]
     assert count > 0
     return count
+
+
+def _code_version(stack: DevStack) -> str:
+    query = """
+    query Node($key: AssetKeyInput!) {
+      assetNodeOrError(assetKey: $key) { ... on AssetNode { opVersion } }
+    }"""
+    version = stack.graphql(query, {"key": {"path": [ASSET]}})["assetNodeOrError"]["opVersion"]
+    assert version, "the asset has no code version"
+    return version
 
 
 def _lineage(page: Any, stack: DevStack, out: Path) -> None:
