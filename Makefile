@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv demo dev dg-dev screenshot test test-cluster test-reliability lint format schema clean
+.PHONY: venv demo dev dg-dev ui-deps screenshot test test-cluster test-ui test-reliability lint format schema clean
 
 $(BIN)/drill-dagster: pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -17,25 +17,36 @@ demo: venv
 	$(BIN)/drill-dagster validate examples/plans
 	$(BIN)/python examples/demo.py
 
-# The Dagster UI on this machine only (127.0.0.1); HOST=0.0.0.0 make dev to share it.
+# The Dagster UI on this machine only (127.0.0.1); HOST=0.0.0.0 make dev to share it. Its runs
+# connect to a warm Spark Connect server started (and stopped) with it: DEV_ARGS=--no-warm-spark
+# to have each run start its own Spark instead.
 HOST ?= 127.0.0.1
 PORT ?= 3000
+DEV_ARGS ?=
 dev: venv
-	$(BIN)/dagster dev -w workspace.yaml -h $(HOST) -p $(PORT)
+	$(BIN)/python scripts/dev.py -w workspace.yaml -h $(HOST) -p $(PORT) $(DEV_ARGS)
 
 # The same plans as a components project (examples/components), through dg (the dev extra).
 dg-dev: venv
 	cd examples/components && ../../$(BIN)/dg dev -h $(HOST) -p $(PORT)
 
-# docs/lineage.png, taken in headless Chromium (needs: apt-get install -y chromium)
-screenshot: venv
-	$(BIN)/pip install --quiet -e '.[dev,screenshot]'
-	$(BIN)/python scripts/screenshot_lineage.py
+# playwright (no browser download) drives Debian's chromium: apt-get install -y chromium
+ui-deps: venv
+	$(BIN)/python -c "import playwright" 2>/dev/null || $(BIN)/pip install --quiet -e '.[dev,ui]'
+	test -x /usr/bin/chromium || { echo "no /usr/bin/chromium: apt-get install -y chromium"; exit 1; }
+
+# The browser test: make dev's stack on a free port, materialize, fail, re-execute from failure.
+test-ui: ui-deps
+	$(BIN)/pytest -q -m ui tests/ui
+
+# The browser test, saving its screenshots as the README's docs/lineage.png, run.png, asset.png
+screenshot: ui-deps
+	DRILL_UI_SCREENSHOTS=$(CURDIR)/docs $(BIN)/pytest -q -m ui tests/ui
 
 test: venv
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -m "not slow and not ui"
 
 # Spark Connect and a standalone master, started from the installed pyspark (~2 min; CI runs it).
 test-cluster: venv

@@ -6,6 +6,11 @@ settings, ``local[*]`` by default (:class:`engine.exec.spark.session.SparkConfig
 ``spark.master``, or Spark Connect with ``spark.remote``. A session it created is stopped when the
 run ends; one it found running (a notebook's, a test's) is left alone.
 
+With neither ``spark.remote`` nor ``spark.master`` in its settings, a ``DRILL_SPARK_REMOTE``
+environment variable (``sc://127.0.0.1:15002``) makes it connect to that Spark Connect server:
+``make dev`` (``scripts/dev.py``) starts one and sets it, so the UI's runs share a warm Spark
+instead of each starting a JVM.
+
 >>> resource = DrillSparkResource(spark_config={"spark.sql.shuffle.partitions": "4"})
 >>> settings = resource.session_config().settings()
 >>> settings["spark.master"], settings["spark.sql.shuffle.partitions"]
@@ -16,6 +21,7 @@ run ends; one it found running (a notebook's, a test's) is left alone.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
@@ -28,6 +34,9 @@ from engine.exec.spark.session import SparkConfig
 
 EXECUTORS = ("spark", "local")
 DEFAULT_EXECUTOR: Literal["spark", "local"] = "spark"
+REMOTE_ENV = "DRILL_SPARK_REMOTE"
+"""The environment variable naming a Spark Connect server for sessions configured with no
+``spark.remote`` or ``spark.master`` of their own."""
 
 
 class DrillSparkResource(LazyPySparkResource):
@@ -45,6 +54,8 @@ class DrillSparkResource(LazyPySparkResource):
         options: dict[str, Any] = {}
         if "spark.remote" in conf:
             options["remote"] = conf.pop("spark.remote")
+        elif "spark.master" not in conf and os.environ.get(REMOTE_ENV):
+            options["remote"] = os.environ[REMOTE_ENV]
         if "spark.master" in conf:
             options["master"] = conf.pop("spark.master")
         if "spark.app.name" in conf:

@@ -38,6 +38,22 @@ def test_spark_settings_map_to_the_session_config() -> None:
     assert "spark.master" not in connect.session_config().settings()
 
 
+def test_drill_spark_remote_points_unconfigured_sessions_at_a_connect_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`make dev` sets DRILL_SPARK_REMOTE: runs connect to its warm server, unless their own
+    settings name a master or a server."""
+    monkeypatch.setenv("DRILL_SPARK_REMOTE", "sc://127.0.0.1:15002")
+    assert DrillSparkResource().session_config().remote == "sc://127.0.0.1:15002"
+    own = DrillSparkResource(spark_config={"spark.master": "local[2]"}).session_config()
+    assert own.remote is None
+    assert own.master == "local[2]"
+    other = DrillSparkResource(spark_config={"spark.remote": "sc://h:1"}).session_config()
+    assert other.remote == "sc://h:1"
+    monkeypatch.delenv("DRILL_SPARK_REMOTE")
+    assert DrillSparkResource().session_config().remote is None
+
+
 def test_a_session_the_resource_started_is_stopped_at_run_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -67,6 +67,20 @@ EXCLUDED_RULES = ",".join(
 """The optimizer rules the sessions leave out (``spark.sql.optimizer.excludedRules``)."""
 
 
+SERVER_SETTINGS = frozenset(
+    {
+        "spark.pyspark.python",
+        "spark.pyspark.driver.python",
+        "spark.python.sql.dataFrameDebugging.enabled",
+        "spark.ui.enabled",
+        "spark.ui.showConsoleProgress",
+        "spark.driver.extraJavaOptions",
+    }
+)
+"""The defaults that belong to the process running Spark: a Spark Connect server is started with
+them (``scripts/dev.py``); its clients leave them out."""
+
+
 class SparkConfig(BaseModel):
     """How to reach Spark. ``conf`` wins over every default."""
 
@@ -106,16 +120,19 @@ class SparkConfig(BaseModel):
             # row-count markers with them (engine.exec.spark.row_markers), where they count 0.
             "spark.sql.optimizer.excludedRules": EXCLUDED_RULES,
         }
-        if self.remote:
-            settings["spark.remote"] = self.remote
-        else:
-            settings["spark.master"] = self.master
         if self.quiet:
             settings["spark.ui.enabled"] = "false"
             settings["spark.ui.showConsoleProgress"] = "false"
             settings["spark.driver.extraJavaOptions"] = (
                 f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
             )
+        if self.remote:
+            # A Spark Connect client sets session settings only: the server's JVM, UI and
+            # Python workers are the server's own (each one here would warn "cannot modify").
+            settings = {k: v for k, v in settings.items() if k not in SERVER_SETTINGS}
+            settings["spark.remote"] = self.remote
+        else:
+            settings["spark.master"] = self.master
         settings.update({k: str(v) for k, v in self.conf.items()})
         return settings
 

@@ -1224,7 +1224,8 @@ def _check_columns(df: DataFrame, spec: StoreTarget, dynamic: Sequence[str]) -> 
 
 
 def _spark_write(df: DataFrame, spec: StoreTarget, path: Path, dynamic: Sequence[str]) -> None:
-    writer = df.write.mode("errorifexists")
+    # "error" and not its alias "errorifexists", which PySpark's Spark Connect client refuses
+    writer = df.write.mode("error")
     if dynamic:
         writer = writer.partitionBy(*dynamic)
     if spec.format == "json":

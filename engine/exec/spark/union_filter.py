@@ -41,7 +41,7 @@ from engine.exec.spark.nested_filter import array_levels
 from engine.exec.spark.paths import Typed, column_of, get_typed, make_struct, null_typed
 from engine.expr.nodes import Expr, FieldRef, field_refs
 
-MAX_VARIANT_ARRAYS = 4
+MAX_VARIANT_ARRAYS = 2
 """How many arrays may nest inside one another in a VARIANT on a filter's path (see the module)."""
 
 _WALKED = "__drill_walked"

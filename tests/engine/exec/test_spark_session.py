@@ -43,6 +43,17 @@ def test_remote_replaces_master() -> None:
     assert "spark.master" not in settings
 
 
+def test_a_connect_client_sets_only_session_settings() -> None:
+    """The server's JVM options, UI and Python workers cannot change from a Spark Connect client
+    (PySpark warns for each): a remote config leaves them out, and keeps the SQL settings."""
+    settings = SparkConfig(remote="sc://127.0.0.1:15002").settings()
+    assert not {"spark.pyspark.python", "spark.ui.enabled", "spark.driver.extraJavaOptions"} & set(
+        settings
+    )
+    assert settings["spark.sql.session.timeZone"] == "UTC"
+    assert settings["spark.sql.optimizer.excludedRules"]
+
+
 def test_unknown_fields_are_rejected() -> None:
     with pytest.raises(ValueError, match="masterr"):
         SparkConfig(masterr="local")  # type: ignore[call-arg]
