@@ -188,6 +188,7 @@ def _write_fs(
             kept = commit.carry_over(lambda rel: not under_any(rel, replaced))
             check_compatible(spec, commit.staging, kept, parts[0].table.schema if parts else None)
         written = _write_parts(spec, commit, parts, partitioned)
+        check_readable(spec, commit.staging, written)
         commit.schema, commit.metadata_file = table.schema, spec.metadata_file
         commit.commit()
     return StoreResult(
@@ -216,8 +217,10 @@ def open_commit(
     locked, an interrupted commit recovered, ``mode: error`` checked, and a target that must be a
     dataset directory (an append, a partitioned overwrite) checked to be one.
 
-    A failure inside is a StorageError saying the previous version is unchanged; ``explain``
-    turns the exception into that message's reason, or into the DrillError to raise instead.
+    A failure inside is a StorageError saying the previous version is unchanged (or, after the
+    swap, which version is live); ``explain`` turns the exception into that message's reason, or
+    into the DrillError to raise instead. Call :func:`check_readable` on the files written before
+    :meth:`Commit.commit`.
     """
     target = VersionedTarget(spec.location)
     with target_lock(target, timeout=lock_timeout):
@@ -232,8 +235,9 @@ def open_commit(
                 f"store target '{spec.path}' is a file, not a dataset directory; "
                 f"mode {spec.mode}{' with partitions' if spec.partition_by else ''} needs one"
             )
+        commit = Commit(target)
         try:
-            with Commit(target) as commit:
+            with commit:
                 yield commit
         except DrillError:
             raise
@@ -241,9 +245,13 @@ def open_commit(
             reason = explain(err)
             if isinstance(reason, DrillError):
                 raise reason from err
+            outcome = (
+                f"version {commit.version} is committed and live"
+                if commit.committed
+                else "the previous version is unchanged"
+            )
             raise StorageError(
-                f"writing {spec.format} to store target '{spec.path}' failed: {reason}; "
-                "the previous version is unchanged",
+                f"writing {spec.format} to store target '{spec.path}' failed: {reason}; {outcome}",
             ) from err
 
 
@@ -268,6 +276,22 @@ def _write_parts(
 def _write_part(format_type: str, table: pa.Table, path: Path) -> None:
     """Write one data file (a seam: tests replace it to fail a write midway)."""
     WRITERS[format_type](table, path)
+
+
+def check_readable(spec: StoreTarget, staging: Path, written: Sequence[str]) -> None:
+    """Each file a store wrote must open again before it is committed: a StorageError says which
+    cannot (a parquet schema deeper than readers accept is written, then cannot be read back)."""
+    if spec.format != "parquet":
+        return  # text formats: every written line reads back
+    for rel in written:
+        try:
+            pq.read_schema(staging / rel)
+        except (OSError, pa.ArrowException) as err:
+            raise StorageError(
+                f"store target '{spec.path}': the parquet file written cannot be read back "
+                f"({err}); nothing was committed, the previous version is unchanged",
+                hint="nest records less deeply (flatten or project them) or store them as json",
+            ) from err
 
 
 def check_compatible(
