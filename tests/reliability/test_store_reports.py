@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.errors import StorageError
+from engine import run_plan
+from engine.errors import PlanError, StorageError
 from engine.metadata.version_file import metadata_path, read_version_metadata
 from engine.storage.commit import VersionedTarget
 from engine.storage.engines import FsEngine
@@ -65,3 +66,45 @@ def test_a_metadata_failure_leaves_the_previous_version_current(tmp_path: Path) 
     body = json.loads(record.read_text())
     assert body["version"] == second.version and body["row_count"] == 3
     assert VersionedTarget(tmp_path / "sales").current_version() == second.version
+
+
+def two_stores(root: Path, first: dict, second: dict) -> dict:
+    scan = {"path": "in.json", "format": "json"}
+    return {
+        "storage": {"fs": {"type": "fs", "root": str(root)}},
+        "query": [
+            {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "r", "selection": scan},
+            {"@id": 2, "op": "store", "input": 1, "storageengine": "fs", "target": first},
+            {"@id": 3, "op": "store", "input": 1, "storageengine": "fs", "target": second},
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "words"),
+    [
+        ({"path": "out/a"}, {"path": "out/a"}, "is also written by the store at $.query[1]"),
+        ({"path": "out/a"}, {"path": "./out//a/", "mode": "append"}, "is also written by"),
+        ({"path": "out"}, {"path": "out/a/b"}, "lies inside store target 'out' of $.query[1]"),
+        ({"path": "out/a/b"}, {"path": "out"}, "lies around store target 'out/a/b'"),
+    ],
+)
+def test_stores_of_one_plan_with_the_same_or_nested_targets_are_refused(
+    tmp_path: Path, first: dict, second: dict, words: str
+) -> None:
+    (tmp_path / "in.json").write_text('{"a": 1}\n')
+    with pytest.raises(PlanError) as caught:
+        run_plan(two_stores(tmp_path, first, second))
+    [issue] = caught.value.issues
+    assert issue.path == "$.query[2].target.path" and issue.op_id == "3"
+    assert words in issue.message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.json"]  # nothing ran
+
+
+def test_stores_side_by_side_or_both_appending_run(tmp_path: Path) -> None:
+    (tmp_path / "in.json").write_text('{"a": 1}\n')
+    run_plan(two_stores(tmp_path, {"path": "out/a"}, {"path": "out/ab"}))
+    run_plan(
+        two_stores(tmp_path, {"path": "log", "mode": "append"}, {"path": "log", "mode": "append"})
+    )
+    assert pq.read_table(tmp_path / "log").num_rows == 2
