@@ -27,7 +27,7 @@ The ``console`` and ``queue`` engines take the rows as records; ``classpath`` is
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +48,7 @@ from engine.storage.engines import (
 from engine.storage.formats import EXTENSIONS, WRITERS
 from engine.storage.partitions import Partition, split_partitions, static_prefix
 from engine.storage.paths import is_hidden
+from engine.storage.stream import STREAMED_FORMATS, StreamWriter
 
 MODES = ("overwrite", "append", "error")
 STORE_FORMATS = tuple(WRITERS)
@@ -147,6 +148,65 @@ def write_store(
         raise StorageError(f"{engine.label} cannot be written to")
     spec = StoreTarget.parse(target, engine=engine)
     return _write_fs(spec, table, dict(partition_values or {}), lock_timeout)
+
+
+def write_store_batches(
+    engine: StorageEngine,
+    target: Mapping[str, Any] | None,
+    batches: Iterable[pa.RecordBatch],
+    *,
+    schema: Callable[[], pa.Schema],
+    buffered: Callable[[Iterable[pa.RecordBatch]], pa.Table],
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> StoreResult:
+    """Write the stream ``batches`` to ``target`` of ``engine``, like :func:`write_store`.
+
+    An unpartitioned ``fs`` store of parquet or JSON lines streams the batches into its file
+    (:mod:`engine.storage.stream`); any other store takes the table ``buffered`` makes of them
+    (the caller bounds what it holds). ``schema`` gives the rows' schema once the stream ended
+    (an empty stream is stored with it).
+    """
+    if isinstance(engine, FsEngine):
+        spec = StoreTarget.parse(target, engine=engine)
+        if not spec.partition_by and spec.format in STREAMED_FORMATS:
+            return _stream_fs(spec, batches, schema, lock_timeout)
+    return write_store(engine, target, buffered(batches), lock_timeout=lock_timeout)
+
+
+def _stream_fs(
+    spec: StoreTarget,
+    batches: Iterable[pa.RecordBatch],
+    schema: Callable[[], pa.Schema],
+    lock_timeout: float,
+) -> StoreResult:
+    appending = spec.mode == "append"
+    with open_commit(spec, lock_timeout, needs_directory=appending) as commit:
+        kept = commit.carry_over(lambda rel: True) if appending else []
+        rel = f"part-00000-{commit.version[:8]}.{EXTENSIONS[spec.format]}"
+        iterator = iter(batches)
+        first = next(iterator, None)
+        writer = StreamWriter(
+            spec.format, commit.staging / rel, schema() if first is None else first.schema
+        )
+        try:
+            if first is not None:
+                writer.write(first)
+            writer.write_all(iterator)
+        finally:
+            written_schema = writer.close()
+        check_compatible(spec, commit.staging, kept, written_schema)
+        check_readable(spec, commit.staging, [rel])
+        commit.schema, commit.metadata_file = written_schema, spec.metadata_file
+        commit.commit()
+    return StoreResult(
+        location=str(spec.location),
+        format=spec.format,
+        row_count=writer.rows,
+        files=(str(spec.location / rel),),
+        schema=written_schema,
+        mode=spec.mode,
+        version=commit.version,
+    )
 
 
 def partition_columns(
