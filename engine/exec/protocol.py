@@ -22,13 +22,12 @@ root to leaf, exactly once, also after an error.
 from __future__ import annotations
 
 import enum
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 
 from engine.errors import DrillError, ExecutionError
-from engine.exec.batches import concat_batches
+from engine.types.batches import concat_batches
 
 
 class IterOutcome(enum.Enum):
@@ -154,24 +153,28 @@ class SingleInputOperator(BatchOperator):
 
     def __init__(self, operator_id: str, upstream: BatchOperator) -> None:
         super().__init__(operator_id, [upstream])
-        self._pending: deque[pa.RecordBatch] = deque()
+        # What process/finish gave, consumed one batch at a time: a generator there emits a
+        # large output in bounded batches without holding them all.
+        self._pending: Iterator[pa.RecordBatch] = iter(())
         self._input_done = False
 
     def produce(self) -> pa.RecordBatch | None:
-        while not self._pending:
+        while True:
+            out = next(self._pending, None)
+            if out is not None:
+                return out
             if self._input_done:
                 return None
             outcome = self.pull()
             if outcome is IterOutcome.NONE:
                 self._input_done = True
-                self._pending.extend(self.finish())
+                self._pending = iter(self.finish())
                 continue
             if outcome is IterOutcome.OK_NEW_SCHEMA:
                 self.setup(self.inputs[0].schema)
             batch = self.inputs[0].batch
             assert batch is not None
-            self._pending.extend(self.process(batch))
-        return self._pending.popleft()
+            self._pending = iter(self.process(batch))
 
     def setup(self, schema: pa.Schema) -> None:
         """Prepare for batches of ``schema`` (the first batch's, or a changed one)."""
@@ -184,7 +187,10 @@ class SingleInputOperator(BatchOperator):
         return ()
 
     def release(self) -> None:
-        self._pending.clear()
+        close = getattr(self._pending, "close", None)
+        if close is not None:
+            close()
+        self._pending = iter(())
 
 
 class GeneratorOperator(BatchOperator):

@@ -26,6 +26,7 @@ from engine.plan.operators import OP_NAMES, OPERATORS, Operator
 from engine.plan.paths import Location, json_path
 from engine.plan.sequence import RawOperator, expand_query, explicit_ids
 from engine.plan.source import PlanSource, load_document
+from engine.plan.store_targets import check_store_targets
 from engine.plan.validate import PlacedOperator, check_operators
 
 DOCUMENT_KEYS = ("head", "storage", "query")
@@ -114,6 +115,7 @@ class _Builder:
             raw = self._query(document)
         placed = [self._operator(op) for op in raw]
         self.issues.extend(check_operators(placed, self.engine_names or list(storage)))
+        self.issues.extend(check_store_targets(placed, storage))
         if self.issues:
             raise PlanError(self.issues, source=self.source)
         plan = LogicalPlan(

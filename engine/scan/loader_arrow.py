@@ -22,10 +22,9 @@ from engine.types import (
     DataMode,
     MajorType,
     MinorType,
+    align,
     from_arrow,
     from_arrow_field,
-    is_union,
-    union_array,
 )
 
 
@@ -56,44 +55,6 @@ def drill_type_of(field: pa.Field, *, source: str | None = None) -> MajorType:
         return _optional(from_arrow(plain_type(field.type)))
     except TypeError as error:
         raise StorageError(f"column '{field.name}': {error}", file=source) from None
-
-
-def align(array: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array:
-    """``array`` as an array of type ``target`` (see the module docstring)."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    if array.type == target:
-        return array
-    if pa.types.is_null(array.type):
-        return pa.nulls(len(array), target)
-    if is_union(target):
-        return union_array(array)
-    if is_union(array.type):  # into text: the JSON texts themselves (Spark's storage of a union)
-        array = array.storage
-    if pa.types.is_dictionary(array.type):
-        return align(array.dictionary_decode(), target)
-    mask = array.is_null() if array.null_count else None
-    if pa.types.is_struct(target):
-        positions = {field.name.lower(): i for i, field in enumerate(array.type)}
-        children = []
-        for field in target:
-            position = positions.get(field.name.lower())
-            if position is None:
-                children.append(pa.nulls(len(array), field.type))
-            else:
-                children.append(align(array.field(position), field.type))
-        if not children:
-            valid = pc.invert(array.is_null()).to_pylist()
-            return pa.array([{} if v else None for v in valid], type=target)
-        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
-    if pa.types.is_list(target):
-        offsets = array.offsets
-        start = offsets[0].as_py()
-        end = offsets[-1].as_py()
-        values = align(array.values.slice(start, end - start), target.value_type)
-        rebased = pc.subtract(offsets, pa.scalar(start, offsets.type)).cast(pa.int32())
-        return pa.ListArray.from_arrays(rebased, values, type=target, mask=mask)
-    return array.cast(target)
 
 
 def empty_columns_batch(rows: int, metadata: dict[bytes, bytes] | None) -> pa.RecordBatch:

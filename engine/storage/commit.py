@@ -193,12 +193,29 @@ class Commit:
         return kept
 
     def commit(self) -> None:
-        """Make the staged version the target's, atomically; then drop the previous one."""
+        """Make the staged version the target's, atomically; then drop the previous one.
+
+        Everything that can fail about the new version (its files' durability, its metadata) is
+        done before the swap, so a failure leaves the previous version current. After the swap the
+        new version is live: a failure then (dropping the previous version) is a StorageError
+        that says so, never the "previous version is unchanged" of a failed write.
+        """
         for directory, _, files in os.walk(self.staging):
             for name in files:
                 fsync_file(Path(directory, name))
             fsync_dir(Path(directory))
         target = self.target
+        if self.metadata_file is not None:  # the storage engine informs the metadata repository
+            from engine.storage.version_file import write_version_metadata
+
+            # Written first: a reader ignores metadata whose version is not the current one.
+            write_version_metadata(
+                self.staging,
+                self.metadata_file,
+                version=self.version,
+                schema=self.schema,
+                root=self.metadata_root,
+            )
         previous = target.current_version()
         foreign = target.exists() and previous is None and not target.path.is_symlink()
         version_path = target.version_path(self.version)
@@ -215,22 +232,20 @@ class Commit:
         if foreign:
             os.rename(target.path, legacy)  # the window described in the module docstring
         os.replace(link, target.path)
-        fsync_dir(target.parent)
         self.committed = True
-        if self.metadata_file is not None:  # the storage engine informs the metadata repository
-            from engine.storage.version_file import write_version_metadata
-
-            write_version_metadata(
-                target.path,
-                self.metadata_file,
-                version=self.version,
-                schema=self.schema,
-                root=self.metadata_root,
-            )
-        if previous is not None:
-            remove(target.version_path(previous))
-        if foreign:
-            remove(legacy)
+        try:
+            fsync_dir(target.parent)
+            if previous is not None:
+                remove(target.version_path(previous))
+            if foreign:
+                remove(legacy)
+        except OSError as err:
+            raise StorageError(
+                f"store target {target.path} now holds the new version {self.version} (committed "
+                f"and live), but cleaning up after it failed: {err}",
+                hint="the data is written; the next write of this target deletes what is left "
+                "of the previous version",
+            ) from err
 
 
 def _same_directory(path: Path, fd: int) -> bool:

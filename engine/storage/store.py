@@ -29,7 +29,7 @@ The ``console`` and ``queue`` engines take the rows as records; ``classpath`` is
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +51,7 @@ from engine.storage.engines import (
 from engine.storage.formats import EXTENSIONS, WRITERS
 from engine.storage.partitions import Partition, split_partitions, static_prefix
 from engine.storage.paths import is_hidden, resolve_under_root
+from engine.storage.stream import STREAMED_FORMATS, StreamWriter
 
 MODES = ("overwrite", "append", "error")
 STORE_FORMATS = tuple(WRITERS)
@@ -168,6 +169,65 @@ def write_store(
     return _write_fs(spec, table, dict(partition_values or {}), lock_timeout)
 
 
+def write_store_batches(
+    engine: StorageEngine,
+    target: Mapping[str, Any] | None,
+    batches: Iterable[pa.RecordBatch],
+    *,
+    schema: Callable[[], pa.Schema],
+    buffered: Callable[[Iterable[pa.RecordBatch]], pa.Table],
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> StoreResult:
+    """Write the stream ``batches`` to ``target`` of ``engine``, like :func:`write_store`.
+
+    An unpartitioned ``fs`` store of parquet or JSON lines streams the batches into its file
+    (:mod:`engine.storage.stream`); any other store takes the table ``buffered`` makes of them
+    (the caller bounds what it holds). ``schema`` gives the rows' schema once the stream ended
+    (an empty stream is stored with it).
+    """
+    if isinstance(engine, FsEngine):
+        spec = StoreTarget.parse(target, engine=engine)
+        if not spec.partition_by and spec.format in STREAMED_FORMATS:
+            return _stream_fs(spec, batches, schema, lock_timeout)
+    return write_store(engine, target, buffered(batches), lock_timeout=lock_timeout)
+
+
+def _stream_fs(
+    spec: StoreTarget,
+    batches: Iterable[pa.RecordBatch],
+    schema: Callable[[], pa.Schema],
+    lock_timeout: float,
+) -> StoreResult:
+    appending = spec.mode == "append"
+    with open_commit(spec, lock_timeout, needs_directory=appending) as commit:
+        kept = commit.carry_over(lambda rel: True) if appending else []
+        rel = f"part-00000-{commit.version[:8]}.{EXTENSIONS[spec.format]}"
+        iterator = iter(batches)
+        first = next(iterator, None)
+        writer = StreamWriter(
+            spec.format, commit.staging / rel, schema() if first is None else first.schema
+        )
+        try:
+            if first is not None:
+                writer.write(first)
+            writer.write_all(iterator)
+        finally:
+            written_schema = writer.close()
+        check_compatible(spec, commit.staging, kept, written_schema)
+        check_readable(spec, commit.staging, [rel])
+        commit.schema, commit.metadata_file = written_schema, spec.metadata_file
+        commit.commit()
+    return StoreResult(
+        location=str(spec.location),
+        format=spec.format,
+        row_count=writer.rows,
+        files=(str(spec.location / rel),),
+        schema=written_schema,
+        mode=spec.mode,
+        version=commit.version,
+    )
+
+
 def partition_columns(
     spec: StoreTarget, static: dict[str, Any], row_columns: Sequence[str]
 ) -> list[str]:
@@ -207,6 +267,7 @@ def _write_fs(
             kept = commit.carry_over(lambda rel: not under_any(rel, replaced))
             check_compatible(spec, commit.staging, kept, parts[0].table.schema if parts else None)
         written = _write_parts(spec, commit, parts, partitioned)
+        check_readable(spec, commit.staging, written)
         commit.schema, commit.metadata_file = table.schema, spec.metadata_file
         commit.metadata_root = spec.root
         commit.commit()
@@ -236,8 +297,10 @@ def open_commit(
     locked, an interrupted commit recovered, ``mode: error`` checked, and a target that must be a
     dataset directory (an append, a partitioned overwrite) checked to be one.
 
-    A failure inside is a StorageError saying the previous version is unchanged; ``explain``
-    turns the exception into that message's reason, or into the DrillError to raise instead.
+    A failure inside is a StorageError saying the previous version is unchanged (or, after the
+    swap, which version is live); ``explain`` turns the exception into that message's reason, or
+    into the DrillError to raise instead. Call :func:`check_readable` on the files written before
+    :meth:`Commit.commit`.
     """
     with _target_parent(spec) as parent, _locked(spec, parent, lock_timeout) as target:
         recover(target)
@@ -251,8 +314,9 @@ def open_commit(
                 f"store target '{spec.path}' is a file, not a dataset directory; "
                 f"mode {spec.mode}{' with partitions' if spec.partition_by else ''} needs one"
             )
+        commit = Commit(target)
         try:
-            with Commit(target) as commit:
+            with commit:
                 yield commit
         except DrillError:
             raise
@@ -260,9 +324,13 @@ def open_commit(
             reason = explain(err)
             if isinstance(reason, DrillError):
                 raise reason from err
+            outcome = (
+                f"version {commit.version} is committed and live"
+                if commit.committed
+                else "the previous version is unchanged"
+            )
             raise StorageError(
-                f"writing {spec.format} to store target '{spec.path}' failed: {reason}; "
-                "the previous version is unchanged",
+                f"writing {spec.format} to store target '{spec.path}' failed: {reason}; {outcome}",
             ) from err
 
 
@@ -306,6 +374,22 @@ def _write_parts(
 def _write_part(format_type: str, table: pa.Table, path: Path) -> None:
     """Write one data file (a seam: tests replace it to fail a write midway)."""
     WRITERS[format_type](table, path)
+
+
+def check_readable(spec: StoreTarget, staging: Path, written: Sequence[str]) -> None:
+    """Each file a store wrote must open again before it is committed: a StorageError says which
+    cannot (a parquet schema deeper than readers accept is written, then cannot be read back)."""
+    if spec.format != "parquet":
+        return  # text formats: every written line reads back
+    for rel in written:
+        try:
+            pq.read_schema(staging / rel)
+        except (OSError, pa.ArrowException) as err:
+            raise StorageError(
+                f"store target '{spec.path}': the parquet file written cannot be read back "
+                f"({err}); nothing was committed, the previous version is unchanged",
+                hint="nest records less deeply (flatten or project them) or store them as json",
+            ) from err
 
 
 def check_compatible(

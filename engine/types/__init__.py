@@ -184,6 +184,7 @@ _ARROW_NAMES = frozenset(
         "UNION_ARROW",
         "UnionArrowType",
         "UnionScalar",
+        "align",
         "from_arrow",
         "from_arrow_field",
         "is_union",

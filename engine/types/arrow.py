@@ -14,6 +14,7 @@ import contextlib
 import json
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.types import DataMode, MajorType, MinorType, json_text
 
@@ -168,3 +169,42 @@ def from_arrow_field(f: pa.Field) -> MajorType:
 
 def schema_from_arrow(schema: pa.Schema) -> dict[str, MajorType]:
     return {f.name: from_arrow_field(f) for f in schema}
+
+
+def align(array: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array:
+    """``array`` as an array of type ``target``: nulls of a null array, missing map members as
+    nulls, members matched by name case-insensitively, any value into a UNION."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if array.type == target:
+        return array
+    if pa.types.is_null(array.type):
+        return pa.nulls(len(array), target)
+    if is_union(target):
+        return union_array(array)
+    if is_union(array.type):  # into text: the JSON texts themselves (Spark's storage of a union)
+        array = array.storage
+    if pa.types.is_dictionary(array.type):
+        return align(array.dictionary_decode(), target)
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_struct(target):
+        positions = {field.name.lower(): i for i, field in enumerate(array.type)}
+        children = []
+        for field in target:
+            position = positions.get(field.name.lower())
+            if position is None:
+                children.append(pa.nulls(len(array), field.type))
+            else:
+                children.append(align(array.field(position), field.type))
+        if not children:
+            valid = pc.invert(array.is_null()).to_pylist()
+            return pa.array([{} if v else None for v in valid], type=target)
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if pa.types.is_list(target):
+        offsets = array.offsets
+        start = offsets[0].as_py()
+        end = offsets[-1].as_py()
+        values = align(array.values.slice(start, end - start), target.value_type)
+        rebased = pc.subtract(offsets, pa.scalar(start, offsets.type)).cast(pa.int32())
+        return pa.ListArray.from_arrays(rebased, values, type=target, mask=mask)
+    return array.cast(target)

@@ -25,3 +25,37 @@ def time_bound(seconds: float, what: str) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def peak_rss_growth(setup: str, body: str, *, cwd: str, timeout: float = 120) -> int:
+    """Bytes the peak RSS of a fresh Python process grew by while running ``body`` after
+    ``setup`` (imports and inputs, not counted). A subprocess, so other tests' memory is not in
+    the figure; the peak is the kernel's (``ru_maxrss``), so no sampling can miss it."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    script = "\n".join(
+        [
+            "import json, resource",
+            textwrap.dedent(setup),
+            "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss",
+            textwrap.dedent(body),
+            "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss",
+            "print(json.dumps({'growth': (peak - base) * 1024}))",
+        ]
+    )
+    env = {**os.environ, "PYTHONPATH": cwd}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return int(json.loads(done.stdout.strip().splitlines()[-1])["growth"])

@@ -331,3 +331,16 @@ def test_dagster_store_metadata_counts_the_skipped_records(
     assert metadata["drill/operator_counters"].value["1"]["skipped_records"] == 2
     assert "skipped_records=2" in metadata["drill/operator_metrics"].value
     assert metadata["dagster/row_count"].value == 2
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_a_csv_header_wider_than_the_readers_block_is_read(
+    tmp_path: Path, request: pytest.FixtureRequest, executor: str
+) -> None:
+    """A 2 MB header (wider than the CSV reader's 1 MB block) is not a malformed file: the block
+    grows to hold it."""
+    width = 20_000  # Spark's CSV reader takes at most 20,480 columns
+    names = [f"a_column_with_a_name_sixty_characters_long_number_{i:09d}" for i in range(width)]
+    (tmp_path / "wide.csv").write_text(",".join(names) + "\n" + ",".join("1" * width) + "\n")
+    [record] = run(executor, request, scan_plan(tmp_path, "wide.csv", "csv")).records()
+    assert len(record["r"]) == width and record["r"][names[-1]] == "1"

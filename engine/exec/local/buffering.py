@@ -24,7 +24,7 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 from engine.errors import DrillError
-from engine.exec.batches import concat_batches
+from engine.types.batches import concat_batches
 
 
 class BufferLimitError(DrillError):

@@ -17,8 +17,9 @@ the fields that ``expr`` references are removed from the output records first.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -29,6 +30,9 @@ from engine.expr.arrow.evaluate import evaluate
 from engine.expr.arrow.trees import remove_path, set_path
 from engine.plan.operators import Flatten
 from engine.types import is_union, union_array
+
+# Flatten's output batches hold about this much: an array of n elements copies its record n times.
+OUTPUT_BATCH_BYTES = 8 * 2**20
 
 
 def flatten_values(values: pa.Array) -> tuple[pa.Array, pa.Array]:
@@ -68,7 +72,12 @@ def _flatten_union(values: pa.Array) -> tuple[pa.Array, pa.Array]:
 
 
 class FlattenOperator(SingleInputOperator):
-    """Streams: each input batch becomes one output batch (possibly empty)."""
+    """Streams: each input batch becomes output batches of about :data:`OUTPUT_BATCH_BYTES` each.
+
+    An array of n elements gives n copies of its record, so the output can be far larger than
+    the input: the copies take only the columns the output keeps (not the dropped ones, not the
+    value ``ref`` replaces), and are made one bounded batch at a time, as the consumer asks.
+    """
 
     kind = "flatten"
 
@@ -82,12 +91,74 @@ class FlattenOperator(SingleInputOperator):
             else []
         )
 
-    def process(self, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
+    def process(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         parents, elements = flatten_values(evaluate(self.expr, batch))
-        output = batch.take(parents)
+        kept = batch
         for path in self.dropped:
-            output = remove_path(output, path)
-        return [set_path(output, self.ref, elements)]
+            kept = remove_path(kept, path)
+        if len(self.ref) == 1 and self.ref[0] in kept.schema.names:
+            # Replaced by the elements: not worth copying (a null column keeps its place).
+            index = kept.schema.get_field_index(self.ref[0])
+            kept = kept.set_column(index, self.ref[0], pa.nulls(kept.num_rows))
+        if len(parents) == 0:
+            yield set_path(kept.take(parents), self.ref, elements)
+            return
+        sizes = row_bytes(kept)[parents.to_numpy(zero_copy_only=False)] + row_bytes(elements)
+        for start, stop in bounded_slices(sizes, OUTPUT_BATCH_BYTES):
+            rows = parents.slice(start, stop - start)
+            yield set_path(kept.take(rows), self.ref, elements.slice(start, stop - start))
+
+
+def bounded_slices(sizes: np.ndarray, limit: int) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` ranges covering ``sizes`` whose sums stay near ``limit`` (a range holds
+    at least one item).
+
+    >>> list(bounded_slices(np.array([4, 4, 4, 9, 1]), 8))
+    [(0, 2), (2, 3), (3, 4), (4, 5)]
+    """
+    ends = np.cumsum(sizes, dtype=np.int64)
+    start = 0
+    while start < len(sizes):
+        base = ends[start - 1] if start else 0
+        stop = int(np.searchsorted(ends, base + limit, side="right"))
+        stop = max(stop, start + 1)
+        yield start, stop
+        start = stop
+
+
+def row_bytes(data: pa.RecordBatch | pa.Array) -> np.ndarray:
+    """About how many bytes each row of ``data`` takes (nested values counted per row, so one
+    row holding a large array weighs what it holds)."""
+    if isinstance(data, pa.RecordBatch):
+        total = np.zeros(data.num_rows, dtype=np.int64)
+        for column in data.columns:
+            total += row_bytes(column)
+        return total
+    dtype, count = data.type, len(data)
+    if pa.types.is_struct(dtype):
+        total = np.ones(count, dtype=np.int64)
+        for index in range(dtype.num_fields):
+            total += row_bytes(pc.struct_field(data, [index]))
+        return total
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        lengths = pc.fill_null(pc.list_value_length(data), 0).to_numpy().astype(np.int64)
+        inner = np.concatenate([[0], np.cumsum(row_bytes(pc.list_flatten(data)))])
+        stops = np.cumsum(lengths)
+        return inner[stops] - inner[stops - lengths] + 8
+    if (
+        pa.types.is_string(dtype)
+        or pa.types.is_binary(dtype)
+        or pa.types.is_large_string(dtype)
+        or pa.types.is_large_binary(dtype)
+    ):
+        return pc.fill_null(pc.binary_length(data), 0).to_numpy().astype(np.int64) + 8
+    if count == 0:
+        return np.zeros(0, dtype=np.int64)
+    try:
+        width = dtype.bit_width // 8 or 1
+    except ValueError:  # variable width (maps, unions, ...): the average row
+        width = data.nbytes // count + 1
+    return np.full(count, width, dtype=np.int64)
 
 
 @creator("flatten")

@@ -10,13 +10,13 @@ nothing; its :class:`~engine.storage.store.StoreResult` lands in ``ctx.store_res
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 
 from engine.errors import StorageError
 from engine.exec.local.arrow_filter import ArrowFilter, arrow_filter
-from engine.exec.local.buffering import concat_batches
+from engine.exec.local.buffering import BatchBuffer, concat_batches
 from engine.exec.local.registry import ExecContext, creator
 from engine.exec.protocol import BatchOperator, BatchSource
 from engine.expr import Expr
@@ -26,7 +26,7 @@ from engine.plan.operators import Constant, Scan, Store
 from engine.scan.framework import FILE_COLUMNS, FileScan
 from engine.scan.loader import ResultSetLoader
 from engine.storage.engines import ConsoleEngine, QueueEngine
-from engine.storage.store import write_store
+from engine.storage.store import write_store_batches
 
 
 def wrap_under(ref: str | None, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -125,10 +125,22 @@ class StoreOperator(BatchOperator):
 
     def produce(self) -> pa.RecordBatch | None:
         engine = self.ctx.engine(self.op.storage_engine)
-        table = concat_batches(list(self.drain()), schema=self.inputs[0].schema)
-        if isinstance(engine, QueueEngine | ConsoleEngine):
-            self.ctx.sink_records.extend(table.to_pylist())
-        self.ctx.store_results[self.op.id] = write_store(engine, self.op.target, table)
+
+        def buffered(batches: Iterable[pa.RecordBatch]) -> pa.Table:
+            # A store that cannot stream holds its input, bounded like any blocking operator.
+            buffer = BatchBuffer(self.op.id, self.kind, max_bytes=self.ctx.max_buffered_bytes)
+            table = concat_batches(buffer.extend(batches).batches, schema=self.inputs[0].schema)
+            if isinstance(engine, QueueEngine | ConsoleEngine):
+                self.ctx.sink_records.extend(table.to_pylist())
+            return table
+
+        self.ctx.store_results[self.op.id] = write_store_batches(
+            engine,
+            self.op.target,
+            self.drain(),
+            schema=lambda: self.inputs[0].schema,
+            buffered=buffered,
+        )
         return None
 
 

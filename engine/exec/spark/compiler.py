@@ -55,6 +55,7 @@ from engine.exec.spark.compiler_order import (
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
 from engine.exec.spark.file_ties import SharedValues, cross_file_ties
 from engine.exec.spark.metrics import InputCounter, RowCounter
+from engine.exec.spark.names import column as named_column
 from engine.exec.spark.nested_filter import array_levels, filter_records
 from engine.exec.spark.one_task_sort import sorted_records
 from engine.exec.spark.paths import (
@@ -65,7 +66,6 @@ from engine.exec.spark.paths import (
     get_in,
     get_typed,
     pending_columns,
-    quote_name,
     top_column,
     with_path,
 )
@@ -617,7 +617,7 @@ class SparkCompiler:
     def _column_read(self, name: str, df: DataFrame) -> Typed:
         """Top-level column ``name`` of the input being read (``df``, or its pending columns)."""
         if self._reading is None:
-            return Typed(F.col(name), df.schema[name].dataType)
+            return Typed(named_column(name), df.schema[name].dataType)
         return self._reading.read((name,), keep_unread=True)
 
     def _by_copied_keys(
@@ -1551,9 +1551,9 @@ def nullable_everywhere(df: DataFrame) -> DataFrame:
     Spark calls non-nullable (an unmatched join side, a member missing from a union input)."""
     return df.select(
         *[
-            F.col(quote_name(f.name)).cast(_nullable(f.dataType)).alias(f.name)
+            named_column(f.name).cast(_nullable(f.dataType)).alias(f.name)
             if _nullable(f.dataType) != f.dataType
-            else F.col(quote_name(f.name))
+            else named_column(f.name)
             for f in df.schema.fields
         ]
     )

@@ -31,6 +31,7 @@ from pyspark.sql import types as T
 from engine.errors import DrillError
 from engine.exec.spark.compiler_order import temp, with_run_numbers
 from engine.exec.spark.metrics import RowCounter
+from engine.exec.spark.names import column
 from engine.exec.spark.paths import Typed, top_column
 
 AggregateCall = tuple[str, Sequence[Column]]
@@ -203,7 +204,7 @@ def collapse_rows(
     extras = [F.max(chosen).alias(has_target)] if target is not None else []
     # The first sequence keeps the width of a long sequence (so that pairs with it stay longs).
     first = F.min(first_of).alias(seq, metadata=metadata or None)
-    columns = {name: F.col(name) for name in (*aggregate_names, *carryover_names)}
+    columns = {name: column(name) for name in (*aggregate_names, *carryover_names)}
     if group_by is not None:
         keys = [key.alias(temp(f"key{i}")) for i, key in enumerate(group_by)]
         if not keys:  # one group, and none for no input (a literal key would be an ordinal)
@@ -358,7 +359,7 @@ def _collapse_frames(
         else:
             columns[alias] = F.max_by(value, chosen).over(over)
     plain[seq] = sequence
-    plain.update((name, rebuilt.get(name, F.col(name))) for name in kept)
+    plain.update((name, rebuilt.get(name, column(name))) for name in kept)
     if offsets is None:
         rows = F.count(F.lit(1)).over(over)  # the rows of each record's frame
     else:
@@ -388,7 +389,7 @@ def _collapse_frames(
     if keep is None:
         return Collapsed(df, columns)
     out = Collapsed(df, {**columns, temp("keep"): keep}).select()
-    return Collapsed(out.where(F.col(temp("keep"))), {name: F.col(name) for name in columns})
+    return Collapsed(out.where(F.col(temp("keep"))), {name: column(name) for name in columns})
 
 
 def _offset_aggregates(

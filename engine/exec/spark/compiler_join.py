@@ -42,6 +42,7 @@ from engine.exec.spark.compiler_order import (
     temp,
     with_bits,
 )
+from engine.exec.spark.names import quote_name
 from engine.exec.spark.paths import PendingColumns, Typed, top_column
 
 RELATIONSHIPS: dict[str, Callable[[object, object], object]] = {
@@ -357,7 +358,7 @@ def union_rows(
         combined = parts[0]
         for df in parts[1:]:
             combined = combined.unionByName(df, allowMissingColumns=True)
-        names = [_quoted(n) for n in record_names(combined, seq)] if distinct else []
+        names = [quote_name(n) for n in record_names(combined, seq)] if distinct else []
         if names:
             return combined.groupBy(*names).agg(_unordered().alias(seq))
         if same:
@@ -392,7 +393,7 @@ def union_rows(
     combined = combined.withColumn(seq, order).drop(index)
     if not distinct:
         return combined
-    names = [_quoted(n) for n in record_names(combined, seq)]
+    names = [quote_name(n) for n in record_names(combined, seq)]
     if not names:
         return combined.orderBy(*sequence_order(combined, seq)).limit(1)
     first = F.min(seq)
@@ -404,8 +405,3 @@ def union_rows(
 def _unordered() -> Column:
     """The sequence value of records whose order nothing observes."""
     return F.lit(0).cast(T.LongType())
-
-
-def _quoted(name: str) -> str:
-    """``name`` for ``F.col``: backquoted so dots and backquotes are taken literally."""
-    return "`" + name.replace("`", "``") + "`"

@@ -75,13 +75,12 @@ from engine.scan.framework import (
     allows_union,
     implicit_values,
 )
-from engine.scan.loader_arrow import align
 from engine.scan.tracker import ScanSchemaTracker, SchemaMode
 from engine.storage.engines import ClasspathEngine, FileEngine, FsEngine, create_engine
 from engine.storage.formats.options import ReaderOptions
 from engine.storage.formats.parquet_unions import arrow_schema_of
 from engine.storage.paths import InputFile
-from engine.types import DataMode, MajorType, MinorType, is_union, to_arrow_field, to_spark
+from engine.types import DataMode, MajorType, MinorType, align, is_union, to_arrow_field, to_spark
 
 DATA_SOURCE_NAME = "drill"
 SKIPPED_COLUMN = "__drill_skipped"

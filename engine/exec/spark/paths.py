@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.utils import is_remote
 
+from engine.exec.spark.names import quote_name
 from engine.exec.spark.unread_member import drop_unread
 from engine.expr.arrow.trees import TreePathError
 
@@ -88,15 +89,6 @@ _NAMED_TYPES = (
     T.DateType,
     T.BinaryType,
 )
-
-
-def quote_name(name: str) -> str:
-    """``name`` as a Spark identifier for ``F.col``: backquoted, so dots and spaces are literal.
-
-    >>> quote_name("odd.name`x")
-    '`odd.name``x`'
-    """
-    return "`" + name.replace("`", "``") + "`"
 
 
 def column_of(schema: T.StructType, name: str) -> Typed | None:

@@ -117,6 +117,7 @@ from engine.storage.store import (
     StoreResult,
     StoreTarget,
     check_compatible,
+    check_readable,
     open_commit,
     partition_columns,
     under_any,
@@ -1169,6 +1170,7 @@ def _store_fs(
             destination.parent.mkdir(parents=True, exist_ok=True)
             os.replace(spark_dir / rel, destination)
         remove(spark_dir)
+        check_readable(spec, commit.staging, written)
         commit.metadata_file = spec.metadata_file  # the metadata repository's record
         commit.metadata_root = spec.root
         commit.commit()

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.exec.spark.collect import to_arrow
+from engine.exec.spark.names import column
 from engine.types import UNION, MajorType, from_spark, is_union, union_array
 
 UNION_MARK = "drill.union"
@@ -121,7 +122,7 @@ def marked_texts(df: DataFrame) -> DataFrame:
     the schema it writes in the footer, see :mod:`engine.storage.formats.parquet_unions`)."""
     columns = []
     for field, stored in zip(df.schema.fields, storage_schema(df.schema).fields, strict=True):
-        text = as_text(F.col(f"`{field.name}`"), field.dataType)
+        text = as_text(column(field.name), field.dataType)
         if isinstance(stored.dataType, T.StructType | T.ArrayType):
             text = text.cast(nullable_spark_type(stored.dataType))  # the members' marks
         columns.append(text.alias(field.name, metadata=dict(stored.metadata or {})))
@@ -156,9 +157,7 @@ def collect_arrow(df: DataFrame, collect: Any = None) -> pa.Table:
     collect = collect or to_arrow
     if not has_variant(schema):
         return collect(df)
-    texts = df.select(
-        *[as_text(F.col(f"`{f.name}`"), f.dataType).alias(f.name) for f in schema.fields]
-    )
+    texts = df.select(*[as_text(column(f.name), f.dataType).alias(f.name) for f in schema.fields])
     table = collect(texts)
     columns = [
         _to_union(table.column(i).combine_chunks(), f.dataType) for i, f in enumerate(schema.fields)

@@ -256,14 +256,29 @@ class CsvReader(FormatReader):
                     ),
                 )
 
-        try:
-            return read(None)
-        except pa.ArrowInvalid as err:
-            if "straddl" not in str(err):
-                raise
-        # One row is longer than a block: read the file as one block.
-        self.skipped = 0
-        return read(self.file.real_path.stat().st_size + 1)
+        block = None
+        for _ in range(2):
+            try:
+                return read(block)
+            except pa.ArrowInvalid as err:
+                if "header is larger than block size" in str(err) and block is None:
+                    # The lines before the data must fit one block: give it room for them.
+                    block = max(2 * self._data_offset(skip), 1 << 20)
+                elif "straddl" in str(err):
+                    # One row is longer than a block: read the file as one block.
+                    block = self.file.real_path.stat().st_size + 1
+                else:
+                    raise
+                self.skipped = 0
+        return read(block)
+
+    def _data_offset(self, skip: int) -> int:
+        """The byte offset where the data starts, after ``skip`` lines (the header)."""
+        with self.open_binary() as binary:
+            for _ in range(skip):
+                if not binary.readline():
+                    break
+            return binary.tell()
 
     def _locate_conversion(
         self, names: list[str], skip: int, types: dict[str, pa.DataType], err: pa.ArrowInvalid

@@ -506,3 +506,38 @@ def test_a_partitioned_store_reads_back_alike_on_both_executors(
         {"e": {"v": 4, "day": None}},
     ]
     assert run_plan(read, executor="spark", spark=spark).records() == local
+
+
+NAMES = st.text(
+    alphabet=st.sampled_from(["a", "b", "x", "`", ".", '"', "'", " ", "é", "名", "-", "$"]),
+    min_size=1,
+    max_size=6,
+).filter(lambda n: not n.startswith("_") and n.strip() == n)
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+)
+@given(names=st.lists(NAMES, min_size=1, max_size=4, unique=True))
+@example(names=["a`b", "x`.`y", "x.y", "x"])
+def test_column_names_round_trip_through_both_executors(spark: Any, names: list[str]) -> None:
+    """Names with backquotes, dots, quotes, spaces and unicode are names, not paths, on Spark
+    too: the first holds a UNION (an int, then a string); a distinct union (of plain values:
+    Spark cannot group a VARIANT) compares records by every column."""
+    records = [
+        {name: (i if j else [i, "s"][i % 2]) for j, name in enumerate(names)} for i in range(3)
+    ]
+    plan = build_plan(records, [{"op": "limit", "first": 0, "last": 3}], None, [])
+    assert_same_records(plan, spark)
+    local = run_plan(plan, executor="local").records()
+    assert [sorted(r) for r in local] == [sorted(names)] * 3
+    plain = [{name: i for name in names} for i in range(3)]
+    distinct = build_plan(plain, [{"op": "limit", "first": 0, "last": 3}], UNION_DISTINCT, [])
+    assert_same_records(distinct, spark)
+
+
+UNION_DISTINCT = {"op": "union", "distinct": True}

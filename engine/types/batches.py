@@ -1,7 +1,7 @@
 """Arrow record batches of one stream as one table, under the schema they share.
 
-Both the operator protocol (draining an operator) and the local executor's buffers need this; it
-lives beside them, in no executor.
+The operator protocol (draining an operator), the local executor's buffers and the streaming stores
+need this; it lives with the types, below all of them.
 """
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from engine.errors import SchemaConflictError
-from engine.scan.loader_arrow import align
-from engine.types import UNION_ARROW, is_union
+from engine.types.arrow import UNION_ARROW, align, is_union
 
 
 def concat_batches(batches: list[pa.RecordBatch], *, schema: pa.Schema | None = None) -> pa.Table:

@@ -1,0 +1,28 @@
+"""Column names on Spark: every name from a plan or a file reaches Spark through :func:`column`
+(or :func:`quote_name`), backquoted, so dots, spaces, quotes and backquotes in it are literal.
+
+Spark reads ``F.col("a.b")`` as the field ``b`` of ``a`` and fails on a lone backquote
+(``INVALID_ATTRIBUTE_NAME_SYNTAX``); the local executor takes names as they are.
+
+>>> quote_name("x`.`y")
+'`x``.``y`'
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+
+def quote_name(name: str) -> str:
+    """``name`` as a Spark identifier for ``F.col``: backquoted, backquotes doubled.
+
+    >>> quote_name("odd.name`x")
+    '`odd.name``x`'
+    """
+    return "`" + name.replace("`", "``") + "`"
+
+
+def column(name: str) -> Column:
+    """The top-level column called exactly ``name``."""
+    return F.col(quote_name(name))
