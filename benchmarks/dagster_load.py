@@ -1,4 +1,4 @@
-"""Issue 6's load benchmark: ``load_definitions`` over 1,000 generated plans of 10 operators each.
+"""The load benchmark: ``load_definitions`` over 1,000 generated plans of 10 operators each.
 
 Writes ``--plans`` plans into a temporary directory (chains of ten: the first plan of a chain
 scans a raw source, each next one scans the previous plan's store; every fifth plan joins two

@@ -1,4 +1,4 @@
-"""Issue 6's overhead benchmark: a Dagster materialization of one example plan against
+"""The overhead benchmark: a Dagster materialization of one example plan against
 ``engine.run_plan`` of the same plan, on the same already-running SparkSession.
 
 The example data is generated into a temporary project (the example plans copied beside it), one
@@ -12,7 +12,7 @@ SparkSession is started, and then, alternating, ``--repeat`` times after a warm-
 * ``materialize``: ``dagster.materialize`` of the same assets, which builds the job on every call.
 
 Both write the same store (overwriting it). Overhead = median(dagster) - median(run_plan); target
-(issue 6) <= 1 s. Run from the repository root::
+<= 1 s. Run from the repository root::
 
     .venv/bin/python benchmarks/dagster_overhead.py                         # orders_enriched
     .venv/bin/python benchmarks/dagster_overhead.py --plan events_cleaned   # one day partition

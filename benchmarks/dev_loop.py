@@ -18,7 +18,7 @@ root::
 
     .venv/bin/python benchmarks/dev_loop.py [--repeat 3] [--modes warm,cold]
 
-Target (issue 40): warm under 15 s on a 2-core machine (cold ~120 s).
+Target: warm under 15 s on a 2-core machine (cold ~120 s).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 4's benchmark: the local executor against DuckDB, same parquet files, same run.
+"""The local executor's benchmark: the local executor against DuckDB, same parquet files, same run.
 
 Two queries over generated data (``--rows`` fact rows, default 1,000,000; a 10,000-row dimension):
 

@@ -1,4 +1,4 @@
-"""Issue 3's scan benchmark: our JSON scans against Spark's own JSON reader, same files, same run.
+"""The scan benchmark: our JSON scans against Spark's own JSON reader, same files, same run.
 
 Generates nested JSON lines (``--files`` files of ``--records`` records each), then times
 count + sum(amount) as one action per scan, alternating the contenders, ``--repeat`` times after a
@@ -13,7 +13,7 @@ warm-up, and prints the medians and two ratios:
 Run from the repository root::
 
     .venv/bin/python benchmarks/scan_json.py                 # ~1-2 minutes on 2 cores
-    .venv/bin/python benchmarks/scan_json.py --records 312500 --repeat 3   # 584 MB, about issue 3's size
+    .venv/bin/python benchmarks/scan_json.py --records 312500 --repeat 3   # 584 MB, the large size
 """
 
 from __future__ import annotations

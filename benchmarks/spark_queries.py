@@ -1,4 +1,4 @@
-"""Issue 5's Spark benchmark: our plans against hand-written PySpark, same data, same session.
+"""The Spark benchmark: our plans against hand-written PySpark, same data, same session.
 
 For each query of ``benchmarks/spark_queries/plans`` (TPC-H Q1, Q3 and Q6 shapes, a windowframe
 sessionization, a flatten, a left join with a filter, a union distinct, a top-N), checks once that

@@ -1,4 +1,4 @@
-"""Issue 5's Spark benchmark: Drill logical plans against hand-written PySpark, same data, same run.
+"""The Spark benchmark: Drill logical plans against hand-written PySpark, same data, same run.
 
 * :mod:`.data` generates the data set (``--scale``): TPC-H-like ``lineitem``, ``orders`` and
   ``customer`` as parquet, nested JSON-lines ``events`` in one directory per day, and a CSV table
