@@ -184,6 +184,21 @@ def walk(expr: Expr) -> Iterator[Expr]:
         stack.extend(reversed(node.children()))
 
 
+def common_path_prefix(paths: list[tuple[str | int, ...]]) -> tuple[str | int, ...]:
+    """The longest path all of ``paths`` start with.
+
+    >>> common_path_prefix([("a", 0, "x"), ("a", 0, "y")]), common_path_prefix([])
+    (('a', 0), ())
+    """
+    common = paths[0] if paths else ()
+    for path in paths[1:]:
+        size = 0
+        while size < min(len(common), len(path)) and common[size] == path[size]:
+            size += 1
+        common = common[:size]
+    return common
+
+
 def field_refs(expr: Expr) -> list[FieldRef]:
     """Every field reference, in order of appearance (repeats kept).
 

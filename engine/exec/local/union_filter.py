@@ -42,7 +42,7 @@ import pyarrow as pa
 from engine.exec.local.nested_filter import NestedFilter, array_levels
 from engine.expr.arrow.evaluate import EvaluationError, predicate_fields
 from engine.expr.arrow.trees import get_path, is_list_type
-from engine.expr.nodes import Expr, FieldRef, field_refs
+from engine.expr.nodes import Expr, FieldRef, common_path_prefix, field_refs
 from engine.types import is_union, union_array
 
 Path = tuple[str | int, ...]
@@ -108,7 +108,7 @@ class UnionFilter:
     def __init__(self, expr: Expr, schema: pa.Schema, walking: list[FieldRef]) -> None:
         self.expr = expr
         self.walking = walking
-        self.common = _common_prefix([ref.path for ref in walking])
+        self.common = common_path_prefix([ref.path for ref in walking])
         # The type each walking reference reads where it is tested: a UNION (its values may be
         # of any kind) or the schema's type of a typed path.
         self.types: dict[FieldRef, pa.DataType | None] = {}
@@ -223,16 +223,6 @@ def _read(node: object, rest: Sequence[str | int], ref: FieldRef) -> object:
         else:
             return None
     return node
-
-
-def _common_prefix(paths: list[Path]) -> Path:
-    common = paths[0] if paths else ()
-    for path in paths[1:]:
-        size = 0
-        while size < min(len(common), len(path)) and common[size] == path[size]:
-            size += 1
-        common = common[:size]
-    return common
 
 
 def arrow_values(values: list[object], dtype: pa.DataType) -> pa.Array:

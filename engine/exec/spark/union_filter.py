@@ -39,7 +39,7 @@ from pyspark.sql import types as T
 from engine.exec.spark.columns import compile_predicate
 from engine.exec.spark.nested_filter import array_levels
 from engine.exec.spark.paths import Typed, column_of, get_typed, make_struct, null_typed
-from engine.expr.nodes import Expr, FieldRef, field_refs
+from engine.expr.nodes import Expr, FieldRef, common_path_prefix, field_refs
 
 MAX_VARIANT_ARRAYS = 2
 """How many arrays may nest inside one another in a VARIANT on a filter's path (see the module)."""
@@ -116,7 +116,7 @@ class _Walker:
         self.predicate = predicate
         self.schema = schema
         self.walking = set(walking)
-        self.common = _common_prefix([ref.path for ref in walking])
+        self.common = common_path_prefix([ref.path for ref in walking])
 
     def walk(self, node: Typed, i: int, depth: int) -> tuple[Column, T.DataType]:
         """The ``struct<k, v>`` of ``node``, reached by the first ``i`` steps of the common
@@ -312,13 +312,3 @@ def _crossing_message(ref: FieldRef) -> str:
         "nested filtering prunes one array path at a time (flatten the array first, or split "
         "the condition into two filters)"
     )
-
-
-def _common_prefix(paths: list[tuple[str | int, ...]]) -> tuple[str | int, ...]:
-    common = paths[0] if paths else ()
-    for path in paths[1:]:
-        size = 0
-        while size < min(len(common), len(path)) and common[size] == path[size]:
-            size += 1
-        common = common[:size]
-    return common
