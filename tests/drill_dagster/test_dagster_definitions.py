@@ -228,10 +228,21 @@ def test_from_partitions_needs_time_partitions(tmp_path: Path, kit: Kit) -> None
 
 
 def test_two_stores_with_one_key_are_refused(tmp_path: Path, kit: Kit) -> None:
+    # Two targets, one key (given in the project file): refused by the Dagster layer. (Two stores
+    # of one plan with one target are refused earlier, by the plan's own validation.)
+    yaml_text = "plans: {split: {stores: {totals: {key: [enriched]}}}}"
+    plans_dir = kit.write(tmp_path, plans={"split": kit.SPLIT}, project_yaml=yaml_text)
+    with pytest.raises(DrillDefinitionsError, match="both have the asset key enriched"):
+        load_definitions(plans_dir)
+
+
+def test_two_stores_with_one_target_are_refused_naming_both(tmp_path: Path, kit: Kit) -> None:
     twin = kit.copy(kit.SPLIT)
     twin["query"][6]["target"]["path"] = "enriched"
     plans_dir = kit.write(tmp_path, plans={"split": twin}, project_yaml=None)
-    with pytest.raises(DrillDefinitionsError, match="both have the asset key enriched"):
+    with pytest.raises(
+        DrillDefinitionsError, match=r"\$\.query\[6\]\.target\.path .*\$\.query\[4\]"
+    ):
         load_definitions(plans_dir)
 
 

@@ -245,8 +245,8 @@ def test_a_three_day_range_on_spark_is_one_run_overwriting_exactly_its_partition
     # Its own lake: the executors write timestamps with different Arrow types (see the report),
     # and a partitioned store refuses rows whose schema differs from the partitions it keeps.
     shutil.copytree(example.root / "plans", tmp_path / "plans")
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "raw").symlink_to(example.raw)
+    # A copy, not a link: the code location only reads roots under its project directory.
+    shutil.copytree(example.raw, tmp_path / "data" / "raw")
     example = Example(tmp_path, DagsterInstance.ephemeral())
     lake = example.lake / "events_cleaned"
     defs = example.defs("spark")
@@ -312,8 +312,8 @@ def test_sessions_on_spark_count_the_windows_they_never_build_as_the_local_execu
     into the aggregate over each event's frame on Spark: their rows are still every member of
     every window (each event with the user's previous one), as the local executor counts them."""
     shutil.copytree(example.root / "plans", tmp_path / "plans")
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "raw").symlink_to(example.raw)
+    # A copy, not a link: the code location only reads roots under its project directory.
+    shutil.copytree(example.raw, tmp_path / "data" / "raw")
     on_spark = Example(tmp_path, DagsterInstance.ephemeral())
     defs = on_spark.defs("spark")
     selection = AssetSelection.assets("events_cleaned", "user_sessions")

@@ -138,7 +138,7 @@ class StoreOperator(BatchOperator):
             engine,
             self.op.target,
             self.drain(),
-            schema=lambda: self.inputs[0].schema,
+            schema=lambda: self.inputs[0].schema or pa.schema([]),
             buffered=buffered,
         )
         return None
