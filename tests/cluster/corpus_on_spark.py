@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         conf={"spark.executor.memory": "1g"} if args.master else {},
     )
     spark = create_session(config)
-    known = KNOWN_FAILURES["spark"]
+    known = KNOWN_FAILURES["connect" if args.remote else "spark"]
     failed, passed = [], 0
     try:
         for case in load_cases():

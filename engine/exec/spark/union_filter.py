@@ -35,9 +35,10 @@ from collections.abc import Callable, Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.utils import is_remote
 
 from engine.exec.spark.columns import compile_predicate
-from engine.exec.spark.nested_filter import array_levels
+from engine.exec.spark.nested_filter import NestedFilterError, array_levels
 from engine.exec.spark.paths import Typed, column_of, get_typed, make_struct, null_typed
 from engine.expr.nodes import Expr, FieldRef, common_path_prefix, field_refs
 
@@ -86,6 +87,14 @@ def union_filter(df: DataFrame, predicate: Expr) -> DataFrame | None:
     refs = list(dict.fromkeys(field_refs(predicate)))
     if not any(reaches_variant(schema, ref.path) for ref in refs):
         return None
+    if is_remote():
+        # The unrolled walk nests deeper than Spark Connect's client parses its expressions.
+        raise NestedFilterError(
+            f"the filter `{predicate}` reads inside UNION values, which the Spark executor "
+            "walks only in a classic session, not through Spark Connect",
+            hint="run the plan with a local Spark session or executor='local', or give the "
+            "field one type in the scan's schema",
+        )
     walking = [r for r in refs if reaches_variant(schema, r.path) or array_levels(schema, r.path)]
     walker = _Walker(predicate, schema, walking)
     root = walker.common[0] if walker.common else None
