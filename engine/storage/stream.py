@@ -42,14 +42,13 @@ class StreamWriter:
             self.write(batch)
 
     def write(self, batch: pa.RecordBatch) -> None:
-        from engine.types.batches import concat_batches
+        from engine.types.batches import concat_batches, conform
 
         if not batch.schema.equals(self.schema):
             unified = concat_batches([_empty(self.schema), batch])
             if not unified.schema.equals(self.schema):
                 self._widen(unified.schema)  # the unified schema: this one's columns first
-            batches = unified.combine_chunks().to_batches()
-            batch = batches[0] if batches else _empty(self.schema)
+            batch = conform(batch, self.schema)
         if batch.num_rows == 0:
             return
         self.rows += batch.num_rows
@@ -83,15 +82,11 @@ class StreamWriter:
 
     def _widen(self, schema: pa.Schema) -> None:
         """Continue under ``schema``: what was written so far conforms to it."""
-        from engine.types.batches import concat_batches
+        from engine.types.batches import conform
 
         old = self.schema
         self.schema = schema
-        self._pending = [
-            concat_batches([_empty(schema), b]).combine_chunks().to_batches()[0]
-            for b in self._pending
-            if b.num_rows
-        ]
+        self._pending = [conform(b, schema) for b in self._pending if b.num_rows]
         if self._parquet is None:
             return
         self._parquet.close()
@@ -101,7 +96,8 @@ class StreamWriter:
         source = pq.ParquetFile(written)
         for group in range(source.num_row_groups):
             table = source.read_row_group(group).cast(old)
-            self._parquet.write_table(concat_batches([_empty(schema), *table.to_batches()]))
+            batches = [conform(b, schema) for b in table.to_batches()]
+            self._parquet.write_table(pa.Table.from_batches(batches, schema=schema))
         written.unlink()
 
 

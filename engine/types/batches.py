@@ -41,7 +41,7 @@ def concat_batches(batches: list[pa.RecordBatch], *, schema: pa.Schema | None = 
     common = _common_schema([batch.schema for batch in batches])
     if common is None:
         raise _conflict([batch.schema for batch in batches])
-    return pa.Table.from_batches([_conformed(batch, common) for batch in batches], schema=common)
+    return pa.Table.from_batches([conform(batch, common) for batch in batches], schema=common)
 
 
 def _common_schema(schemas: list[pa.Schema]) -> pa.Schema | None:
@@ -78,7 +78,9 @@ def _common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         return None
 
 
-def _conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` under ``schema``, a schema it unifies with: its columns aligned to their types
+    there (into UNIONs where ``schema`` has one), missing columns null."""
     names = batch.schema.names
     columns = [
         align(batch.column(names.index(field.name)), field.type)

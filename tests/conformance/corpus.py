@@ -24,7 +24,7 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "local": {},
     "spark": {},
     "connect": dict.fromkeys(
-        ["X01", "X02", "X03", "X04"],
+        ["X01", "X02", "X04"],
         "filtering inside UNION values is refused through Spark Connect (a clear NestedFilterError)",
     ),
 }

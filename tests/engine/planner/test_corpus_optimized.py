@@ -27,8 +27,8 @@ def test_case_with_and_without_rules(case: dict[str, Any], optimized: bool) -> N
 def test_optimized_plan_round_trips(case: dict[str, Any]) -> None:
     if case.get("expect_error") or case["id"] in PARSE_ONLY or case["id"] == "U20":
         return  # nothing to optimize: the plan is rejected, or only parsed
-    plan = parse_plan(CORPUS / case["plan"])
-    optimized = optimize(plan, Statistics.collect(plan, classpath=[CORPUS / "data"]))
+    plan = parse_plan(case["root"] / case["plan"])
+    optimized = optimize(plan, Statistics.collect(plan, classpath=[case["classpath"]]))
     assert parse_plan(optimized.to_dict()) == optimized
     assert {op.id for op in optimized.sinks()} == {op.id for op in plan.sinks()}
 
