@@ -336,15 +336,24 @@ class _OpStep:
             writes = run_stores_whole(
                 plan, [store.id], slices, executor="local", classpath=drill.classpath
             )[store.id]
-            yield store_output(
-                context,
-                store,
-                self.asset_key,  # type: ignore[arg-type]
-                writes,
-                self.scan_keys,
-                inputs_version,
-            )
-            return
+        else:
+            result = self._spark_step(plan, store, slices, values, drill)
+            if store is None:
+                yield Output(result)  # this operator's DataFrames, for the next step
+                return
+            writes = result
+        yield store_output(
+            context,
+            store,
+            self.asset_key,  # type: ignore[arg-type]
+            writes,
+            self.scan_keys,
+            inputs_version,
+        )
+
+    def _spark_step(self, plan, store, slices, values, drill):
+        """The step on Spark: this operator's DataFrames (compiled again from the plan where an
+        input is not in memory), or, for a store, what it wrote."""
         from drill_dagster import spark_ops  # the Spark compiler, loaded by the first step
 
         refs = self.operator.input_ids()
@@ -355,17 +364,8 @@ class _OpStep:
             for ref, value in zip(refs, values)
         ]
         if store is None:
-            yield Output(spark_ops.compile_step(plan, self.operator, slices, values, drill))
-            return
-        writes = spark_ops.store_step(plan, store, slices, values, drill)
-        yield store_output(
-            context,
-            store,
-            self.asset_key,  # type: ignore[arg-type]
-            writes,
-            self.scan_keys,
-            inputs_version,
-        )
+            return spark_ops.compile_step(plan, self.operator, slices, values, drill)
+        return spark_ops.store_step(plan, store, slices, values, drill)
 
 
 @dataclass(frozen=True)
