@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 class Hang(Exception):
@@ -59,3 +60,19 @@ def peak_rss_growth(setup: str, body: str, *, cwd: str, timeout: float = 120) ->
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return int(json.loads(done.stdout.strip().splitlines()[-1])["growth"])
+
+
+def scan(op_id: int, path: str) -> dict[str, Any]:
+    """A JSON scan of ``path`` under the plan's ``fs`` engine, its records as ``r``."""
+    return {
+        "@id": op_id,
+        "op": "scan",
+        "storageengine": "fs",
+        "ref": "r",
+        "selection": {"path": path, "format": "json"},
+    }
+
+
+def to_queue(op_id: int, input_id: int) -> dict[str, Any]:
+    """A store of ``input_id``'s records into the plan's queue engine ``q``."""
+    return {"@id": op_id, "op": "store", "input": input_id, "storageengine": "q", "target": {}}

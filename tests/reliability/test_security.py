@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reliability_support import scan, to_queue
 
 from engine import run_plan
 from engine.errors import DrillError, ExpressionSyntaxError, PlanError, StorageError
@@ -37,20 +38,6 @@ def store(op_id: int, input_id: int, path: str) -> dict[str, Any]:
         "storageengine": "fs",
         "target": {"path": path, "format": "json"},
     }
-
-
-def scan(op_id: int, path: str) -> dict[str, Any]:
-    return {
-        "@id": op_id,
-        "op": "scan",
-        "storageengine": "fs",
-        "ref": "r",
-        "selection": {"path": path, "format": "json"},
-    }
-
-
-def to_queue(op_id: int, input_id: int) -> dict[str, Any]:
-    return {"@id": op_id, "op": "store", "input": input_id, "storageengine": "q", "target": {}}
 
 
 @pytest.fixture
