@@ -156,8 +156,15 @@ def resolve_under_root(
         candidate = root if relative == "." else root / relative
     # Glob characters in the root are the root's own name; in a target they are literal too.
     checked = candidate if literal else root / literal_prefix(candidate.relative_to(root))
-    real_root = Path(os.path.realpath(root))
-    if not is_within(Path(os.path.realpath(checked)), real_root):
+    try:
+        real_root = Path(os.path.realpath(root))
+        real_checked = Path(os.path.realpath(checked))
+    except OSError as error:  # a directory on the way was moved or removed while it was read
+        raise StorageError(
+            f"{role} '{path}' could not be resolved under {where}: {error.strerror}",
+            hint="something changed the directory while the plan ran; run it again",
+        ) from None
+    if not is_within(real_checked, real_root):
         raise StorageError(
             f"{role} '{path}' escapes the root of {where} through a symbolic link",
             hint="symlinks inside a storage root must point inside it",
