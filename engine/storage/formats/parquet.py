@@ -23,7 +23,6 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.fs as fs
 import pyarrow.parquet as pq
 
@@ -32,7 +31,6 @@ from engine.storage.formats.base import FormatReader, empty_table
 from engine.storage.formats.parquet_unions import arrow_schema_of, with_unions
 
 DEFAULT_BATCH_ROWS = 65_536
-_FORMAT = ds.ParquetFileFormat()
 _LOCAL = fs.LocalFileSystem()
 
 
@@ -74,7 +72,9 @@ class ParquetReader(FormatReader):
 
     def _row_groups(self, prune: pc.Expression) -> list[int] | None:
         """The row groups whose statistics do not exclude ``prune`` (None: all, unknown)."""
-        fragment = _FORMAT.make_fragment(str(self.file.real_path), filesystem=_LOCAL)
+        import pyarrow.dataset as ds  # imports pandas: only when row groups are pruned
+
+        fragment = ds.ParquetFileFormat().make_fragment(str(self.file.real_path), filesystem=_LOCAL)
         try:
             return [group.id for group in fragment.subset(prune).row_groups]
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OSError):
