@@ -22,7 +22,7 @@ forms a native builder refuses; ``AGGREGATE_NAMES`` are compiled by the aggregat
 
 >>> sorted(AGGREGATE_NAMES)[:3]
 ['avg', 'count', 'count_distinct']
->>> like_to_regex("a%b_")
+>>> like_to_java("a%b_")
 '(?s)\\\\Aa.*b.\\\\z'
 """
 
@@ -37,6 +37,7 @@ from pyspark.sql import types as T
 
 from engine.errors import DrillError
 from engine.exec.spark.paths import Typed, cast_column, null_typed, same_type
+from engine.expr.like import like_to_java
 from engine.types import MajorType, MinorType, from_spark, to_spark
 
 Builder = Callable[..., Typed]
@@ -479,33 +480,8 @@ def _concat(*args: Typed) -> Typed:
     return _typed(F.concat_ws("", *[to_text(a).column for a in args]), STRING)
 
 
-_REGEX_SPECIAL = frozenset("\\.^$|?*+()[]{}")
-
-
-def like_to_regex(pattern: str, escape: str | None = None) -> str:
-    """A SQL LIKE pattern as an anchored Java regex: ``%`` any run, ``_`` one character."""
-    parts: list[str] = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if escape and ch == escape and i + 1 < len(pattern):
-            ch = pattern[i + 1]
-            parts.append("\\" + ch if ch in _REGEX_SPECIAL else ch)
-            i += 2
-            continue
-        if ch == "%":
-            parts.append(".*")
-        elif ch == "_":
-            parts.append(".")
-        else:
-            parts.append("\\" + ch if ch in _REGEX_SPECIAL else ch)
-        i += 1
-    # \A and \z: Java's $ would also match before a final line break.
-    return "(?s)\\A" + "".join(parts) + "\\z"
-
-
 def _like_regex_column(pattern: Column) -> Column:
-    """:func:`like_to_regex` for a pattern that varies by row (no escape), with regexp_replace."""
+    """:func:`~engine.expr.like.like_to_java` for a pattern that varies by row (no escape), with regexp_replace."""
     escaped = F.regexp_replace(pattern, r"([\\.^$|?*+()\[\]{}])", r"\\$1")
     wild = F.regexp_replace(F.regexp_replace(escaped, "%", ".*"), "_", ".")
     return F.concat(F.lit("(?s)\\A"), wild, F.lit("\\z"))
@@ -522,7 +498,7 @@ def _like(s: Typed, pattern: Typed, escape: Typed | None = None) -> Typed:
     if pattern.is_constant:
         if pattern.constant is None:
             return null_typed(BOOLEAN)
-        regex = like_to_regex(pattern.constant, escape_char)
+        regex = like_to_java(pattern.constant, escape_char)
         return _typed(text.column.rlike(regex), BOOLEAN)
     if escape_char is not None:
         _require_constant(pattern, "like", "a pattern used with an escape")

@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.expr.like import like_to_re2
 from engine.types import MinorType, from_arrow
 
 Value = pa.Array | pa.Scalar
@@ -424,34 +425,6 @@ def _concat(*args: Value) -> Value:
     return pc.binary_join_element_wise(*texts, "", null_handling="replace", null_replacement="")
 
 
-_REGEX_SPECIAL = frozenset("\\.^$|?*+()[]{}")
-
-
-def like_to_regex(pattern: str, escape: str | None = None) -> str:
-    """A SQL LIKE pattern as an anchored RE2 regex: ``%`` any run, ``_`` one character.
-
-    >>> like_to_regex("a%b_")
-    '(?s)^a.*b.$'
-    """
-    parts: list[str] = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if escape and ch == escape and i + 1 < len(pattern):
-            ch = pattern[i + 1]
-            parts.append("\\" + ch if ch in _REGEX_SPECIAL else ch)
-            i += 2
-            continue
-        if ch == "%":
-            parts.append(".*")
-        elif ch == "_":
-            parts.append(".")
-        else:
-            parts.append("\\" + ch if ch in _REGEX_SPECIAL else ch)
-        i += 1
-    return "(?s)^" + "".join(parts) + "$"
-
-
 def _like(s: Value, pattern: Value, escape: Value | None = None) -> Value:
     s = string(s)
 
@@ -460,7 +433,7 @@ def _like(s: Value, pattern: Value, escape: Value | None = None) -> Value:
             return _nulls_like(s, pa.bool_())
         if e is not None and len(e) != 1:
             raise ArgumentError(f"a LIKE escape is one character, got {e!r}")
-        return _search(s, like_to_regex(p, e))
+        return _search(s, like_to_re2(p, e))
 
     if escape is None:
         return by_value(string(pattern), lambda p: match(p, None))

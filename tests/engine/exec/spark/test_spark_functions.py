@@ -10,8 +10,9 @@ import pytest
 from pyspark.sql import types as T
 
 from engine.exec.spark.columns import compile_expression
-from engine.exec.spark.spark_functions import UnsupportedOnSpark, like_to_regex
+from engine.exec.spark.spark_functions import UnsupportedOnSpark
 from engine.expr import ExpressionTypeError, parse_expression
+from engine.expr.like import like_to_java
 
 pytestmark = pytest.mark.spark
 
@@ -133,9 +134,9 @@ def test_argument_forms_without_a_native_translation_are_refused(text: str, mess
 
 
 def test_like_patterns_are_anchored_and_escape_regex_characters() -> None:
-    assert like_to_regex("a.c%") == "(?s)\\Aa\\.c.*\\z"
-    assert like_to_regex("100!%", "!") == "(?s)\\A100%\\z"
-    assert like_to_regex("_(x)") == "(?s)\\A.\\(x\\)\\z"
+    assert like_to_java("a.c%") == "(?s)\\Aa\\.c.*\\z"
+    assert like_to_java("100!%", "!") == "(?s)\\A100%\\z"
+    assert like_to_java("_(x)") == "(?s)\\A.\\(x\\)\\z"
 
 
 def test_every_function_compiles_to_native_expressions_without_python(df, capsys) -> None:
