@@ -14,10 +14,13 @@ read by nothing else; filters between them are taken in too), this rule:
 
 When the tree has a join without conditions (a chain of comma joins), its inputs are also
 reordered so that no cross product is built while a joinable input is left: starting with the
-smallest input, the next is the smallest of those an equality connects to the inputs joined so
-far (any smallest one when none is). Sizes are the scans' row counts (:mod:`statistics`), halved
-for each conjunct filtering the input and divided by ten for an equality with a constant; an
-input of unknown size counts as largest. Each join reads the larger of its two inputs on the
+smallest input, the next is the one an equality connects to the inputs joined so far that gives
+the smallest estimated result (any smallest input when none is connected). Sizes are the scans'
+row counts (:mod:`~engine.planner.statistics`), halved for each conjunct filtering the input and
+divided by ten for an equality with a constant (an input of unknown size counts as largest); a
+join's is the product of its inputs' divided by the larger number of distinct values of the two
+sides of its equality (System R's estimate), a column having at most as many as its integer
+range (parquet min/max) and as the rows. Each join reads the larger of its two inputs on the
 left (the local executor streams the left input and buffers the right). A tree whose joins all
 have conditions keeps its shape: its conditions only gain the filter's equalities.
 
@@ -48,7 +51,6 @@ What a reordering changes is the order of the joined records, which inner joins 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -167,11 +169,11 @@ def _rewrite(
         return None
     shape = tree.shape
     if tree.bare_join:
-        sizes = [
-            _size(plan, ref, stats, placement.pushed.get(i, []))
+        inputs = [
+            _describe(plan, ref, stats, placement.pushed.get(i, []))
             for i, ref in enumerate(tree.inputs)
         ]
-        shape = _greedy_shape(sizes, placement.candidates, list(tree.joins))
+        shape = _greedy_shape(inputs, placement.candidates, list(tree.joins))
     return _Builder(plan, tree, placement, top, ids).build(shape)
 
 
@@ -277,24 +279,49 @@ class _Placement:
         self.rest.append((test, inputs))
 
 
-def _size(plan: LogicalPlan, op_id: str, stats: Statistics | None, tests: list[Expr]) -> float:
-    """The estimated rows of an input (see the module docstring)."""
-    rows: float = math.inf
+UNKNOWN_ROWS = 1e15
+"""The size of an input without statistics: larger than any other, still a number."""
+
+
+@dataclass(frozen=True)
+class _Input:
+    """An input's estimated rows and its integer columns' value ranges (lower-cased names)."""
+
+    rows: float
+    ranges: dict[str, tuple[int, int]]
+
+    def distinct(self, expr: Expr) -> float:
+        """How many distinct values ``expr`` (reading this input only) may have: at most the
+        range of a column, and at most the rows."""
+        if isinstance(expr, FieldRef) and len(expr.path) == 2:
+            bounds = self.ranges.get(str(expr.path[1]).lower())
+            if bounds is not None:
+                return max(1.0, min(self.rows, float(bounds[1] - bounds[0] + 1)))
+        return max(1.0, self.rows)
+
+
+def _describe(plan: LogicalPlan, op_id: str, stats: Statistics | None, tests: list[Expr]) -> _Input:
+    """The estimate of an input (see the module docstring)."""
+    rows, ranges = UNKNOWN_ROWS, {}
+    renamed = False
     op: Operator | None = plan.operator(op_id)
     while op is not None:
         if isinstance(op, Scan):
             scan_stats = stats.scan(op.id) if stats is not None else None
             if scan_stats is not None and scan_stats.row_count is not None:
                 rows = float(scan_stats.row_count)
+            if scan_stats is not None and scan_stats.ranges and not renamed:
+                ranges = {name.lower(): r for name, r in scan_stats.ranges.items()}
             break
         if isinstance(op, Filter):
             tests = [*tests, *conjuncts(parse_cached(op.expr))]
+        renamed |= op.op in ("project", "transform")
         if op.op not in _PASS_THROUGH or not op.input_ids():
             break
         op = plan.operator(op.input_ids()[0])
     for test in tests:
         rows *= 0.1 if _equals_constant(test) else 0.5
-    return rows
+    return _Input(rows, ranges)
 
 
 def _equals_constant(test: Expr) -> bool:
@@ -304,34 +331,59 @@ def _equals_constant(test: Expr) -> bool:
     return kinds == {FieldRef, Literal}
 
 
-def _greedy_shape(sizes: list[float], candidates: list[_Candidate], join_ids: list[str]) -> object:
-    """A chain joining the smallest input first, then always the smallest connected one."""
-    order = sorted(range(len(sizes)), key=lambda i: (sizes[i], i))
+def _greedy_shape(
+    inputs: list[_Input], candidates: list[_Candidate], join_ids: list[str]
+) -> object:
+    """A chain starting with the smallest input, then always joining the connected input that
+    gives the smallest estimated result (any smallest input when none is connected)."""
+    order = sorted(range(len(inputs)), key=lambda i: (inputs[i].rows, i))
     first = order[0]
-    joined, shape, size = {first}, first, sizes[first]
+    joined, shape, size = {first}, first, inputs[first].rows
     remaining = [i for i in order if i != first]
     ids = iter(join_ids)
     while remaining:
-        connected = [i for i in remaining if _connects(candidates, joined, i)]
-        pick = (connected or remaining)[0]
+        options = []
+        for i in remaining:
+            divisor = _join_divisor(candidates, inputs, joined, i)
+            if divisor is not None:
+                options.append((size * inputs[i].rows / divisor, inputs[i].rows, i))
+        if options:
+            new_size, _, pick = min(options)
+        else:
+            pick = remaining[0]
+            new_size = size * inputs[pick].rows
         remaining.remove(pick)
-        new_size = max(size, sizes[pick]) if connected else size * sizes[pick]
         join_id = next(ids)
-        shape = (pick, shape, join_id) if sizes[pick] > size else (shape, pick, join_id)
+        rows = inputs[pick].rows
+        shape = (pick, shape, join_id) if rows > size else (shape, pick, join_id)
         joined.add(pick)
-        size = new_size
+        size = max(1.0, new_size)
     return shape
 
 
-def _connects(candidates: Iterable[_Candidate], joined: set[int], index: int) -> bool:
+def _join_divisor(
+    candidates: Iterable[_Candidate], inputs: list[_Input], joined: set[int], index: int
+) -> float | None:
+    """How much the equalities between ``joined`` and input ``index`` divide their cross
+    product by (the larger distinct count of the two sides, System R's estimate; the most
+    selective equality when there are several), or None when no equality connects them."""
+    best = None
     for c in candidates:
         if c.relationship != "==":
             continue
-        if (c.left_inputs <= joined and c.right_inputs == {index}) or (
-            c.right_inputs <= joined and c.left_inputs == {index}
-        ):
-            return True
-    return False
+        if c.left_inputs <= joined and c.right_inputs == {index}:
+            mine, theirs, their_inputs = c.right, c.left, c.left_inputs
+        elif c.right_inputs <= joined and c.left_inputs == {index}:
+            mine, theirs, their_inputs = c.left, c.right, c.right_inputs
+        else:
+            continue
+        other = inputs[next(iter(their_inputs))] if len(their_inputs) == 1 else None
+        divisor = max(
+            inputs[index].distinct(mine),
+            other.distinct(theirs) if other is not None else 1.0,
+        )
+        best = divisor if best is None else max(best, divisor)
+    return best
 
 
 class _Builder:
