@@ -127,6 +127,46 @@ def test_a_comma_chain_never_starts_with_a_cross_product() -> None:
     assert "8" not in {op.id for op in planned.query}
 
 
+def test_an_equality_on_few_distinct_values_is_joined_last() -> None:
+    # TPC-H Q5's trap: customer and supplier share only the nation key (25 values); lineitem
+    # joins supplier on its key first, then orders, then customer on its key.
+    plan = plan_of(
+        scan(1, "c"),
+        scan(2, "o"),
+        {"@id": 3, "op": "join", "left": 1, "right": 2},
+        scan(4, "l"),
+        {"@id": 5, "op": "join", "left": 3, "right": 4},
+        scan(6, "s"),
+        {"@id": 7, "op": "join", "left": 5, "right": 6},
+        {
+            "@id": 8,
+            "op": "filter",
+            "input": 7,
+            "expr": "c.ck == o.ck && l.ok == o.ok && l.sk == s.sk && c.nk == s.nk",
+        },
+    )
+    keys = {
+        "1": (150_000, {"ck": (1, 150_000), "nk": (0, 24)}),
+        "2": (1_500_000, {"ok": (1, 6_000_000), "ck": (1, 150_000)}),
+        "4": (6_000_000, {"ok": (1, 6_000_000), "sk": (1, 10_000)}),
+        "6": (10_000, {"sk": (1, 10_000), "nk": (0, 24)}),
+    }
+    stats = Statistics(
+        {i: ScanStatistics("parquet", 1, n, n, ranges=r) for i, (n, r) in keys.items()}
+    )
+    planned = plan_joins(plan, stats)
+    order = [sorted({j.left, j.right} & set(keys)) for j in joins(planned)]
+    assert order == [["4", "6"], ["2"], ["1"]]
+
+
+def test_statistics_keep_the_integer_ranges_of_parquet_columns(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"k": [3, 9, 5], "s": ["a", "b", "c"]}), tmp_path / "t.parquet")
+    plan = parse_plan({"storage": {"fs": {"type": "fs", "root": str(tmp_path)}}, "query": [
+        {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "t",
+         "selection": {"path": "t.parquet"}}]})  # fmt: skip
+    assert Statistics.collect(plan).scan("1").ranges == {"k": (3, 9)}
+
+
 def test_a_tree_with_conditions_keeps_its_shape() -> None:
     plan = plan_of(
         scan(1, "a"),
