@@ -43,10 +43,11 @@ What a reordering changes is the order of the joined records, which inner joins 
 ...   {"@id": 3, "op": "join", "left": 1, "right": 2, "type": "inner"},
 ...   {"@id": 4, "op": "filter", "input": 3, "expr": "a.k == b.k && a.x > 1 && a.y < b.y"}]})
 >>> planned = plan_joins(plan)
->>> [(c.left, c.relationship, c.right) for c in planned.operator("3").conditions]
-[('a.k', '==', 'b.k')]
->>> planned.operator("5").expr, planned.operator("3").left, planned.operator("4").expr
-('a.x > 1', '5', 'a.y < b.y')
+>>> join = planned.operator("3")
+>>> [(c.left, c.relationship, c.right) for c in join.conditions]
+[('b.k', '==', 'a.k')]
+>>> planned.operator(join.right).expr, planned.operator("4").expr
+('a.x > 1', 'a.y < b.y')
 """
 
 from __future__ import annotations
@@ -95,11 +96,8 @@ def plan_joins(plan: LogicalPlan, stats: Statistics | None = None) -> LogicalPla
             plan = changed
 
 
-@dataclass
 class _IdSource:
     """Fresh operator ids: numbers above the plan's largest numeric id."""
-
-    next: int
 
     def __init__(self, plan: LogicalPlan) -> None:
         numbers = [int(op.id) for op in plan.query if op.id.isdigit()]
