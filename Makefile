@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv demo dev dg-dev ui-deps screenshot test test-cluster test-ui test-reliability lint format schema clean
+.PHONY: venv demo dev dg-dev ui-deps screenshot test test-cluster test-ui test-reliability lint format schema clean \
+	tpch-data test-tpch-spark
 
 $(BIN)/drill-dagster: pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -43,10 +44,26 @@ test-ui: ui-deps
 screenshot: ui-deps
 	DRILL_UI_SCREENSHOTS=$(CURDIR)/docs $(BIN)/pytest -q -m ui tests/ui
 
-test: venv
+test: venv tpch-data
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/pytest -q -m "not slow and not ui"
+	$(BIN)/pytest -q -m "not slow and not ui and not tpch_spark"
+
+# TPC-H data, queries and answers at TPCH_SF (default 0.01) in .tpch/, from DuckDB's tpch extension
+# in its own virtualenv (the extension loads from its package file: nothing is downloaded at run).
+TPCH_SF ?= 0.01
+TPCH_VENV := .venv-tpch
+$(TPCH_VENV)/installed:
+	test -d $(TPCH_VENV) || $(PYTHON) -m venv $(TPCH_VENV)
+	$(TPCH_VENV)/bin/pip install --quiet duckdb==1.5.5 duckdb-extension-tpch==1.5.5
+	touch $@
+
+tpch-data: $(TPCH_VENV)/installed
+	$(TPCH_VENV)/bin/python scripts/tpch_data.py --sf $(TPCH_SF) --out .tpch
+
+# The 22 TPC-H queries on Spark (CI runs it; make test runs them on the local executor).
+test-tpch-spark: venv tpch-data
+	$(BIN)/pytest -q -m tpch_spark tests/tpch
 
 # Spark Connect and a standalone master, started from the installed pyspark (~2 min; CI runs it).
 test-cluster: venv
@@ -68,4 +85,4 @@ schema: venv
 	$(BIN)/python -m engine.plan.schema > plan.schema.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis $(TPCH_VENV) .tpch

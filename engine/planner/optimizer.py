@@ -32,6 +32,7 @@ from engine.errors import DrillError, PlanningError
 from engine.plan import LogicalPlan
 from engine.planner.rules.constant_folding import fold_constants
 from engine.planner.rules.filter_pushdown import push_filters
+from engine.planner.rules.join_conditions import plan_joins
 from engine.planner.rules.limit_pushdown import push_limits
 from engine.planner.rules.projection_pushdown import push_projections
 from engine.planner.rules.remove_redundant import remove_redundant
@@ -42,11 +43,13 @@ Rule = Callable[..., LogicalPlan]
 RULES: tuple[Rule, ...] = (
     fold_constants,
     remove_redundant,
+    plan_joins,
     push_filters,
     push_limits,
     push_projections,
 )
-"""The rules in the order they run: folding first (it makes filters redundant), projection
+"""The rules in the order they run: folding first (it makes filters redundant), then the joins'
+conditions (they move filters down to the scans, where filter pushdown looks), projection
 pushdown last (it reads the final shape of the plan)."""
 
 

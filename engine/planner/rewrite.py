@@ -16,10 +16,10 @@ Operators are frozen pydantic models, so every change is a copy; ids never chang
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from engine.expr import Expr, field_refs
+from engine.expr import Expr, field_refs, parse_field_ref
 from engine.plan import LogicalPlan, Operator
 from engine.plan.expressions import parse_cached
 
@@ -107,3 +107,39 @@ def _field_name(model: Any, key: str) -> str:
         if key in (name, info.serialization_alias):
             return name
     raise KeyError(key)
+
+
+def top_names(op: Any, by_id: Mapping[str, Any]) -> frozenset[str] | None:
+    """The lower-cased names of the top-level fields ``op``'s records may hold (a superset), or
+    None where unknown (a scan without ``ref``, a constant, a project merging a map)."""
+    if op is None:
+        return None
+    kind = op.op
+    if kind == "scan":
+        return frozenset({_name_steps(op.ref)[0].lower()}) if op.ref else None
+    if kind == "project":
+        outputs = [_name_steps(p.ref)[1:] for p in op.projections]
+        if not all(outputs):
+            return None
+        return frozenset(steps[0].lower() for steps in outputs)
+    if kind == "collapsingaggregate":
+        names = [*op.carryovers, *(a.ref for a in op.aggregations)]
+        return frozenset(_name_steps(name)[0].lower() for name in names)
+    if kind in ("join", "union"):
+        inputs = [top_names(by_id.get(ref), by_id) for ref in op.input_ids()]
+        if any(names is None for names in inputs):
+            return None
+        return frozenset().union(*inputs)
+    if kind in (
+        "filter", "order", "limit", "segment", "windowframe", "transform", "runningaggregate",
+        "flatten",
+    ):  # fmt: skip
+        names = top_names(by_id.get(op.input or ""), by_id)
+        if names is None:
+            return None
+        return names | {_name_steps(name)[0].lower() for _, name in op.names()}
+    return None
+
+
+def _name_steps(name: str) -> tuple[str, ...]:
+    return tuple(str(step) for step in parse_field_ref(name).path)

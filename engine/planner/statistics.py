@@ -51,6 +51,9 @@ class ScanStatistics:
     row_count: int | None = None
     capabilities: Capabilities = field(default_factory=Capabilities)
     columns: Mapping[str, pa.DataType] | None = None  # parquet: top-level column -> Arrow type
+    # parquet: integer column -> (min, max) over the row groups' statistics, where every one has
+    # them; max - min + 1 bounds the number of distinct values (join sizes, engine.planner.rules)
+    ranges: Mapping[str, tuple[int, int]] | None = None
     recorded: bool = False  # from the last store's record, not from listing the files
 
 
@@ -112,8 +115,10 @@ def _scan_statistics(engine: Any, selection: Mapping[str, Any]) -> ScanStatistic
         return None
     rows: int | None = None
     columns: dict[str, pa.DataType] | None = None
+    ranges: dict[str, tuple[int, int]] | None = None
     if fmt == "parquet":
-        rows, columns = 0, {}
+        rows, columns, ranges = 0, {}, {}
+        unknown: set[str] = set()
         # The engine's footers, when it keeps them: the scan reuses what is read here.
         footers = getattr(engine, "footers", None) or Footers()
         for file in files:
@@ -128,6 +133,12 @@ def _scan_statistics(engine: Any, selection: Mapping[str, Any]) -> ScanStatistic
                 seen = columns.setdefault(column.name, column.type)
                 if seen != column.type:
                     columns[column.name] = pa.null()  # differs between files: never pushed on
+            _add_ranges(meta, ranges, unknown)
+        ranges = {
+            name: bounds
+            for name, bounds in ranges.items()
+            if name not in unknown and pa.types.is_integer(columns.get(name, pa.null()))
+        }
     return ScanStatistics(
         format=fmt,
         file_count=len(files),
@@ -135,7 +146,28 @@ def _scan_statistics(engine: Any, selection: Mapping[str, Any]) -> ScanStatistic
         row_count=rows,
         capabilities=capabilities,
         columns=columns,
+        ranges=ranges,
     )
+
+
+def _add_ranges(meta: Any, ranges: dict[str, tuple[int, int]], unknown: set[str]) -> None:
+    """Widen ``ranges`` by the integer min/max of each top-level column chunk of ``meta``; a
+    column whose chunk has none goes to ``unknown``."""
+    for group in range(meta.num_row_groups):
+        row_group = meta.row_group(group)
+        for index in range(row_group.num_columns):
+            chunk = row_group.column(index)
+            name = chunk.path_in_schema
+            if "." in name or name in unknown:
+                continue
+            stats = chunk.statistics
+            low = stats.min if stats is not None and stats.has_min_max else None
+            high = stats.max if stats is not None and stats.has_min_max else None
+            if not isinstance(low, int) or not isinstance(high, int):
+                unknown.add(name)
+                continue
+            seen = ranges.get(name)
+            ranges[name] = (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
 
 
 def _recorded_statistics(

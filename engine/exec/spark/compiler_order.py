@@ -32,6 +32,7 @@ from pyspark.sql import types as T
 from engine.exec.spark.paths import cast_column, quote_name
 from engine.expr import Expr, FieldRef, field_refs, parse_field_ref
 from engine.plan.expressions import parse_cached
+from engine.planner.rewrite import top_names
 
 TEMP_PREFIX = "__drill_"
 """Columns the compiler adds for a while start with this; records never see them."""
@@ -452,38 +453,6 @@ def _left_determined(key: Expr, right_names: frozenset[str] | None, equated: set
         return True
     path = _member_path(key)
     return path is not None and right_names is not None and path[0] not in right_names
-
-
-def top_names(op: Any, by_id: Mapping[str, Any]) -> frozenset[str] | None:
-    """The lower-cased names of the top-level fields ``op``'s records may hold (a superset), or
-    None where unknown (a scan without ``ref``, a constant, a project merging a map)."""
-    if op is None:
-        return None
-    kind = op.op
-    if kind == "scan":
-        return frozenset({_steps(op.ref)[0].lower()}) if op.ref else None
-    if kind == "project":
-        outputs = [_steps(p.ref)[1:] for p in op.projections]
-        if not all(outputs):
-            return None
-        return frozenset(steps[0].lower() for steps in outputs)
-    if kind == "collapsingaggregate":
-        names = [*op.carryovers, *(a.ref for a in op.aggregations)]
-        return frozenset(_steps(name)[0].lower() for name in names)
-    if kind in ("join", "union"):
-        inputs = [top_names(by_id.get(ref), by_id) for ref in op.input_ids()]
-        if any(names is None for names in inputs):
-            return None
-        return frozenset().union(*inputs)
-    if kind in (
-        "filter", "order", "limit", "segment", "windowframe", "transform", "runningaggregate",
-        "flatten",
-    ):  # fmt: skip
-        names = top_names(by_id.get(op.input or ""), by_id)
-        if names is None:
-            return None
-        return names | {_steps(name)[0].lower() for _, name in op.names()}
-    return None
 
 
 def total_orders(operators: Sequence[Any]) -> set[str]:
