@@ -229,7 +229,10 @@ class ExprTranslator:
             isinstance(node, exp.In) and node.args.get("query") is not None
         ):
             if self.subquery is None:
-                raise self.error("a subquery is not supported here", node)
+                raise self.error(
+                    "a subquery is not supported here (only in WHERE, HAVING and the SELECT list)",
+                    node,
+                )
             return self.subquery(node, self)
         if isinstance(node, exp.In):
             if node.args.get("unnest") is not None or node.args.get("field") is not None:
@@ -274,6 +277,10 @@ class ExprTranslator:
             raise self.error("* is only allowed alone in the SELECT list or in count(*)", node)
         if isinstance(node, exp.Select):
             raise self.error("a subquery is not supported here", node)
+        if isinstance(node, exp.All | exp.Any):
+            raise self.error(
+                f"a comparison with {node.key.upper()} (subquery) is not supported", node
+            )
         raise self.error(f"{type(node).__name__.lower()} is not supported in an expression", node)
 
     def is_test(self, node: exp.Is) -> Expr:

@@ -250,9 +250,9 @@ class Subqueries:
             query = query.this
         if not isinstance(query, exp.Select):
             raise self.error("EXISTS over a query that is not a SELECT is not supported", node)
-        for arg in ("group", "having", "limit", "offset", "distinct"):
+        for arg, words in _CLAUSES.items():
             if query.args.get(arg):
-                raise self.error(f"EXISTS over a query with {arg.upper()} is not supported", node)
+                raise self.error(f"EXISTS over a query with {words} is not supported", node)
         if any(own_find(i, exp.AggFunc) is not None for i in query.expressions):
             raise self.error("EXISTS over an aggregate query is not supported", node)
         inner = self.correlated(query, node, allow_residual=True)
@@ -343,6 +343,13 @@ class Subqueries:
         return Inner(op_id, scope, pairs, residual)
 
 
+_CLAUSES = {
+    "group": "GROUP BY",
+    "having": "HAVING",
+    "limit": "LIMIT",
+    "offset": "OFFSET",
+    "distinct": "DISTINCT",
+}
 _BIT = cast_type(MinorType.BIT)
 
 

@@ -120,6 +120,11 @@ SUBQUERIES = [
     "where t2.g = t.g))",
     "with w as (select g, sum(d) s from t group by g) select g from w "
     "where s = (select max(s) from w)",
+    "select id from t where d > (select sum(d) from t t2 where t2.g = t.g) and exists "
+    "(select * from u where u.k = t.id and u.v <> t.s)",
+    "select id from t where 1 = (select count(*) from u where k = id)",
+    "select count(*) c from t where exists (select * from u where u.k = t.id) "
+    "and not exists (select * from u where u.k = t.id and u.v not like '%n%')",
 ]
 SUPPORTED = NEGATIONS + DERIVED + DATES + OUTER_JOINS + SUBQUERIES
 ON_SPARK = [
@@ -159,9 +164,57 @@ def test_constructs_on_spark_equal_duckdb(db, spark, sql) -> None:
             50,
         ),
         ("select a from (select id, s from t) x (a)", "1 column names for 2 columns", 1, 37),
+        (
+            "select id from t where id in (select k from u where u.v = t.s)",
+            "a correlated IN \\(subquery\\) is not supported",
+            1,
+            24,
+        ),
+        ("select id from t where id = (select k from u)", "scalar subquery that is not one", 1, 37),
+        (
+            "select id from t\nwhere exists (select k from u group by k)",
+            "EXISTS over a query with GROUP BY is not supported",
+            2,
+            22,
+        ),
+        (
+            "select id from t where d > (select avg(d) from t t2 where t2.g > t.g)",
+            "a test naming an enclosing column other than",
+            1,
+            59,
+        ),
+        (
+            "select id from t where exists (select * from u where exists "
+            "(select * from n where n.k = t.id))",
+            "a query two levels out is not supported",
+            1,
+            84,
+        ),
+        (
+            "select t.id from t join u on t.id = u.k and exists (select * from n)",
+            "a subquery is not supported here",
+            1,
+            60,
+        ),
+        ("select id from t where id > all (select k from u)", "with ALL", 1, 41),
+        (
+            "select g from t group by g having sum(d) > (select avg(d) from t t2 "
+            "where t2.id = t.id)",
+            "naming a column that is not a group key is not supported",
+            1,
+            52,
+        ),
     ],
 )
 def test_unsupported_constructs_say_where(db, sql, message, line, column) -> None:
     with pytest.raises(SqlError, match=message) as caught:
         sql_to_plan(sql, db[0])
     assert (caught.value.line, caught.value.column) == (line, column)
+
+
+def test_an_aggregate_in_a_subquery_of_where_is_the_subquery_s(db) -> None:
+    plan = sql_to_plan("select id from t where d > (select avg(d) from t)", db[0])
+    assert [op["op"] for op in plan["query"]].count("collapsingaggregate") == 1
+    with pytest.raises(SqlError, match="aggregates are not allowed in WHERE") as caught:
+        sql_to_plan("select id from t where (select 1 from u) = 1 and avg(d) > 1", db[0])
+    assert (caught.value.line, caught.value.column) == (1, 50)
