@@ -302,7 +302,11 @@ class ExprTranslator:
                 raise self.error("ESCAPE follows a LIKE pattern", node)
         value, pattern = self.visit(node.this), self.visit(node.expression)
         if isinstance(node, exp.ILike):
-            value, pattern = Call("lower", (value,)), Call("lower", (pattern,))
+            value = Call("lower", (value,))
+            if isinstance(pattern, Literal) and isinstance(pattern.value, str):
+                pattern = Literal.of(pattern.value.lower())
+            else:
+                pattern = Call("lower", (pattern,))
         args = (value, pattern) if escape is None else (value, pattern, self.visit(escape))
         return _negated(node, Call("like", args))
 
