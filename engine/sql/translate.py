@@ -16,6 +16,8 @@ SELECT list            project
 DISTINCT, UNION        union (``distinct``)
 ORDER BY / LIMIT       order (``nullCollation`` when NULLS FIRST/LAST is written), limit
 VALUES                 constant
+WITH name AS (...)     the named query's operators, once; each reference reads them
+subqueries             joins and aggregates (engine.sql.subqueries)
 =====================  ====================================================================
 """
 
