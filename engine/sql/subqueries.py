@@ -13,7 +13,8 @@ SQL                                        operators (``outer`` is the enclosing
                                            ``count`` of no row reads 0
 ``x IN (select y ..)``                     the distinct ``y`` left-joined on ``x == y``, and the
                                            count of rows and of non-null ``y`` (one row): IN is
-                                           true, false or NULL exactly as SQL says (NOT IN too)
+                                           true, false or NULL exactly as SQL says (NOT IN too;
+                                           a conjunct of WHERE needs only the left join)
 ``EXISTS (select .. where i = o)``         the distinct ``i`` left-joined on ``o == i``; EXISTS:
                                            the join found a row
 ``EXISTS (.. where i = o and i2 <> o2)``   ``outer`` numbered (runningaggregate ``row_number``),
@@ -63,6 +64,8 @@ class Subqueries:
     planner: SqlPlanner
     scope: Scope
     pending: list[Step] = field(default_factory=list)
+    # IN tests whose NULL reads as false (a conjunct of WHERE): they need no counts.
+    only_true: set[int] = field(default_factory=set)
 
     def flush(self, op_id: str) -> str:
         for step in self.pending:
@@ -220,6 +223,10 @@ class Subqueries:
         distinct, (marker,) = self.aggregate(out.op_id, [column], [Call("count", (Literal.of(1),))])
         found_key = self.key("i")
         found = self.nest(distinct, found_key, {"v": "$k0", "m": marker})
+        pairs = [(value, FieldRef((found_key, "v")))]
+        if id(node) in self.only_true:
+            self.pending.append(lambda op_id: self.join(op_id, found, "left", pairs))
+            return Call("isnotnull", (FieldRef((found_key, "m")),))
         counted, (rows, values) = self.aggregate(
             out.op_id, [], [Call("count", (Literal.of(1),)), Call("count", (column,))]
         )
@@ -228,7 +235,7 @@ class Subqueries:
 
         def step(op_id: str) -> str:
             op_id = self.join(op_id, counts, "inner")
-            return self.join(op_id, found, "left", [(value, FieldRef((found_key, "v")))])
+            return self.join(op_id, found, "left", pairs)
 
         self.pending.append(step)
         n, nn = FieldRef((count_key, "n")), FieldRef((count_key, "nn"))

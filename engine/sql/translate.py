@@ -417,6 +417,7 @@ class SqlPlanner:
             # The tests without subqueries first: the joins a subquery adds read fewer rows,
             # and the planner sees the FROM's equalities right above its joins.
             parts = _conjuncts(where.this)
+            subqueries.only_true.update(id(p) for p in parts if isinstance(p, exp.In))
             for tests in (
                 [p for p in parts if not has_query(p)],
                 [p for p in parts if has_query(p)],
