@@ -13,6 +13,8 @@ always quoted by the printer's rules, never pasted into text.
 
 from __future__ import annotations
 
+import calendar
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -96,6 +98,13 @@ class Scope:
     """The relations a SELECT reads, in FROM order."""
 
     relations: list[Relation] = field(default_factory=list)
+    outer: Scope | None = None  # the query a subquery's columns may also name (correlation)
+    correlations: int = 0  # how often a subquery named a column of this scope
+
+    def keys(self) -> set[str]:
+        """The record keys of this scope and every enclosing one (a new key avoids them all)."""
+        own = {r.key for r in self.relations}
+        return own | self.outer.keys() if self.outer is not None else own
 
     def relation(self, alias: str) -> Relation | None:
         exact = [r for r in self.relations if r.alias == alias]
@@ -137,24 +146,26 @@ class ExprTranslator:
         *,
         aggregation: Aggregation | None = None,
         window: Callable[[exp.Window], Expr] | None = None,
+        subquery: Callable[[exp.Expression, ExprTranslator], Expr] | None = None,
     ) -> None:
         self.scope = scope
         self.sql = sql
         self.aggregation = aggregation
         self.window = window
+        self.subquery = subquery
 
     def error(self, message: str, node: exp.Expression, hint: str | None = None) -> SqlError:
         return sql_error(message, self.sql, node, hint=hint)
 
     def plain(self) -> ExprTranslator:
-        return ExprTranslator(self.scope, self.sql, window=self.window)
+        return ExprTranslator(self.scope, self.sql, window=self.window, subquery=self.subquery)
 
     def visit(self, node: exp.Expression) -> Expr:
         agg = self.aggregation
-        if agg is not None and not isinstance(node, exp.Window):
+        if agg is not None and not isinstance(node, exp.Window) and not has_query(node):
             if isinstance(node, exp.AggFunc):
                 return agg.add(self.plain().visit(node))
-            if node.find(exp.AggFunc) is None and node.find(exp.Window) is None:
+            if own_find(node, exp.AggFunc) is None and own_find(node, exp.Window) is None:
                 plain = self.plain().visit(node)
                 if str(plain) in agg.keys:
                     return agg.keys[str(plain)]
@@ -171,7 +182,21 @@ class ExprTranslator:
     def translate(self, node: exp.Expression) -> Expr:
         if isinstance(node, exp.Paren):
             return self.visit(node.this)
+        if node.args.get("negate") and not isinstance(node, exp.Like | exp.ILike | exp.Is):
+            # A NOT sqlglot folds into the node: never run it as the positive test.
+            raise self.error(f"NOT {type(node).__name__.upper()} is not supported", node)
         kind = type(node)
+        if isinstance(node, exp.Add) and isinstance(node.this, exp.Interval):
+            return self.date_shift(node.expression, node.this, 1)
+        if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
+            return self.date_shift(node.this, node.expression, -1 if kind is exp.Sub else 1)
+        if isinstance(node, exp.Interval):
+            raise self.error(_INTERVAL_USE, node)
+        if isinstance(node, exp.Extract):
+            unit = node.this.name if isinstance(node.this, exp.Var | exp.Column) else None
+            if not unit:
+                raise self.error("EXTRACT takes a unit name: EXTRACT(year FROM d)", node.this)
+            return Call("extract", (Literal.of(unit.lower()), self.visit(node.expression)))
         if kind in _BINARY:
             return Call(_BINARY[kind], (self.visit(node.this), self.visit(node.expression)))
         if isinstance(node, exp.DPipe):
@@ -186,9 +211,10 @@ class ExprTranslator:
                 return Call("isnotnull", (self.visit(node.this.this),))
             return Call("not", (self.visit(node.this),))
         if isinstance(node, exp.Is):
-            if isinstance(node.expression, exp.Null):
-                return Call("isnull", (self.visit(node.this),))
-            return Call("equal", (self.visit(node.this), self.visit(node.expression)))
+            return _negated(node, self.is_test(node))
+        if isinstance(node, exp.NullSafeEQ | exp.NullSafeNEQ):
+            same = _not_distinct(self.visit(node.this), self.visit(node.expression))
+            return same if isinstance(node, exp.NullSafeEQ) else Call("not", (same,))
         if isinstance(node, exp.Literal):
             return _literal(node)
         if isinstance(node, exp.Boolean):
@@ -199,19 +225,30 @@ class ExprTranslator:
             return self.field(node)
         if isinstance(node, exp.Cast | exp.TryCast):
             return self.cast(node)
+        if isinstance(node, exp.Subquery | exp.Exists) or (
+            isinstance(node, exp.In) and node.args.get("query") is not None
+        ):
+            if self.subquery is None:
+                raise self.error(
+                    "a subquery is not supported here (only in WHERE, HAVING and the SELECT list)",
+                    node,
+                )
+            return self.subquery(node, self)
         if isinstance(node, exp.In):
-            if node.args.get("query") is not None:
-                raise self.error("IN (subquery) is not supported; use a join", node)
+            if node.args.get("unnest") is not None or node.args.get("field") is not None:
+                raise self.error("this form of IN is not supported", node)
             value = self.visit(node.this)
             tests = [Call("equal", (value, self.visit(e))) for e in node.expressions]
             return _chain("or", tests)
         if isinstance(node, exp.Between):
+            if node.args.get("symmetric"):
+                raise self.error("BETWEEN SYMMETRIC is not supported", node)
             value = self.visit(node.this)
             low = Call("greater_than_or_equal", (value, self.visit(node.args["low"])))
             high = Call("less_than_or_equal", (value, self.visit(node.args["high"])))
             return Call("and", (low, high))
-        if isinstance(node, exp.Like):
-            return Call("like", (self.visit(node.this), self.visit(node.expression)))
+        if isinstance(node, exp.Like | exp.ILike | exp.Escape):
+            return self.like(node)
         if isinstance(node, exp.Case):
             subject = node.this
             branches = []
@@ -238,9 +275,50 @@ class ExprTranslator:
             return self.call(node)
         if isinstance(node, exp.Star):
             raise self.error("* is only allowed alone in the SELECT list or in count(*)", node)
-        if isinstance(node, exp.Subquery | exp.Select):
-            raise self.error("scalar subqueries are not supported; use a join", node)
+        if isinstance(node, exp.Select):
+            raise self.error("a subquery is not supported here", node)
+        if isinstance(node, exp.All | exp.Any):
+            raise self.error(
+                f"a comparison with {node.key.upper()} (subquery) is not supported", node
+            )
         raise self.error(f"{type(node).__name__.lower()} is not supported in an expression", node)
+
+    def is_test(self, node: exp.Is) -> Expr:
+        """``x IS NULL``, ``x IS TRUE``, ``x IS FALSE``: never null."""
+        value = self.visit(node.this)
+        if isinstance(node.expression, exp.Null):
+            return Call("isnull", (value,))
+        if isinstance(node.expression, exp.Boolean):
+            test = value if node.expression.this else Call("not", (value,))
+            return Call("and", (Call("isnotnull", (value,)), test))
+        raise self.error("IS takes NULL, TRUE or FALSE", node.expression)
+
+    def like(self, node: exp.Expression) -> Expr:
+        """``s [NOT] [I]LIKE pattern [ESCAPE e]``."""
+        escape = None
+        if isinstance(node, exp.Escape):
+            escape, node = node.expression, node.this
+            if not isinstance(node, exp.Like | exp.ILike):
+                raise self.error("ESCAPE follows a LIKE pattern", node)
+        value, pattern = self.visit(node.this), self.visit(node.expression)
+        if isinstance(node, exp.ILike):
+            value = Call("lower", (value,))
+            if isinstance(pattern, Literal) and isinstance(pattern.value, str):
+                pattern = Literal.of(pattern.value.lower())
+            else:
+                pattern = Call("lower", (pattern,))
+        args = (value, pattern) if escape is None else (value, pattern, self.visit(escape))
+        return _negated(node, Call("like", args))
+
+    def date_shift(self, date: exp.Expression, interval: exp.Interval, sign: int) -> Expr:
+        """``DATE '1998-12-01' - INTERVAL '90' DAY``: folded to the date it names."""
+        value = self.visit(date)
+        day = _date_literal(value)
+        amount, unit = _interval(interval)
+        if day is None or amount is None or unit not in _INTERVAL_UNITS:
+            raise self.error(_INTERVAL_USE, interval)
+        shifted = _INTERVAL_UNITS[unit](day, sign * amount)
+        return Cast(Literal.of(shifted.isoformat()), cast_type(MinorType.DATE))
 
     # -- names --------------------------------------------------------------------------------
 
@@ -290,6 +368,15 @@ class ExprTranslator:
         if candidates:
             relation = candidates[0]
             return (*relation.path(relation.find(names[0]) or names[0]), *names[1:])
+        if self.scope.outer is not None:
+            # A subquery's name that its own FROM does not hold: the enclosing query's column.
+            try:
+                path = ExprTranslator(self.scope.outer, self.sql).resolve(parts, node)
+            except SqlError:
+                pass
+            else:
+                self.scope.outer.correlations += 1
+                return path
         unknown = [r for r in self.scope.relations if r.columns is None]
         if len(unknown) == 1:
             return (*unknown[0].path(names[0]), *names[1:])
@@ -357,6 +444,26 @@ class ExprTranslator:
         return Cast(self.visit(node.this), cast_type(minor))
 
 
+QUERIES = (exp.Subquery, exp.Exists, exp.Select)
+
+
+def own_nodes(node: exp.Expression):  # type: ignore[no-untyped-def]
+    """The nodes of ``node`` outside any subquery it holds (a subquery's aggregates are its own)."""
+    for child in node.walk(prune=lambda n: n is not node and isinstance(n, QUERIES)):
+        if child is node or not isinstance(child, QUERIES):
+            yield child
+
+
+def own_find(node: exp.Expression, kind: type) -> exp.Expression | None:
+    """The first ``kind`` node of ``node`` outside its subqueries, or None."""
+    return next((n for n in own_nodes(node) if isinstance(n, kind)), None)
+
+
+def has_query(node: exp.Expression) -> bool:
+    """Whether ``node`` holds a subquery (scalar, IN or EXISTS)."""
+    return any(isinstance(n, QUERIES) for n in node.walk())
+
+
 def _literal(node: exp.Literal) -> Literal:
     if node.is_string:
         return Literal.of(str(node.this))
@@ -364,6 +471,74 @@ def _literal(node: exp.Literal) -> Literal:
     if any(c in text for c in ".eE"):
         return Literal.of(float(text))
     return Literal.of(int(text))
+
+
+_INTERVAL_USE = (
+    "INTERVAL is only supported added to or subtracted from a DATE literal "
+    "(DATE '1998-12-01' - INTERVAL '90' DAY), in days, months or years"
+)
+
+
+def _add_months(day: dt.date, months: int) -> dt.date:
+    """``day`` ``months`` later, the day clamped to the month's last (Jan 31 + 1 month: Feb 28)."""
+    index = day.year * 12 + day.month - 1 + months
+    year, month = divmod(index, 12)
+    last = calendar.monthrange(year, month + 1)[1]
+    return dt.date(year, month + 1, min(day.day, last))
+
+
+_INTERVAL_UNITS: dict[str, Callable[[dt.date, int], dt.date]] = {
+    "DAY": lambda day, n: day + dt.timedelta(days=n),
+    "WEEK": lambda day, n: day + dt.timedelta(weeks=n),
+    "MONTH": _add_months,
+    "QUARTER": lambda day, n: _add_months(day, 3 * n),
+    "YEAR": lambda day, n: _add_months(day, 12 * n),
+}
+
+
+def _date_literal(value: Expr) -> dt.date | None:
+    if (
+        isinstance(value, Cast)
+        and value.type.minor == MinorType.DATE
+        and isinstance(value.expr, Literal)
+        and isinstance(value.expr.value, str)
+    ):
+        try:
+            return dt.date.fromisoformat(value.expr.value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _interval(node: exp.Interval) -> tuple[int | None, str | None]:
+    """(amount, unit) of ``INTERVAL '90' DAY`` / ``INTERVAL '90' DAY(3)`` / ``INTERVAL '3 month'``."""
+    value, unit = node.this, node.args.get("unit")
+    text = str(value.this) if isinstance(value, exp.Literal) else ""
+    if unit is None and len(text.split()) == 2:
+        text, name = text.split()
+    elif isinstance(unit, exp.Var):
+        name = unit.name
+    elif unit is not None:
+        name = type(unit).__name__
+    else:
+        return None, None
+    name = name.upper().rstrip("S")
+    try:
+        return int(text.strip()), name
+    except ValueError:
+        return None, None
+
+
+def _negated(node: exp.Expression, test: Expr) -> Expr:
+    """``test``, negated where sqlglot marks the predicate ``negate`` (``NOT LIKE``)."""
+    return Call("not", (test,)) if node.args.get("negate") else test
+
+
+def _not_distinct(a: Expr, b: Expr) -> Expr:
+    """``a IS NOT DISTINCT FROM b``: equal, or both null; never null."""
+    both_null = Call("and", (Call("isnull", (a,)), Call("isnull", (b,))))
+    both_set = Call("and", (Call("isnotnull", (a,)), Call("isnotnull", (b,))))
+    return Call("or", (both_null, Call("and", (both_set, Call("equal", (a, b))))))
 
 
 def _chain(name: str, parts: list[Expr]) -> Expr:

@@ -16,6 +16,8 @@ SELECT list            project
 DISTINCT, UNION        union (``distinct``)
 ORDER BY / LIMIT       order (``nullCollation`` when NULLS FIRST/LAST is written), limit
 VALUES                 constant
+WITH name AS (...)     the named query's operators, once; each reference reads them
+subqueries             joins and aggregates (engine.sql.subqueries)
 =====================  ====================================================================
 """
 
@@ -29,10 +31,19 @@ from typing import Any
 from sqlglot import exp
 
 from engine.errors import SqlError
-from engine.expr import Expr, FieldRef, Literal, to_string
+from engine.expr import Call, Expr, FieldRef, Literal, to_string
 from engine.metadata import MetadataRepository, TableInfo
 from engine.sql.dialect import parse_sql, sql_error
-from engine.sql.expressions import Aggregation, ExprTranslator, Relation, Scope
+from engine.sql.expressions import (
+    Aggregation,
+    ExprTranslator,
+    Relation,
+    Scope,
+    has_query,
+    own_find,
+    own_nodes,
+)
+from engine.sql.subqueries import Subqueries
 from engine.sql.windows import Windows
 
 CASES = ("preserve", "upper")
@@ -67,6 +78,9 @@ class SqlPlanner:
     engines: set[str] = field(default_factory=set)
     _keys: int = 0
     _views: list[str] = field(default_factory=list)
+    _ctes: list[dict[str, Output]] = field(default_factory=list)
+    _outer: Scope | None = None  # the enclosing query of the subquery being planned
+    _subqueries: int = 0
 
     def add(self, op: dict[str, Any]) -> str:
         op_id = str(len(self.query) + 1)
@@ -86,6 +100,9 @@ class SqlPlanner:
     # -- queries ------------------------------------------------------------------------------
 
     def statement(self, node: exp.Expression, prefix: str | None = None) -> Output:
+        with_ = node.args.get("with_")
+        if with_ is not None:
+            return self.with_clause(node, with_, prefix)
         if isinstance(node, exp.Select):
             return self.select(node, prefix)
         if isinstance(node, exp.Union):
@@ -95,6 +112,38 @@ class SqlPlanner:
         if isinstance(node, exp.Subquery | exp.Paren):
             return self.statement(node.this, prefix)
         raise self.error(f"{type(node).__name__.upper()} is not supported; write a SELECT", node)
+
+    def with_clause(self, node: exp.Expression, with_: exp.With, prefix: str | None) -> Output:
+        """``WITH name [(columns)] AS (query), ... query``: each query is planned once, where it
+        is named; every reference reads it (an operator may feed several others)."""
+        if with_.args.get("recursive"):
+            raise self.error("WITH RECURSIVE is not supported", with_)
+        node = node.copy()
+        node.set("with_", None)
+        names: dict[str, Output] = {}
+        self._ctes.append(names)
+        try:
+            for cte in with_.expressions:
+                alias = cte.args["alias"]
+                out = self.statement(cte.this)
+                if alias.args.get("columns"):
+                    renamed = [self.name(c) for c in alias.args["columns"]]
+                    if out.columns is None or len(renamed) != len(out.columns):
+                        raise self.error(f"{len(renamed)} column names for this query", alias)
+                    out = self.rename(out, renamed)
+                names[alias.name.lower()] = out
+            return self.statement(node, prefix)
+        finally:
+            self._ctes.pop()
+
+    def cte(self, node: exp.Table) -> Output | None:
+        """The query a one-part table name names in an enclosing WITH, innermost first."""
+        if node.args.get("db") or node.args.get("catalog"):
+            return None
+        for names in reversed(self._ctes):
+            if node.name.lower() in names:
+                return names[node.name.lower()]
+        return None
 
     def union(self, node: exp.Union, prefix: str | None) -> Output:
         if isinstance(node, exp.Intersect | exp.Except):
@@ -162,7 +211,7 @@ class SqlPlanner:
     # -- FROM ---------------------------------------------------------------------------------
 
     def new_key(self, alias: str, scope: Scope) -> str:
-        taken = {r.key for r in scope.relations}
+        taken = scope.keys()
         # A plain name: a scan's ref is a field name, not a quoted path (`my-t` is my_t).
         alias = re.sub(r"[^\w$]", "_", alias) or "_"
         if alias[0].isdigit():
@@ -176,6 +225,10 @@ class SqlPlanner:
     def from_item(self, node: exp.Expression, scope: Scope) -> tuple[str, Relation]:
         alias_node = node.args.get("alias")
         alias = alias_node.name if alias_node is not None and alias_node.name else None
+        if isinstance(node, exp.Table) and (named := self.cte(node)) is not None:
+            key = self.new_key(alias or node.name, scope)
+            out = self.wrap(named, key)
+            return out.op_id, Relation(key, alias or node.name, out.columns)
         if isinstance(node, exp.Table):
             parts = [p for p in node.parts]
             names = [p.this for p in parts]
@@ -195,19 +248,19 @@ class SqlPlanner:
             alias = alias or f"EXPR${len(scope.relations)}"
             key = self.new_key(alias, scope)
             body = node.this if isinstance(node, exp.Subquery) else node
+            named = alias_node is not None and bool(alias_node.args.get("columns"))
             if isinstance(node, exp.Values):
                 out = self.values(node, key)
+            elif named:
+                out = self.statement(body)
+                renamed = [self.name(c) for c in alias_node.args["columns"]]
+                if out.columns is None or len(renamed) != len(out.columns):
+                    width = "an unknown number of" if out.columns is None else len(out.columns)
+                    raise self.error(f"{len(renamed)} column names for {width} columns", alias_node)
+                out = self.rename(out, renamed, key)
             else:
                 out = self.statement(body, key)
-            columns = out.columns
-            if alias_node is not None and alias_node.args.get("columns") and columns is not None:
-                renamed = [self.name(c) for c in alias_node.args["columns"]]
-                if not isinstance(node, exp.Values):
-                    out = self.rename(
-                        Output(out.op_id, [f"{key}.{c}" for c in columns]), renamed, key
-                    )
-                columns = renamed
-            return out.op_id, Relation(key, alias, columns)
+            return out.op_id, Relation(key, alias, out.columns)
         if isinstance(node, exp.Unnest | exp.Lateral):
             raise self.error("use FLATTEN(column) in the SELECT list to unnest a list", node)
         raise self.error(f"{type(node).__name__} is not supported in FROM", node)
@@ -259,7 +312,8 @@ class SqlPlanner:
         return out.op_id, Relation(key, alias, out.columns)
 
     def from_clause(self, node: exp.Select) -> tuple[str | None, Scope]:
-        scope = Scope()
+        # Only the subquery's own FROM sees the enclosing query, not the queries inside it.
+        scope, self._outer = Scope(outer=self._outer), None
         source = node.args.get("from_") or node.args.get("from")
         if source is None:
             return None, scope
@@ -288,21 +342,30 @@ class SqlPlanner:
         right_keys = {right.key}
         if side == "RIGHT":
             left_keys, right_keys = right_keys, left_keys
-        conditions, residual = [], []
+        conditions, residual, nullable_side = [], [], []
         translator = ExprTranslator(scope, self.sql)
         on = join.args.get("on")
         for part in _conjuncts(on) if on is not None else []:
             condition = self.condition(part, translator, left_keys, right_keys)
-            if condition is None:
-                if join_type != "inner":
-                    raise self.error(
-                        "an outer join's ON takes comparisons of one side with the other",
-                        part,
-                        hint="move other conditions into a subquery or WHERE",
-                    )
-                residual.append(translator.visit(part))
-            else:
+            if condition is not None:
                 conditions.append(condition)
+                continue
+            expr = translator.visit(part)
+            if join_type == "inner":
+                residual.append(expr)
+            elif join_type == "left" and _keys_of(expr) <= right_keys:
+                # A test of the side that may be missing picks its rows before they are matched.
+                nullable_side.append(expr)
+            else:
+                raise self.error(
+                    "an outer join's ON takes comparisons of one side with the other, and "
+                    "tests of the side that may be missing (not of the kept side)",
+                    part,
+                    hint="move other conditions into a subquery or WHERE",
+                )
+        if nullable_side:
+            test = to_string(_and(nullable_side))
+            right_id = self.add({"op": "filter", "input": right_id, "expr": test})
         op_id = self.add(
             {
                 "op": "join",
@@ -344,25 +407,48 @@ class SqlPlanner:
         op_id, scope = self.from_clause(node)
         if op_id is None:
             op_id = self.add({"op": "constant", "content": [{}]})
+        subqueries = Subqueries(self, scope)
         where = node.args.get("where")
         if where is not None:
-            if where.this.find(exp.AggFunc) is not None:
-                raise self.error("aggregates are not allowed in WHERE; use HAVING", where.this)
-            expr = ExprTranslator(scope, self.sql).visit(where.this)
-            op_id = self.add({"op": "filter", "input": op_id, "expr": to_string(expr)})
+            aggregate = own_find(where.this, exp.AggFunc)
+            if aggregate is not None:
+                raise self.error("aggregates are not allowed in WHERE; use HAVING", aggregate)
+            translator = ExprTranslator(scope, self.sql, subquery=subqueries.translate)
+            # The tests without subqueries first: the joins a subquery adds read fewer rows,
+            # and the planner sees the FROM's equalities right above its joins.
+            parts = _conjuncts(where.this)
+            subqueries.only_true.update(id(p) for p in parts if isinstance(p, exp.In))
+            for tests in (
+                [p for p in parts if not has_query(p)],
+                [p for p in parts if has_query(p)],
+            ):
+                if tests:
+                    expr = _and([translator.visit(p) for p in tests])
+                    op_id = subqueries.flush(op_id)
+                    op_id = self.add({"op": "filter", "input": op_id, "expr": to_string(expr)})
         items = list(node.expressions)
         op_id, items = self.flatten(items, op_id, scope)
         group, having = node.args.get("group"), node.args.get("having")
         grouped = (
             group is not None
             or having is not None
-            or any(not _window_function(a) for i in items for a in i.find_all(exp.AggFunc))
+            or any(
+                isinstance(a, exp.AggFunc) and not _window_function(a)
+                for i in items
+                for a in own_nodes(i)
+            )
         )
         aggregation, keys = None, []
         if grouped:
             op_id, aggregation, keys = self.aggregate(node, items, op_id, scope)
         windows = Windows(self.sql, scope, aggregation)
-        translator = ExprTranslator(scope, self.sql, aggregation=aggregation, window=windows.add)
+        translator = ExprTranslator(
+            scope,
+            self.sql,
+            aggregation=aggregation,
+            window=windows.add,
+            subquery=subqueries.translate,
+        )
         # Translate everything first: the aggregate step needs every aggregate call.
         names, exprs = self.select_list(items, scope, translator)
         having_expr = translator.visit(having.this) if having is not None else None
@@ -376,6 +462,7 @@ class SqlPlanner:
         hidden = self.hidden_order(node, names, translator, distinct)
         if aggregation is not None:
             op_id = self.emit_aggregate(op_id, keys, aggregation)
+        op_id = subqueries.flush(op_id)  # those of HAVING and the SELECT list
         if having_expr is not None:
             op_id = self.add({"op": "filter", "input": op_id, "expr": to_string(having_expr)})
         # Windows read the grouped records: the keys and aggregates, or every FROM item's record.
@@ -607,6 +694,13 @@ def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
     if isinstance(node, exp.And):
         return [*_conjuncts(node.this), *_conjuncts(node.expression)]
     return [node]
+
+
+def _and(parts: list[Expr]) -> Expr:
+    result = parts[0]
+    for part in parts[1:]:
+        result = Call("and", (result, part))
+    return result
 
 
 def _keys_of(expr: Expr) -> set[str]:

@@ -1,0 +1,79 @@
+"""SQL results checked against DuckDB: the same parquet files, our plan on an executor and DuckDB.
+
+:func:`tables` writes each table (rows and an Arrow schema) as parquet under ``root``, registers it
+in a :class:`MetadataRepository` and as a DuckDB view; :func:`check` runs one query both ways and
+compares the records as multisets (in order where the query has an ORDER BY).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine.metadata import MetadataRepository
+from engine.run import run_plan
+from engine.sql import sql_to_plan
+
+Table = tuple[pa.Schema, Sequence[Sequence[Any]]]
+
+
+def tables(
+    root: Path, data: Mapping[str, Table]
+) -> tuple[MetadataRepository, duckdb.DuckDBPyConnection]:
+    """Each table of ``data`` as ``root/<name>.parquet``, registered in a repository and DuckDB."""
+    repo = MetadataRepository({"fs": {"type": "fs", "root": str(root)}})
+    con = duckdb.connect()
+    for name, (schema, rows) in data.items():
+        columns = list(zip(*rows)) if rows else [[] for _ in schema]
+        arrays = [pa.array(list(c), f.type) for c, f in zip(columns, schema)]
+        path = root / f"{name}.parquet"
+        pq.write_table(pa.Table.from_arrays(arrays, schema=schema), path)
+        repo.register_table(name, "fs", {"path": path.name})
+        con.execute(f"create view {name} as select * from read_parquet('{path}')")
+    return repo, con
+
+
+def _value(v: Any) -> Any:
+    if isinstance(v, decimal.Decimal):
+        v = float(v)
+    if isinstance(v, float) and math.isfinite(v):
+        return round(v, 6) + 0.0 if v != int(v) else int(v)
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    return v
+
+
+def normal(records: list[dict[str, Any]], ordered: bool) -> list[str]:
+    """Records as comparable texts (numbers rounded, decimals as numbers, dates as text)."""
+    texts = [json.dumps([_value(v) for v in r.values()]) for r in records]
+    return texts if ordered else sorted(texts)
+
+
+def duckdb_records(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+    cursor = con.execute(sql)
+    names = [c[0] for c in cursor.description]
+    return [dict(zip(names, r)) for r in cursor.fetchall()]
+
+
+def check(
+    sql: str,
+    repo: MetadataRepository,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    ordered: bool = False,
+    **run: Any,
+) -> list[dict[str, Any]]:
+    """Run ``sql`` as our plan (``run``: ``executor``, ``spark``) and in DuckDB; assert equal."""
+    ours = run_plan(sql_to_plan(sql, repo), **run).records()
+    theirs = duckdb_records(con, sql)
+    assert normal(ours, ordered) == normal(theirs, ordered), f"{sql}\nours {ours}\nduckdb {theirs}"
+    return ours
