@@ -19,22 +19,7 @@ from engine.sql import sql_to_plan
 
 SF = 0.01
 
-NOT_YET: dict[int, str] = {
-    2: "correlated scalar subquery in WHERE",
-    4: "EXISTS (subquery)",
-    7: "EXTRACT(year FROM ...)",
-    8: "EXTRACT(year FROM ...)",
-    9: "EXTRACT(year FROM ...)",
-    11: "scalar subquery in HAVING",
-    13: "outer join's ON with a one-side predicate; NOT LIKE; derived table column list",
-    15: "WITH",
-    16: "NOT IN (subquery)",
-    17: "correlated scalar subquery in WHERE",
-    18: "IN (subquery)",
-    20: "IN (subquery), correlated scalar subquery",
-    21: "EXISTS / NOT EXISTS (subquery)",
-    22: "scalar subquery, NOT EXISTS (subquery)",
-}
+NOT_YET: dict[int, str] = {}
 """The queries the SQL front end cannot translate yet, and why: the one list of expected
 failures (strict, so that a query that starts passing fails here until it is taken off)."""
 

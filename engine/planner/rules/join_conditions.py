@@ -151,7 +151,9 @@ def _rewrite(
         return None
     tree = _Tree()
     tree.shape = _gather(plan, below.id, readers, tree)
-    tree.tests = [part for test in conjuncts(parse_cached(top.expr)) for part in _factored(test)]
+    # the top filter's conjuncts, then those of the filters between the joins (_gather's)
+    tests = [*conjuncts(parse_cached(top.expr)), *tree.tests]
+    tree.tests = [part for test in tests for part in _factored(test)]
     by_id = {op.id: op for op in plan.query}
     names = [top_names(by_id.get(ref), by_id) for ref in tree.inputs]
     if any(n is None for n in names) or sum(map(len, names)) != len(set().union(*names)):

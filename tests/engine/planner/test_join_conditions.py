@@ -82,6 +82,22 @@ def test_a_filter_left_with_nothing_is_removed() -> None:
     assert [op.id for op in planned.topological_order()] == ["1", "2", "3", "99"]
 
 
+def test_a_filter_between_joins_keeps_its_conjuncts() -> None:
+    # (a x b) filtered on a.k == b.k, then joined with c and filtered again: both filters count.
+    plan = plan_of(
+        scan(1, "a"),
+        scan(2, "b"),
+        {"@id": 3, "op": "join", "left": 1, "right": 2},
+        {"@id": 4, "op": "filter", "input": 3, "expr": "a.k == b.k"},
+        scan(5, "c"),
+        {"@id": 6, "op": "join", "left": 4, "right": 5},
+        {"@id": 7, "op": "filter", "input": 6, "expr": "b.y == c.v"},
+    )
+    planned = plan_joins(plan, rows(s1=100, s2=10, s5=1))
+    pairs = {frozenset((c.left, c.right)) for join in joins(planned) for c in join.conditions}
+    assert pairs == {frozenset(("a.k", "b.k")), frozenset(("b.y", "c.v"))}
+
+
 def test_a_repeated_or_branch_is_factored_into_a_condition() -> None:
     plan = plan_of(
         scan(1, "p"),
@@ -291,6 +307,7 @@ QUERIES = [
     "select a.x, b.y from a left join b on a.k = b.k where a.x = 1 and b.y > 0",
     "select a.x, b.y, c.z from a, b, c where a.k = b.k and a.x < c.z",
     "select a.x, c.z from a join b on a.k = b.k, c where b.j = c.j and not (c.z = 2)",
+    "select a.x, b.y from a, b where a.k = b.k and b.y = (select max(z) from c)",
 ]
 
 
