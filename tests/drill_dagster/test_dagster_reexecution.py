@@ -50,8 +50,16 @@ def instance() -> Iterator[DagsterInstance]:
         yield instance
 
 
+CHECKS = """\
+plans:
+  ranked:
+    stores:
+      ranked: {checks: {columns: {id: BIGINT, rank: INT}, row_count: {min: 1}, blocking: true}}
+"""
+
+
 def _project(root: Path, kit: Kit) -> Path:
-    plans_dir = kit.write(root, plans={"ranked": RANKED}, project_yaml=None)
+    plans_dir = kit.write(root, plans={"ranked": RANKED}, project_yaml=CHECKS)
     (plans_dir.parent / "data" / "raw" / "customers.csv").write_text(GOOD)
     return plans_dir
 
@@ -103,6 +111,9 @@ def test_from_failure_writes_what_a_clean_run_writes(
         metadata = event.materialization.metadata
         assert metadata["dagster/row_count"].value == 2
         assert metadata["drill/operator_counters"].value["2"]["rows"] == 2  # the filter's
+        # The store's blocking checks ran in its step, on what it wrote.
+        checks = {e.check_name: e.passed for e in again.get_asset_check_evaluations()}
+        assert checks == {"schema_contract": True, "row_count_bounds": True}
     assert _rows(plans_dir) == _rows(clean_dir)
 
 
