@@ -170,7 +170,7 @@ def test_a_failing_plan_fails_the_asset_with_the_engine_s_message(tmp_path: Path
 
 
 @pytest.mark.spark
-def test_pipes_on_spark(plans_dir: Path, spark: Any) -> None:
+def test_pipes_on_spark(plans_dir: Path) -> None:
     """The same command on the Spark executor (a session of its own, in the subprocess)."""
 
     @drill_assets(plan=plans_dir / "clean.json")
