@@ -75,6 +75,8 @@ def definition_column_schema(store: DrillStore) -> TableSchema | None:
 
 def store_types(plan: LogicalPlan, store_id: str) -> dict[str, MajorType] | None:
     """The columns (in order) and types operator ``store_id`` writes, or None when not known."""
+    if not any(isinstance(op, Scan) and "schema" in (op.selection or {}) for op in plan.query):
+        return None  # every scanned type comes from data: nothing to walk (most plans)
     records: dict[str, _Record | None] = {}
     for op in plan.topological_order():
         inputs = [records.get(ref) for ref in op.input_ids()]
