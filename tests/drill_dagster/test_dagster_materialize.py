@@ -316,6 +316,10 @@ plans:
     evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert evaluations["row_count_bounds"].description == "2 rows, not at most 1"
     assert not evaluations["row_count_bounds"].passed and evaluations["schema_contract"].passed
+    texts = [s.description for s in clean_def.check_specs] + [
+        e.description for e in evaluations.values()
+    ]
+    assert "Rows written: at most 1." in texts and not any("None" in str(t) for t in texts)
     checked_in = {
         e.step_key for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
     }
