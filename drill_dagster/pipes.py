@@ -176,6 +176,8 @@ def _report_plan(pipes: Any, path: Path, args: argparse.Namespace, spark: Any) -
         metadata = materialization_metadata(store, written, scan_keys, previous.get(store_id))
         if store_id not in previous:  # unknown without the instance: not guessed
             metadata.pop("drill/schema_version", None)
+        if len(slices) == 1 and len(slices[0].partition_keys) == 1:  # one partition's own rows
+            metadata["dagster/partition_row_count"] = metadata["dagster/row_count"]
         version = data_version([w for _, w in written.written])
         pipes.report_asset_materialization(
             metadata=pipes_metadata(metadata),

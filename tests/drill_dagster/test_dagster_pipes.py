@@ -29,6 +29,7 @@ SAME = (
     "dagster/row_count",
     "dagster/uri",
     "dagster/column_lineage",
+    "dagster/partition_row_count",
     "drill/plan",
     "drill/operator_metrics",
     "drill/operator_counters",
