@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from drill_dagster.errors import DrillDefinitionsError, DrillFailure
     from drill_dagster.io_manager import DrillStoreIOManager
     from drill_dagster.keys import asset_key_for_store
+    from drill_dagster.pipes import pipes_extras
     from drill_dagster.plans import DrillPlan, DrillProject, DrillScan, DrillSource, DrillStore
     from drill_dagster.project import ProjectConfig
     from drill_dagster.resource import DrillResource, DrillSparkResource
@@ -38,6 +39,7 @@ _EXPORTS = {
     "DrillFailure": "drill_dagster.errors",
     "DrillStoreIOManager": "drill_dagster.io_manager",
     "asset_key_for_store": "drill_dagster.keys",
+    "pipes_extras": "drill_dagster.pipes",
     "DrillPlan": "drill_dagster.plans",
     "DrillProject": "drill_dagster.plans",
     "DrillScan": "drill_dagster.plans",
@@ -67,6 +69,7 @@ __all__ = [
     "definitions_for_project",
     "drill_assets",
     "load_definitions",
+    "pipes_extras",
 ]
 
 

@@ -14,11 +14,13 @@ Operators that feed no store (their output is lost, the plan validator warns) ar
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
@@ -38,8 +40,9 @@ from dagster import (
 )
 
 from drill_dagster import versions
+from drill_dagster.checks import ROW_COUNT_BOUNDS, SCHEMA_CONTRACT, store_check_specs
 from drill_dagster.errors import DrillDefinitionsError, DrillFailure
-from drill_dagster.execution import run_stores_whole, store_output
+from drill_dagster.execution import run_stores_whole, store_checks, store_output
 from drill_dagster.handoff import NotInMemory
 from drill_dagster.partitions import RunSlice, run_keys, slices_for_keys
 from drill_dagster.plans import DrillPlan, DrillProject, DrillStore, safe_name
@@ -151,6 +154,8 @@ def build_plan_assets(
             f"{plan.path}: the plan has no store, so it makes no asset; add a store operator"
         )
     scan_keys = keys.scan_keys(plan)
+    # Each store's checks are outputs of its op (graph outputs <store output>__<check>).
+    checks_by_store = {store.id: _check_specs(store, keys) for store in plan.stores}
     op_tags = dict(translator.get_op_tags(plan))
     pool = translator.get_pool(plan)
     node_defs = []
@@ -173,7 +178,18 @@ def build_plan_assets(
     for operator in operators:
         store = plan.store(operator.id) if isinstance(operator, Store) else None
         asset_key = keys.stores[(plan.name, operator.id)] if store is not None else None
-        node_defs.append(_op_def(plan, operator, store, asset_key, scan_keys, op_tags, pool))
+        node_defs.append(
+            _op_def(
+                plan,
+                operator,
+                store,
+                asset_key,
+                scan_keys,
+                op_tags,
+                pool,
+                [spec.name for spec in checks_by_store.get(operator.id, ())],
+            )
+        )
         wiring = {
             name: DependencyDefinition(plan.node_name(ref), "result")
             for name, ref in zip(input_names(operator), operator.input_ids())
@@ -193,6 +209,15 @@ def build_plan_assets(
                 mapped_node_output_name="result",
             )
             for store in plan.stores
+        ]
+        + [
+            OutputMapping(
+                graph_output_name=f"{store.output_name}__{spec.name}",
+                mapped_node_name=store.node_name,
+                mapped_node_output_name=spec.name,
+            )
+            for store in plan.stores
+            for spec in checks_by_store[store.id]
         ],
     )
     try:
@@ -203,11 +228,23 @@ def build_plan_assets(
                 store.output_name: keys.stores[(plan.name, store.id)] for store in plan.stores
             },
             specs=specs,
+            check_specs_by_output_name={
+                f"{store.output_name}__{spec.name}": spec
+                for store in plan.stores
+                for spec in checks_by_store[store.id]
+            },
             can_subset=True,
             backfill_policy=translator.get_backfill_policy(plan),
         )
     except DagsterInvalidDefinitionError as err:
         raise DrillDefinitionsError(f"{plan.path}: {err}") from None
+
+
+def _check_specs(store: DrillStore, keys: AssetKeys) -> list[AssetCheckSpec]:
+    if store.config.checks is None:
+        return []
+    key = keys.stores[(store.plan.name, store.id)]
+    return store_check_specs(store, key, store.config.checks)
 
 
 _INPUTS: dict[str, Any] = {}
@@ -232,6 +269,11 @@ class _SharedOut(Out):
 
 
 _OUTPUT_DEFINITIONS: dict[str, Any] = {}
+# A check's output carries no value (Nothing: no IO manager); not required, since a run may
+# select the asset without its checks.
+_CHECK_OUTS = {
+    name: Out(Nothing, is_required=False) for name in (SCHEMA_CONTRACT, ROW_COUNT_BOUNDS)
+}
 _OUTS = {
     # Not required: a store skipped by skip_unchanged yields nothing.
     True: {"result": _SharedOut(io_manager_key=STORE_IO_MANAGER, is_required=False)},
@@ -247,6 +289,7 @@ def _op_def(
     scan_keys: Mapping[str, AssetKey],
     tags: Mapping[str, str],
     pool: str | None = None,
+    checks: Sequence[str] = (),
 ) -> OpDefinition:
     # OpDefinition with a plain compute function: the @op decorator's signature inference costs
     # milliseconds per op, which adds up to seconds for a thousand plans.
@@ -260,7 +303,7 @@ def _op_def(
         # pydantic's own JSON: a seventh of the cost of to_dict() and json.dumps per op.
         description=f"```json\n{operator.model_dump_json(by_alias=True, exclude_unset=True)}\n```",
         ins=ins,
-        outs=_OUTS[store is not None],
+        outs={**_OUTS[store is not None], **{name: _CHECK_OUTS[name] for name in checks}},
         config_schema=_NO_CONFIG,
         required_resource_keys={RESOURCE},
         tags={**tags, "drill/plan": plan.name, "drill/op": operator.op},
@@ -310,8 +353,15 @@ class _OpStep:
 
     def __call__(
         self, context: AssetExecutionContext, inputs: Mapping[str, Any]
-    ) -> Iterator[Output[Any]]:
+    ) -> Iterator[Output[Any] | AssetCheckResult]:
         plan, store = self.plan, self.store
+        if store is not None and self.asset_key not in context.selected_asset_keys:
+            # Only the store's checks are selected: judge its latest materialization.
+            yield from store_checks(context, store, self.asset_key, None)
+            return
+        if not context.selected_asset_keys:  # a run of checks alone: nothing to compile
+            yield Output(None)
+            return
         drill = context.resources.drill
         slices = plan_slices(plan, context)
         values = [inputs[name] for name in self.names]
@@ -350,6 +400,7 @@ class _OpStep:
             self.scan_keys,
             inputs_version,
         )
+        yield from store_checks(context, store, self.asset_key, writes)
 
     def _spark_step(self, plan, store, slices, values, drill):
         """The step on Spark: this operator's DataFrames (compiled again from the plan where an

@@ -1,7 +1,17 @@
 """Asset checks a plan asks for in ``drill_project.yaml``: a schema contract, row-count bounds.
 
-Both read the store's latest materialization (``dagster/column_schema``, ``dagster/row_count``),
-so they cost no Spark work and run right after the store in the same run.
+Both are ``check_specs`` of the plan's multi-asset: the store's own step judges them from what it
+has just written (its schema, each partition's rows), right after its materialization, so they
+cost no Spark work and no step of their own. A ``blocking`` check that fails fails the store's
+step (after the data is written and materialized), so the assets downstream do not run. A run
+that selects only the checks judges the store's latest materialization (of the run's partition)
+and writes nothing.
+
+Dagster's own builders do not do this job, so these are ours: ``build_metadata_bounds_checks``
+and ``build_column_schema_change_checks`` make checks of their own steps that read the latest
+materialization from the instance (one value: in a run of several partitions, only the last
+partition's row count), and the schema-change check compares two materializations with each
+other rather than with the columns a plan promises.
 
 * ``columns: {name: TYPE}``: each column must exist with that Drill type; ``TYPE`` is a minor type
   (``BIGINT``, ``VARCHAR``, ``MAP``, ...; aliases such as ``STRING`` or ``DOUBLE`` accepted),
@@ -18,20 +28,20 @@ so they cost no Spark work and run right after the store in the same run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from dagster import (
-    AssetCheckExecutionContext,
     AssetCheckResult,
-    AssetChecksDefinition,
-    AssetCheckSeverity,
+    AssetCheckSpec,
     AssetKey,
+    AssetRecordsFilter,
+    DagsterInstance,
     TableSchema,
-    asset_check,
 )
 
-from drill_dagster.metadata import column_type, materialized_in_run
+from drill_dagster.metadata import WrittenStore, column_type
+from drill_dagster.partitions import RunSlice
 from drill_dagster.plans import DrillStore
 from drill_dagster.project import ChecksConfig
 from engine.types import DataMode, MinorType, type_from_name
@@ -75,58 +85,75 @@ def schema_problems(schema: TableSchema, columns: Mapping[str, str], *, exact: b
     return problems
 
 
-def build_store_checks(
+SCHEMA_CONTRACT = "schema_contract"
+ROW_COUNT_BOUNDS = "row_count_bounds"
+
+
+def store_check_specs(
     store: DrillStore, asset_key: AssetKey, config: ChecksConfig
-) -> list[AssetChecksDefinition]:
-    """The checks of one store: ``schema_contract`` and ``row_count_bounds`` where configured."""
-    checks = []
-    prefix = "_".join(asset_key.path)
+) -> list[AssetCheckSpec]:
+    """The check specs of one store (``schema_contract``, ``row_count_bounds``, where configured):
+    ``check_specs`` of the plan's multi-asset, evaluated by the store's own step."""
+    specs = []
     if config.columns:
-
-        def schema_contract(context: AssetCheckExecutionContext) -> AssetCheckResult:
-            metadata = _latest(context, asset_key)
-            schema = _value(metadata.get("dagster/column_schema"))
-            if not isinstance(schema, TableSchema):
-                return _not_materialized(asset_key)
-            problems = schema_problems(schema, config.columns, exact=config.exact)
-            return AssetCheckResult(
-                passed=not problems,
-                severity=AssetCheckSeverity.ERROR,
-                description="; ".join(problems) or "every promised column has its type",
-                metadata={"problems": len(problems)},
-            )
-
-        schema_contract.__name__ = f"{prefix}_schema_contract"
-        checks.append(
-            asset_check(
+        specs.append(
+            AssetCheckSpec(
+                SCHEMA_CONTRACT,
                 asset=asset_key,
-                name="schema_contract",
                 description=f"The columns and Drill types {store.plan.path.name} promises.",
                 blocking=config.blocking,
                 metadata={"drill/columns": dict(config.columns), "drill/exact": config.exact},
-            )(_annotated(schema_contract))
+            )
         )
     if config.row_count is not None:
         bounds = config.row_count
-
-        def row_count_bounds(context: AssetCheckExecutionContext) -> AssetCheckResult:
-            rows_by_partition = _rows_by_partition(context, asset_key)
-            if not rows_by_partition:
-                return _not_materialized(asset_key)
-            return row_count_result(rows_by_partition, bounds.min, bounds.max)
-
-        row_count_bounds.__name__ = f"{prefix}_row_count_bounds"
-        checks.append(
-            asset_check(
+        own = " (each partition's own)" if store.plan.config.partitions else ""
+        specs.append(
+            AssetCheckSpec(
+                ROW_COUNT_BOUNDS,
                 asset=asset_key,
-                name="row_count_bounds",
-                description=f"Rows written: {bounds_text(bounds.min, bounds.max)}"
-                + (" (each partition's own)" if store.plan.config.partitions else "")
-                + ".",
+                description=f"Rows written: {bounds_text(bounds.min, bounds.max)}{own}.",
                 blocking=config.blocking,
-            )(_annotated(row_count_bounds))
+            )
         )
-    return checks
+    return specs
+
+
+def check_results(
+    asset_key: AssetKey,
+    config: ChecksConfig,
+    selected: Collection[str],
+    schema: TableSchema | None,
+    rows_by_partition: Mapping[str | None, int],
+) -> list[AssetCheckResult]:
+    """The results of the ``selected`` checks (by name) of a store, judged from the schema and
+    rows it wrote (or, when the step only checks, those of its latest materialization)."""
+    results = []
+    if SCHEMA_CONTRACT in selected and config.columns:
+        if schema is None:
+            results.append(_not_materialized(asset_key, SCHEMA_CONTRACT))
+        else:
+            problems = schema_problems(schema, config.columns, exact=config.exact)
+            results.append(
+                AssetCheckResult(
+                    asset_key=asset_key,
+                    check_name=SCHEMA_CONTRACT,
+                    passed=not problems,
+                    description="; ".join(problems) or "every promised column has its type",
+                    metadata={"problems": len(problems)},
+                )
+            )
+    if ROW_COUNT_BOUNDS in selected and config.row_count is not None:
+        if not rows_by_partition:
+            results.append(_not_materialized(asset_key, ROW_COUNT_BOUNDS))
+        else:
+            bounds = config.row_count
+            results.append(
+                row_count_result(
+                    rows_by_partition, bounds.min, bounds.max, asset_key, ROW_COUNT_BOUNDS
+                )
+            )
+    return results
 
 
 def bounds_text(low: int | None, high: int | None) -> str:
@@ -141,7 +168,11 @@ def bounds_text(low: int | None, high: int | None) -> str:
 
 
 def row_count_result(
-    rows_by_partition: Mapping[str | None, int], low: int | None, high: int | None
+    rows_by_partition: Mapping[str | None, int],
+    low: int | None,
+    high: int | None,
+    asset_key: AssetKey | None = None,
+    check_name: str | None = None,
 ) -> AssetCheckResult:
     """Whether every partition's rows (or the unpartitioned asset's, under None) lie within the
     bounds.
@@ -168,50 +199,55 @@ def row_count_result(
     else:
         text = ", ".join(f"{key}: {rows} rows" for key, rows in rows_by_partition.items())
     return AssetCheckResult(
+        asset_key=asset_key,
+        check_name=check_name,
         passed=not outside,
         description=text,
         metadata={"rows": total, "partitions_outside": len(outside)},
     )
 
 
-def _rows_by_partition(
-    context: AssetCheckExecutionContext, asset_key: AssetKey
-) -> dict[str | None, int]:
-    """Rows written by the store's latest run: by partition key when it wrote several, else
-    under None."""
-    written = materialized_in_run(context.run.run_id, asset_key)
-    if written is not None and len(written.partition_rows) > 1:
-        return dict(written.partition_rows)
-    metadata = written.metadata if written is not None else _latest(context, asset_key)
-    rows = _value(metadata.get("dagster/row_count"))
-    if written is not None and written.partition_rows:
-        (key,) = written.partition_rows
-        return {key: written.partition_rows[key]}
-    return {None: rows} if isinstance(rows, int) else {}
+def _not_materialized(asset_key: AssetKey, name: str) -> AssetCheckResult:
+    return AssetCheckResult(
+        asset_key=asset_key,
+        check_name=name,
+        passed=False,
+        description=f"{asset_key.to_user_string()} has no materialization with metadata yet",
+    )
 
 
-def _annotated(fn: Any) -> Any:
-    # Dagster compares the annotation object itself; with postponed annotations it is a string.
-    fn.__annotations__["context"] = AssetCheckExecutionContext
-    return fn
+def written_rows(written: Sequence[tuple[RunSlice, WrittenStore]]) -> dict[str | None, int]:
+    """Rows a store wrote: by partition key when each slice was one partition, else the total
+    under None (an unpartitioned run, or a range passed to the plan at once)."""
+    keyed = {s.partition_keys[0]: w.row_count for s, w in written if len(s.partition_keys) == 1}
+    if keyed and len(keyed) == len(written):
+        return keyed
+    return {None: sum(w.row_count for _, w in written)}
 
 
-def _latest(context: AssetCheckExecutionContext, asset_key: AssetKey) -> Mapping[str, Any]:
-    written = materialized_in_run(context.run.run_id, asset_key)
-    if written is not None:  # the store ran in this run: no query of the event log
-        return written.metadata
-    event = context.instance.get_latest_materialization_event(asset_key)
-    if event is None or event.asset_materialization is None:
-        return {}
-    return event.asset_materialization.metadata
+def latest_written(
+    instance: DagsterInstance, asset_key: AssetKey, partition_keys: Sequence[str]
+) -> tuple[TableSchema | None, dict[str | None, int]]:
+    """The schema and rows of the store's latest materialization (of each partition key), for a
+    step that only checks."""
+    schema = None
+    rows: dict[str | None, int] = {}
+    for key in partition_keys or [None]:
+        records = instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=asset_key, asset_partitions=[key] if key else None),
+            limit=1,
+        ).records
+        materialization = records[0].asset_materialization if records else None
+        if materialization is None:
+            continue
+        metadata = materialization.metadata
+        found = _value(metadata.get("dagster/column_schema"))
+        schema = found if isinstance(found, TableSchema) else schema
+        count = _value(metadata.get("dagster/row_count"))
+        if isinstance(count, int):
+            rows[key] = count
+    return schema, rows
 
 
 def _value(entry: Any) -> Any:
     return getattr(entry, "value", entry)
-
-
-def _not_materialized(asset_key: AssetKey) -> AssetCheckResult:
-    return AssetCheckResult(
-        passed=False,
-        description=f"{asset_key.to_user_string()} has no materialization with metadata yet",
-    )

@@ -2,22 +2,47 @@
 
 The engine's command line (:mod:`engine.cli`: ``validate``, ``explain``, ``run``, ``sql``,
 ``functions``) knows nothing of Dagster; this module adds what belongs to the integration
-(``scaffold``) and is what the console script runs.
+(``scaffold``; ``run --pipes``, :mod:`drill_dagster.pipes`) and is what the console script runs.
 
 Example::
 
     $ drill-dagster scaffold my_pipelines
+    $ drill-dagster run --pipes plans/events_cleaned.json   # launched by a Dagster Pipes client
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from drill_dagster.cli_scaffold import add_scaffold_command
 from engine import cli as engine_cli
 
-DAGSTER_COMMANDS = (add_scaffold_command,)
+
+def add_pipes_option(subparsers: Any) -> None:
+    """``run --pipes``: report the stores' materializations to Dagster through Pipes."""
+    run_cmd = subparsers.choices["run"]
+    run_cmd.add_argument(
+        "--pipes",
+        action="store_true",
+        help="report each store's materialization, metadata and checks to the Dagster Pipes "
+        "client that launched this command (PipesSubprocessClient, EMR, Databricks ...)",
+    )
+    engine_run = run_cmd.get_default("func")
+
+    def run_or_pipes(args: argparse.Namespace) -> int:
+        if not args.pipes:
+            return engine_run(args)
+        from drill_dagster.pipes import run_with_pipes  # Dagster is imported only here
+
+        return run_with_pipes(args)
+
+    run_cmd.set_defaults(func=run_or_pipes)
+
+
+DAGSTER_COMMANDS = (add_scaffold_command, add_pipes_option)
 
 
 def run(argv: Sequence[str] | None = None) -> int:

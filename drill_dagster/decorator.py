@@ -2,7 +2,8 @@
 
 The decorated function runs in one op; ``drill.run(context)`` runs the part of the plan the
 selected stores need (on Spark, or the local executor) and yields one ``MaterializeResult`` per
-store, with the same metadata as :func:`~drill_dagster.load_definitions`' graph assets::
+store, with the same metadata and checks as :func:`~drill_dagster.load_definitions`' graph
+assets::
 
     from drill_dagster import DrillResource, drill_assets
 
@@ -24,11 +25,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetKey, AssetsDefinition, MaterializeResult, multi_asset
+from dagster import AssetCheckResult, AssetKey, AssetsDefinition, MaterializeResult, multi_asset
 
 from drill_dagster.assets import AssetKeys, store_specs
+from drill_dagster.checks import store_check_specs
 from drill_dagster.errors import DrillDefinitionsError, DrillFailure
-from drill_dagster.execution import run_stores_whole, store_output
+from drill_dagster.execution import run_stores_whole, store_checks, store_output
 from drill_dagster.plans import DrillPlan, load_project
 from drill_dagster.project import PROJECT_FILE, load_project_config
 from drill_dagster.translator import DrillTranslator
@@ -62,6 +64,14 @@ def drill_assets(
         return multi_asset(
             name=name or drill_plan.name,
             specs=specs,
+            check_specs=[
+                spec
+                for store in drill_plan.stores
+                if store.config.checks is not None
+                for spec in store_check_specs(
+                    store, keys.stores[(drill_plan.name, store.id)], store.config.checks
+                )
+            ],
             can_subset=True,
             backfill_policy=translator.get_backfill_policy(drill_plan),
             op_tags={
@@ -75,8 +85,9 @@ def drill_assets(
     return decorate
 
 
-def run_in_context(drill: Any, context: Any) -> Iterator[MaterializeResult]:
-    """Run the selected stores of a ``@drill_assets`` plan; one result per store."""
+def run_in_context(drill: Any, context: Any) -> Iterator[MaterializeResult | AssetCheckResult]:
+    """Run the selected stores of a ``@drill_assets`` plan; one result per store, with its
+    checks' results."""
     from drill_dagster.assets import plan_slices
 
     tags = context.op_execution_context.op_def.tags
@@ -87,9 +98,16 @@ def run_in_context(drill: Any, context: Any) -> Iterator[MaterializeResult]:
         k: AssetKey.from_user_string(v) for k, v in json.loads(tags[SCAN_KEYS_TAG]).items()
     }
     specs = context.assets_def.specs_by_key
+    checked_alone = {k.asset_key for k in context.selected_asset_check_keys}
+    checked_alone -= set(context.selected_asset_keys)
+    for key in sorted(checked_alone):  # checks without their asset: the latest materialization
+        store = plan.store(str(specs[key].metadata["drill/store_id"]))
+        yield from store_checks(context, store, key, None)
     selected = [
         (key, str(specs[key].metadata["drill/store_id"])) for key in context.selected_asset_keys
     ]
+    if not selected:
+        return
     slices = plan_slices(plan, context)
     spark = drill.spark_session() if drill.executor == "spark" else None
     writes = run_stores_whole(
@@ -101,9 +119,13 @@ def run_in_context(drill: Any, context: Any) -> Iterator[MaterializeResult]:
         spark=spark,
     )
     for key, store_id in selected:
-        output = store_output(context, plan.store(store_id), key, writes[store_id], scan_keys)
+        store = plan.store(store_id)
+        output = store_output(context, store, key, writes[store_id], scan_keys)
         yield MaterializeResult(
-            asset_key=key, metadata=output.metadata, data_version=output.data_version
+            asset_key=key,
+            metadata=output.metadata,
+            data_version=output.data_version,
+            check_results=store_checks(context, store, key, writes[store_id]),
         )
 
 

@@ -22,7 +22,6 @@ from typing import Any
 from dagster import AssetsDefinition, Definitions
 
 from drill_dagster.assets import AssetKeys, build_plan_assets
-from drill_dagster.checks import build_store_checks
 from drill_dagster.errors import DrillDefinitionsError
 from drill_dagster.plans import DrillProject, load_project
 from drill_dagster.project import PROJECT_FILE, load_project_config
@@ -131,16 +130,11 @@ def definitions_for_project(
         for source in project.sources
         if read is None or any(id(scan) in read for scan in source.scans)
     ]
-    checks = []
     jobs = []
     schedules = []
     for plan in chosen:
         plan_assets: AssetsDefinition = build_plan_assets(plan, translator, keys)
-        assets.append(plan_assets)
-        for store in plan.stores:
-            if store.config.checks is not None:
-                key = keys.stores[(plan.name, store.id)]
-                checks.extend(build_store_checks(store, key, store.config.checks))
+        assets.append(plan_assets)  # with its stores' checks (check_specs)
         if plan.config.schedule is not None:
             # Only a schedule needs a job: Dagster resolves every job against the whole asset
             # graph and snapshots it at each load (1,000 per-plan jobs were ~22 s of a code
@@ -158,7 +152,6 @@ def definitions_for_project(
     }
     return Definitions(
         assets=assets,
-        asset_checks=checks,
         jobs=jobs,
         schedules=schedules,
         resources=all_resources,

@@ -20,20 +20,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetKey, DataVersion, Output
+from dagster import AssetCheckResult, AssetKey, DataVersion, Output
 
+from drill_dagster.checks import check_results, latest_written, written_rows
 from drill_dagster.errors import DrillFailure
 from drill_dagster.metadata import (
     SCHEMA_FINGERPRINT,
     SCHEMA_VERSION,
     WrittenStore,
+    column_schema,
     lineage_metadata,
     next_schema_version,
-    remember_materialization,
     schema_fingerprint,
     store_metadata,
 )
-from drill_dagster.partitions import RunSlice
+from drill_dagster.partitions import RunSlice, run_keys
 from drill_dagster.plans import DrillPlan, DrillStore
 from drill_dagster.versions import CODE_VERSION, INPUTS_VERSION, store_code_version
 from engine import run_plan
@@ -133,11 +134,31 @@ def store_output(
 ) -> Output[Any]:
     """The asset output of a store, its metadata, its data version (the commit version written)
     and per-partition row counts."""
+    metadata = materialization_metadata(
+        store, writes, scan_keys, previous_schema(context, asset_key), inputs_version
+    )
+    _partition_counts(context, asset_key, writes)
+    last = writes.written[-1][1]
+    return Output(
+        StoredDataset(Path(last.location), last.format, tuple(str(f) for f in last.files)),
+        metadata=metadata,
+        data_version=data_version([w for _, w in writes.written]),
+    )
+
+
+def materialization_metadata(
+    store: DrillStore,
+    writes: StoreWrites,
+    scan_keys: Mapping[str, AssetKey],
+    previous: Mapping[str, Any] | None,
+    inputs_version: str | None = None,
+) -> dict[str, Any]:
+    """The metadata of a store's materialization (:func:`store_metadata`, the code version);
+    ``previous``: the schema version and fingerprint of the last one, if any."""
     if not writes.written:
         raise DrillFailure(description=f"store {store.id} of {store.plan.path} wrote nothing")
     written = [w for _, w in writes.written]
     last = written[-1]
-    previous = _previous_metadata(context, asset_key)
     fingerprint = schema_fingerprint(last.schema)
     ancestors = store.plan.ancestors(store.id)
     names = {
@@ -157,13 +178,26 @@ def store_output(
     metadata[CODE_VERSION] = store_code_version(store)
     if inputs_version is not None:
         metadata[INPUTS_VERSION] = inputs_version
-    counts = _partition_counts(context, asset_key, writes)
-    remember_materialization(context.run.run_id, asset_key, metadata, counts)
-    return Output(
-        StoredDataset(Path(last.location), last.format, tuple(str(f) for f in last.files)),
-        metadata=metadata,
-        data_version=data_version(written),
-    )
+    return metadata
+
+
+def store_checks(
+    context: Any, store: DrillStore, asset_key: AssetKey, writes: StoreWrites | None
+) -> list[AssetCheckResult]:
+    """The results of the store's selected checks, judged from what it wrote in this step; with
+    ``writes`` None (the step only checks: the asset is not selected), from its latest
+    materialization of the run's partitions."""
+    config = store.config.checks
+    selected = {k.name for k in context.selected_asset_check_keys if k.asset_key == asset_key}
+    if config is None or not selected:
+        return []
+    if writes is None:
+        keys = list(run_keys(context) or ())
+        schema, rows = latest_written(context.instance, asset_key, keys)
+    else:
+        schema = column_schema(writes.written[-1][1].schema)
+        rows = written_rows(writes.written)
+    return check_results(asset_key, config, selected, schema, rows)
 
 
 def data_version(written: Sequence[WrittenStore]) -> DataVersion | None:
@@ -178,18 +212,15 @@ def data_version(written: Sequence[WrittenStore]) -> DataVersion | None:
     return None
 
 
-def _partition_counts(context: Any, asset_key: AssetKey, writes: StoreWrites) -> dict[str, int]:
+def _partition_counts(context: Any, asset_key: AssetKey, writes: StoreWrites) -> None:
     """Each partition's own rows on its materialization (``dagster/row_count`` and
-    ``dagster/partition_row_count``), when the run wrote its partitions one by one; the counts
-    by key."""
+    ``dagster/partition_row_count``), when the run wrote its partitions one by one."""
     step = getattr(context, "op_execution_context", context)
     if not getattr(step, "has_partitions", False):
-        return {}
-    counts = {}
+        return
     for slice_, written in writes.written:
         if len(slice_.partition_keys) == 1:
             key = slice_.partition_keys[0]
-            counts[key] = written.row_count
             own: dict[str, Any] = {
                 "dagster/row_count": written.row_count,
                 "dagster/partition_row_count": written.row_count,
@@ -197,10 +228,10 @@ def _partition_counts(context: Any, asset_key: AssetKey, writes: StoreWrites) ->
             if written.version:
                 own["drill/commit_version"] = written.version
             context.add_asset_metadata(own, asset_key=asset_key, partition_key=key)
-    return counts
 
 
-def _previous_metadata(context: Any, asset_key: AssetKey) -> Mapping[str, Any] | None:
+def previous_schema(context: Any, asset_key: AssetKey) -> dict[str, Any] | None:
+    """The schema version and fingerprint of the asset's latest materialization (None: none)."""
     try:
         event = context.instance.get_latest_materialization_event(asset_key)
     except Exception:  # an instance that cannot answer only loses the version history
@@ -209,7 +240,11 @@ def _previous_metadata(context: Any, asset_key: AssetKey) -> Mapping[str, Any] |
     if materialization is None:
         return None
     metadata = materialization.metadata
-    return {k: metadata[k] for k in (SCHEMA_VERSION, SCHEMA_FINGERPRINT) if k in metadata}
+    return {
+        k: getattr(metadata[k], "value", metadata[k])
+        for k in (SCHEMA_VERSION, SCHEMA_FINGERPRINT)
+        if k in metadata
+    }
 
 
 @dataclass(frozen=True)

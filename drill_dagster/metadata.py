@@ -259,36 +259,3 @@ def store_metadata(
     if last.version:
         metadata["drill/commit_version"] = last.version
     return metadata
-
-
-@dataclass(frozen=True)
-class InRun:
-    """What a store wrote in a run, kept for the checks of the same run."""
-
-    run_id: str
-    metadata: Mapping[str, Any]
-    partition_rows: Mapping[str, int]
-
-
-_IN_RUN: dict[AssetKey, InRun] = {}
-
-
-def remember_materialization(
-    run_id: str,
-    asset_key: AssetKey,
-    metadata: Mapping[str, Any],
-    partition_rows: Mapping[str, int] | None = None,
-) -> None:
-    """Keep the metadata a store just wrote (and each partition's rows), for the asset checks of
-    the same run.
-
-    The checks run right after the store in the same process; reading the metadata back from the
-    instance's event log cost them a query each. One entry per asset key: the latest run's.
-    """
-    _IN_RUN[asset_key] = InRun(run_id, metadata, dict(partition_rows or {}))
-
-
-def materialized_in_run(run_id: str, asset_key: AssetKey) -> InRun | None:
-    """What :func:`remember_materialization` kept for this run, else None."""
-    entry = _IN_RUN.get(asset_key)
-    return entry if entry is not None and entry.run_id == run_id else None

@@ -1,6 +1,7 @@
 """Metadata a store's asset carries before it is ever materialized (on its spec).
 
 What the plan says without running: ``dagster/table_name`` (the target path without its ``${...}`` parts),
+``dagster/column_schema`` where the plan settles every column's type (:mod:`drill_dagster.spec_schema`),
 ``dagster/column_lineage`` (each column the plan names and the upstream asset columns it is
 computed from, by :mod:`engine.lineage`) and ``drill/column_lineage``, the same as a Markdown
 table (Dagster's open-source UI does not draw ``dagster/column_lineage``). A materialization
@@ -15,6 +16,7 @@ from typing import Any
 from dagster import AssetKey, MetadataValue, TableColumnDep, TableColumnLineage
 
 from drill_dagster.plans import DrillStore, location_parts
+from drill_dagster.spec_schema import definition_column_schema
 
 
 def definition_metadata(
@@ -25,6 +27,9 @@ def definition_metadata(
     table = "/".join(location_parts(store.target_path)) if store.target_path else ""
     if table:  # the fixed part of the path: clean for clean/day=${day}
         metadata["dagster/table_name"] = table
+    schema = definition_column_schema(store)
+    if schema is not None:  # only where the plan settles every column's type
+        metadata["dagster/column_schema"] = schema
     lineage = store.lineage
     rows: list[tuple[str, list[TableColumnDep]]] = []
     for column, sources in lineage.by_column().items():

@@ -143,7 +143,7 @@ def test_the_scaffolded_component_materializes(tmp_path: Path) -> None:
     write_example_plans(folder)
     defs = build_defs_for_component(_component(folder, {"plans_dir": "plans"}))
     result = materialize(
-        [*defs.assets, *defs.asset_checks],
+        [*defs.assets, *(defs.asset_checks or ())],
         resources={**defs.resources, **default_resources(executor="local")},
         instance=DagsterInstance.ephemeral(),
     )

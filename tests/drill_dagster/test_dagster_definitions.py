@@ -128,7 +128,7 @@ def test_jobs_schedules_and_checks(defs: Definitions) -> None:
     assert schedules["split_schedule"].cron_schedule == "0 4 * * *"
     assert schedules["clean_schedule"].cron_schedule == "0 0 * * *"  # from the daily partitions
     assert schedules["clean_schedule"].job_name == "clean_job"
-    check_keys = {key for checks in defs.asset_checks for key in checks.check_keys}
+    check_keys = defs.resolve_asset_graph().asset_check_keys
     assert {(k.asset_key, k.name) for k in check_keys} == {
         (CLEAN_KEY, "schema_contract"),
         (CLEAN_KEY, "row_count_bounds"),

@@ -148,7 +148,7 @@ def test_the_project_file_declares_partitions_schedules_and_checks(example: Exam
     assert schedules["events_cleaned_schedule"].cron_schedule == "0 0 * * *"
     assert schedules["customer_summary_schedule"].cron_schedule == "0 6 * * *"
     checked = {
-        (k.asset_key.to_user_string(), k.name) for c in defs.asset_checks for k in c.check_keys
+        (k.asset_key.to_user_string(), k.name) for k in defs.resolve_asset_graph().asset_check_keys
     }
     assert checked == {
         (store, check)

@@ -38,4 +38,6 @@ def test_the_components_layout_loads_the_same_assets(monkeypatch, tmp_path) -> N
     workspace_defs = runpy.run_path(str(REPO / "examples" / "definitions.py"))["defs"]
     keys = defs.resolve_asset_graph().get_all_asset_keys()
     assert keys == workspace_defs.resolve_asset_graph().get_all_asset_keys()
-    assert len(defs.asset_checks or ()) == len(workspace_defs.asset_checks or ())
+    assert defs.resolve_asset_graph().asset_check_keys == (
+        workspace_defs.resolve_asset_graph().asset_check_keys
+    )

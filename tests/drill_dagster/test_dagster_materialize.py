@@ -121,7 +121,7 @@ def test_a_three_day_range_is_one_run_with_row_counts_per_partition(
     assert counters["4"]["rows"] == 5  # the store
     assert "| filter 2 | rows=5 |" in events[0].metadata["drill/operator_metrics"].value
     ops = [f"clean.{n}" for n in ("filter_2", "project_3", "scan_1", "store_4")]
-    assert sorted(_steps(result)) == [*ops, "clean_row_count_bounds", "clean_schema_contract"]
+    assert sorted(_steps(result)) == ops  # the checks ran in the store's step
     for day in kit.DAYS:
         written = pq.read_table(plans_dir.parent / "data" / "lake" / "clean" / f"day={day}")
         assert written.num_rows == counts[day]
@@ -182,16 +182,20 @@ def test_a_failing_check_and_bad_data_are_reported_with_their_reason(
         e for e in result.get_asset_check_evaluations() if e.check_name == "row_count_bounds"
     ]
     assert not check.passed and check.description == "2 rows, not at most 1"
-    # The checks alone, in a run of their own, read the materialization from the instance.
-    clean_defs = [a for a in [*defs.assets, *defs.asset_checks] if CLEAN in _keys(a)]
+    # The checks alone (the UI's "Execute checks"; not partitioned): the store's step judges the
+    # latest materialization and writes nothing.
+    lake = plans_dir.parent / "data" / "lake" / "clean"
+    files = sorted(lake.rglob("*"))
     alone = materialize(
-        clean_defs,  # type: ignore[arg-type]
+        [a for a in defs.assets if CLEAN in _keys(a)],  # type: ignore[arg-type]
         selection=AssetSelection.checks_for_assets(CLEAN),
         resources=defs.resources,
         instance=instance,
         raise_on_error=False,
     )
+    assert alone.success
     assert not alone.get_asset_materialization_events()
+    assert sorted(lake.rglob("*")) == files
     evaluations = {e.check_name: e for e in alone.get_asset_check_evaluations()}
     assert evaluations["row_count_bounds"].description == "2 rows, not at most 1"
     assert evaluations["schema_contract"].passed
@@ -280,3 +284,84 @@ def test_a_range_run_checks_each_partition_s_own_rows(tmp_path: Path, kit: Kit) 
         "partition 2024-01-01: 2 rows, partition 2024-01-03: 2 rows, not at most 1 "
         "(3 partitions, 5 rows)"
     )
+
+
+@pytest.mark.parametrize("blocking", [True, False])
+def test_checks_run_in_the_store_s_step_and_a_blocking_failure_stops_downstream(
+    tmp_path: Path, kit: Kit, blocking: bool
+) -> None:
+    """`clean` writes 2 rows against `max: 1`: blocking, `split` (which reads it) does not run."""
+    yaml_text = f"""\
+plans:
+  clean:
+    params: {{day: "2024-01-03"}}
+    stores:
+      clean:
+        checks: {{columns: {{id: BIGINT}}, row_count: {{max: 1}}, blocking: {str(blocking).lower()}}}
+"""
+    defs = load_definitions(kit.write(tmp_path, project_yaml=yaml_text), executor="local")
+    assert not defs.asset_checks  # no check op: the specs are the multi-asset's
+    (clean_def,) = [a for a in defs.assets if CLEAN in _keys(a)]
+    assert {(s.name, s.blocking) for s in clean_def.check_specs} == {
+        ("schema_contract", blocking),
+        ("row_count_bounds", blocking),
+    }
+    result = materialize(
+        list(defs.assets),  # type: ignore[arg-type]
+        selection=AssetSelection.assets(CLEAN, TOTALS),
+        resources=defs.resources,
+        instance=DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+    evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert evaluations["row_count_bounds"].description == "2 rows, not at most 1"
+    assert not evaluations["row_count_bounds"].passed and evaluations["schema_contract"].passed
+    texts = [s.description for s in clean_def.check_specs] + [
+        e.description for e in evaluations.values()
+    ]
+    assert "Rows written: at most 1." in texts and not any("None" in str(t) for t in texts)
+    checked_in = {
+        e.step_key for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    }
+    assert checked_in == {"clean.store_4"}
+    assert _materializations(result, CLEAN)  # written and recorded before it was judged
+    if blocking:
+        assert not result.success
+        (failure,) = result.get_step_failure_events()
+        assert failure.step_key == "clean.store_4"
+        assert "blocking asset check failed" in failure.event_specific_data.error.message
+        assert "clean: row_count_bounds" in failure.event_specific_data.error.message
+        assert not _materializations(result, TOTALS)
+        assert "split.scan_1" not in _steps(result)
+    else:
+        assert result.success
+        assert _materializations(result, TOTALS)
+
+
+def test_drill_assets_carries_the_stores_checks(tmp_path: Path, kit: Kit) -> None:
+    yaml_text = """\
+plans:
+  clean:
+    params: {day: "2024-01-02"}
+    stores: {clean: {checks: {row_count: {min: 1}}}}
+"""
+    plans_dir = kit.write(tmp_path, plans={"clean": kit.CLEAN}, project_yaml=yaml_text)
+
+    @drill_assets(plan=plans_dir / "clean.json")
+    def clean(context, drill: DrillResource):  # type: ignore[no-untyped-def]
+        yield from drill.run(context)
+
+    assert [s.name for s in clean.check_specs] == ["row_count_bounds"]
+    instance = DagsterInstance.ephemeral()
+    result = materialize([clean], resources=default_resources(executor="local"), instance=instance)
+    (evaluation,) = result.get_asset_check_evaluations()
+    assert evaluation.passed and evaluation.description == "1 rows"
+    alone = materialize(
+        [clean],
+        selection=AssetSelection.checks_for_assets(CLEAN),
+        resources=default_resources(executor="local"),
+        instance=instance,
+    )
+    assert not alone.get_asset_materialization_events()
+    (evaluation,) = alone.get_asset_check_evaluations()
+    assert evaluation.passed and evaluation.description == "1 rows"

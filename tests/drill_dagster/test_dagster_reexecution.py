@@ -50,8 +50,16 @@ def instance() -> Iterator[DagsterInstance]:
         yield instance
 
 
+CHECKS = """\
+plans:
+  ranked:
+    stores:
+      ranked: {checks: {columns: {id: BIGINT, rank: INT}, row_count: {min: 1}, blocking: true}}
+"""
+
+
 def _project(root: Path, kit: Kit) -> Path:
-    plans_dir = kit.write(root, plans={"ranked": RANKED}, project_yaml=None)
+    plans_dir = kit.write(root, plans={"ranked": RANKED}, project_yaml=CHECKS)
     (plans_dir.parent / "data" / "raw" / "customers.csv").write_text(GOOD)
     return plans_dir
 
@@ -103,6 +111,9 @@ def test_from_failure_writes_what_a_clean_run_writes(
         metadata = event.materialization.metadata
         assert metadata["dagster/row_count"].value == 2
         assert metadata["drill/operator_counters"].value["2"]["rows"] == 2  # the filter's
+        # The store's blocking checks ran in its step, on what it wrote.
+        checks = {e.check_name: e.passed for e in again.get_asset_check_evaluations()}
+        assert checks == {"schema_contract": True, "row_count_bounds": True}
     assert _rows(plans_dir) == _rows(clean_dir)
 
 
@@ -129,22 +140,33 @@ def test_selected_steps_and_everything_re_execute(
 
 
 @pytest.mark.slow  # a process per step: minutes on a small shared machine
-@pytest.mark.parametrize("executor", ["local"])
-def test_the_multiprocess_executor_runs_each_op_in_its_own_process(
+@pytest.mark.parametrize(
+    "executor",
+    ["local", pytest.param("spark", marks=pytest.mark.spark)],
+)
+def test_dagster_s_default_executor_runs_each_op_in_its_own_process(
     executor: str,
     tmp_path: Path,
     kit: Kit,
     instance: DagsterInstance,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Dagster's default executor: every step in a process of its own, inputs rebuilt there."""
+    """No executor set anywhere (neither the Definitions nor the job): Dagster's default runs
+    every step in a process of its own; the inputs are rebuilt there from the plan, and the
+    data, the row counts and the checks are a clean in-process run's."""
     support = Path(__file__).resolve().parents[1] / "support"  # step processes import drill_jobs
     monkeypatch.setenv(
         "PYTHONPATH", os.pathsep.join([str(support), os.environ.get("PYTHONPATH", "")])
     )
     plans_dir = _project(tmp_path, kit)
-    job = reconstructable_job(plans_dir, executor, "multiprocess")
+    job = reconstructable_job(plans_dir, executor, "default")
     with execute_job(job, instance=instance) as result:
         assert result.success, _steps(result, "STEP_FAILURE")
         assert len(_steps(result)) == 4
+        step_pids = {e.pid for e in result.all_events if e.event_type_value == "STEP_SUCCESS"}
+        assert len(step_pids) == 4  # the multiprocess executor: one process per step
+        (event,) = result.get_asset_materialization_events()
+        assert event.materialization.metadata["dagster/row_count"].value == 2
+        checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+        assert checks == {"schema_contract": True, "row_count_bounds": True}
     assert _rows(plans_dir) == EXPECTED

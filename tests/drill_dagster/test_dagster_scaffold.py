@@ -50,7 +50,7 @@ def test_scaffolded_project_loads_and_materializes(
         k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()
     }
     result = materialize(
-        [*defs.assets, *defs.asset_checks],
+        [*defs.assets, *(defs.asset_checks or ())],
         resources={**defs.resources, **default_resources(executor="local")},
         instance=DagsterInstance.ephemeral(),
     )

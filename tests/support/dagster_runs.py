@@ -22,7 +22,7 @@ def materialize_ok(
     if keys:
         kwargs["selection"] = AssetSelection.assets(*keys)
     result = materialize(
-        [*defs.assets, *defs.asset_checks],  # type: ignore[list-item]
+        [*defs.assets, *(defs.asset_checks or ())],  # type: ignore[list-item]
         resources=defs.resources,
         instance=instance,
         raise_on_error=False,

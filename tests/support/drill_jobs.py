@@ -26,10 +26,13 @@ EXECUTORS = {"in_process": in_process_executor, "multiprocess": multiprocess_exe
 
 def every_asset_job(plans_dir: str, executor: str, dagster_executor: str) -> JobDefinition:
     """Every asset of the project (and its checks), the ``drill`` resource's ``executor``
-    (``spark`` or ``local``), run by Dagster's ``in_process`` or ``multiprocess`` executor."""
+    (``spark`` or ``local``), run by Dagster's ``in_process`` or ``multiprocess`` executor, or
+    (``default``) by whatever Dagster uses when nobody sets one."""
     defs = load_definitions(plans_dir, executor=executor)
     job = define_asset_job(
-        "everything", selection=AssetSelection.all(), executor_def=EXECUTORS[dagster_executor]
+        "everything",
+        selection=AssetSelection.all(),
+        executor_def=EXECUTORS.get(dagster_executor),
     )
     return Definitions.merge(defs, Definitions(jobs=[job])).resolve_job_def("everything")
 
