@@ -187,12 +187,13 @@ class MetadataRepository:
                 known = ", ".join(sorted(self.storage)) or "none"
                 raise StorageError(f"unknown storage engine '{name}' (known: {known})")
             settings = dict(self.storage[name])
-            root = settings.get("root")
+            key = {"fs": "root", "catalog": "warehouse"}.get(str(settings.get("type")), "")
+            root = settings.get(key)
             relative = isinstance(root, str) and not (
                 Path(root).is_absolute() or root.startswith("file:")
             )
-            if settings.get("type") == "fs" and relative and self.base_dir:
-                settings["root"] = str((self.base_dir / str(root)).resolve())
+            if relative and self.base_dir:
+                settings[key] = str((self.base_dir / str(root)).resolve())
             self._engines[name] = create_engine(name, settings, classpath=self.classpath)
         return self._engines[name]
 

@@ -100,9 +100,10 @@ def run_spark(
     planner's rules rewrite it first unless ``optimize`` is False."""
     own_session = spark is None
     if own_session:
-        from engine.exec.spark.session import create_session
+        from engine.exec.spark.session import SparkConfig, create_session
+        from engine.storage.catalog import session_settings
 
-        spark = create_session()
+        spark = create_session(SparkConfig(conf=session_settings(engines)))
     try:
         return SparkPlanRun(plan, spark, engines=engines, params=params, optimize=optimize).run()
     finally:
