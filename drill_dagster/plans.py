@@ -89,6 +89,7 @@ class DrillStore:
     format: str
     partition_by: tuple[str, ...]
     config: StoreConfig
+    table: str | None = None  # a catalog store's ``database.table``
 
     @property
     def id(self) -> str:
@@ -146,6 +147,7 @@ class DrillScan:
     format: str | None
     upstream: DrillStore | None = None
     source: DrillSource | None = None
+    table: str | None = None  # a catalog scan's ``database.table``
 
     @property
     def location(self) -> Path | None:
@@ -369,8 +371,11 @@ def _store(plan: DrillPlan, op: Store) -> DrillStore:
     fmt = str(target.get("format", target.get("type", "parquet" if root else engine_type)))
     partition_by = target.get("partitionBy", target.get("partition_by", ()))
     partition_by = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
+    table = _catalog_table(plan, op.storage_engine, target) if engine_type == "catalog" else None
+    if table is not None:
+        fmt = "parquet"
     store = DrillStore(
-        plan, op, engine_type, location, path, fmt.lower(), partition_by, StoreConfig()
+        plan, op, engine_type, location, path, fmt.lower(), partition_by, StoreConfig(), table
     )
     for name in store_setting_names(store):
         if name in plan.config.stores:
@@ -392,7 +397,23 @@ def _scan(plan: DrillPlan, op: Scan) -> DrillScan:
         plan.roots.get(op.storage_engine),
         path,
         str(fmt).lower() if fmt else None,
+        table=_catalog_table(plan, op.storage_engine, selection)
+        if engine_type == "catalog"
+        else None,
     )
+
+
+def _catalog_table(plan: DrillPlan, engine_name: str, where: Any) -> str | None:
+    """The ``database.table`` a catalog store's target or scan's selection names (None when it
+    names none; the run reports that)."""
+    from engine.storage.catalog import parse_table_name
+
+    config = plan.logical.storage[engine_name].to_dict()
+    database = str(config.get("database", "default")).lower()
+    try:
+        return str(parse_table_name(where.get("table"), database=database, where="catalog"))
+    except DrillError:
+        return None
 
 
 def store_setting_names(store: DrillStore) -> list[str]:
@@ -447,9 +468,26 @@ def _link(plans: list[DrillPlan]) -> list[DrillSource]:
         for store in plan.stores:
             if store.location is not None:
                 written.setdefault(str(store.location), []).append(store)
+    tables: dict[str, list[DrillStore]] = {}
+    for plan in plans:
+        for store in plan.stores:
+            if store.table is not None:
+                tables.setdefault(store.table, []).append(store)
     sources: dict[tuple[str, ...], DrillSource] = {}
     for plan in plans:
         for scan in plan.scans:
+            if scan.table is not None:
+                # A catalog table: written by a store of another plan, else a source.
+                writers = [s for s in tables.get(scan.table, ()) if s.plan is not plan]
+                scan.upstream = writers[0] if writers else None
+                if scan.upstream is None:
+                    parts = tuple(scan.table.split("."))
+                    source = sources.setdefault(
+                        ("catalog", *parts), DrillSource("catalog", None, scan.table, parts, None)
+                    )
+                    source.scans.append(scan)
+                    scan.source = source
+                continue
             location = scan.location
             if location is not None:
                 scan.upstream = _writer_of(location, written, plan)

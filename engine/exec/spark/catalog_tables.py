@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -98,11 +98,25 @@ def scan_table(
         ) from err
     target = spark_schema_of(types)
     members = [F.col(quote(f.name)).cast(target[f.name].dataType).alias(f.name) for f in fields]
-    sequence = F.monotonically_increasing_id().alias(SEQ_COLUMN)
+    sequence = _sequence(frame).alias(SEQ_COLUMN)
     if not ref:
         return frame.select(*members, sequence)
     record = with_unread(members).cast(with_unread_type(target))
     return frame.select(record.alias(ref), sequence)
+
+
+def _sequence(frame: DataFrame) -> Column:
+    """A row's place in a table's scan: its file's hash, then its index in the file. A table has
+    no order; what matters is that the value is deterministic, so that Spark pushes the plan's
+    filters through the scan's select into the read (partition pruning, parquet statistics),
+    which it does not do over ``monotonically_increasing_id``. A table without files (another
+    kind of catalog table) falls back to that."""
+    try:
+        frame.select("_metadata.file_path", "_metadata.row_index")
+    except Exception:  # no file metadata: not a file source table
+        return F.monotonically_increasing_id()
+    file_key = F.pmod(F.xxhash64(F.col("_metadata.file_path")), F.lit(2**31))
+    return F.shiftleft(file_key, 32).bitwiseOR(F.col("_metadata.row_index"))
 
 
 def table_exists(spark: Any, name: TableName) -> bool:

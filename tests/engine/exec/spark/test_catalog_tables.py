@@ -9,6 +9,7 @@ test_catalog_hive.py.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 
@@ -193,8 +194,29 @@ def test_scan_reads_only_the_columns_the_plan_uses(spark, warehouse):
 
     scanned = scan_table(spark, engines["cat"], {"table": "wide"}, "r", projection=["b"])
     read_schema = scanned._jdf.queryExecution().executedPlan().toString()
-    assert "ReadSchema: struct<b:string>" in read_schema, read_schema
+    read = re.search(r"ReadSchema: struct<([^>]*)>", read_schema)
+    assert read is not None, read_schema
+    # b, and the row index the scan's sequence reads; not a nor c
+    assert [c.split(":")[0] for c in read.group(1).split(",")] == ["b", "_tmp_metadata_row_index"]
     assert len(df.columns) == 3
+
+
+def test_a_filter_on_the_partition_column_prunes_partitions(spark, warehouse):
+    db = _database()
+    records = [{"day": f"d{i % 3}", "v": i} for i in range(9)]
+    target = {"table": "ev", "partitionBy": ["day"]}
+    run_plan(_write(warehouse, db, records, target), executor="spark", spark=spark)
+    from engine.exec.spark.catalog_tables import scan_table
+    from engine.exec.spark.columns import compile_predicate
+    from engine.expr import parse_expression
+    from engine.storage.catalog import create_catalog_engine
+
+    engine = create_catalog_engine("cat", {"warehouse": str(warehouse), "database": db})
+    scanned = scan_table(spark, engine, {"table": "ev"}, "r")
+    kept = scanned.where(compile_predicate(parse_expression("r.day == 'd1'"), scanned.schema))
+    plan = kept._jdf.queryExecution().executedPlan().toString()
+    assert re.search(r"PartitionFilters: \[[^\]]*day#\d+ = d1", plan), plan
+    assert sorted(r["r"]["v"] for r in kept.collect()) == [1, 4, 7]
 
 
 @pytest.mark.parametrize(
@@ -267,3 +289,27 @@ def test_store_records_location_schema_and_rows(spark, warehouse):
     assert [c["name"] for c in record["metadata"]["columns"]] == ["v", "day"]
     files = list(Path(record["location"]).rglob("*.parquet"))
     assert sum(pq.read_metadata(f).num_rows for f in files) == 2
+
+
+def test_a_failed_overwrite_leaves_the_table_as_it_was(spark, warehouse):
+    db = _database()
+    run_plan(_write(warehouse, db, [{"a": 1}], {"table": "t"}), executor="spark", spark=spark)
+    failing = _plan(
+        warehouse,
+        [
+            {"@id": 1, "op": "constant", "content": [{"a": "1"}, {"a": "not a number"}]},
+            {
+                "@id": 2,
+                "op": "project",
+                "input": 1,
+                "projections": [{"ref": "output.a", "expr": "cast(a as BIGINT)"}],
+            },
+            {"@id": 3, "op": "store", "input": 2, "storageengine": "cat", "target": {"table": "t"}},
+        ],
+        db,
+    )
+    with pytest.raises(DrillError):
+        run_plan(failing, executor="spark", spark=spark)
+    assert [r.a for r in spark.table(f"{db}.t").collect()] == [1]
+    assert [t.name for t in spark.catalog.listTables(db)] == ["t"]
+    assert sorted(p.name for p in (warehouse / f"{db}.db").iterdir()) == ["t"]
