@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from dagster import AssetKey, DagsterInstance, materialize
+from dagster import AssetKey, AssetsDefinition, DagsterInstance, materialize
 
 from drill_dagster import load_definitions
 
@@ -62,7 +62,8 @@ def test_catalog_table_asset_and_a_sql_step_reading_it(tmp_path: Path, spark: An
     table = AssetKey(["analytics", "daily_activity"])
     summary = next(k for k in graph.get_all_asset_keys() if k.path[-1] == "summary")
     assert table in graph.get(summary).parent_keys  # the SQL step depends on the table's asset
-    spec = next(s for a in defs.assets for s in a.specs if s.key == table)  # type: ignore[union-attr]
+    specs = [s for a in defs.assets or () if isinstance(a, AssetsDefinition) for s in a.specs]
+    spec = next(s for s in specs if s.key == table)
     assert spec.metadata["dagster/table_name"] == "spark_catalog.analytics.daily_activity"
 
     with DagsterInstance.ephemeral() as instance:
