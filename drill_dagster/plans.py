@@ -322,6 +322,16 @@ def check_roots_allowed(plan: DrillPlan, allowed: Sequence[Path]) -> None:
         for name, root in plan.roots.items()
         if not is_allowed(root, allowed)
     ]
+    issues += [
+        PlanIssue(
+            f"the warehouse {warehouse} of storage engine '{name}' is outside the directories "
+            f"this code location allows ({describe_allowed(allowed)}); add it to allowed_roots "
+            f"in {PROJECT_FILE} if it is meant",
+            path=f"$.storage.{name}.warehouse",
+        )
+        for name, warehouse in _warehouses(plan).items()
+        if not is_allowed(warehouse, allowed)
+    ]
     if issues:
         raise PlanError(issues, source=str(plan.path))
 
@@ -346,6 +356,21 @@ def _roots(logical: LogicalPlan, path: Path) -> dict[str, Path]:
         except DrillError as err:
             raise PlanError(str(err), source=str(path)) from None
     return roots
+
+
+def _warehouses(plan: DrillPlan) -> dict[str, Path]:
+    """The warehouse directories of the plan's catalog engines (where their tables are
+    written), resolved like roots."""
+    found = {}
+    for name, engine in plan.logical.storage.items():
+        warehouse = engine.extra().get("warehouse")
+        if engine.type != "catalog" or not isinstance(warehouse, str):
+            continue
+        try:
+            found[name] = _resolved_root(plan.path.parent, warehouse, name)
+        except DrillError as err:
+            raise PlanError(str(err), source=str(plan.path)) from None
+    return found
 
 
 @lru_cache(maxsize=1024)

@@ -11,6 +11,7 @@ import pytest
 from dagster import AssetKey, AssetsDefinition, DagsterInstance, materialize
 
 from drill_dagster import load_definitions
+from drill_dagster.errors import DrillDefinitionsError
 
 pytestmark = pytest.mark.spark
 
@@ -85,3 +86,12 @@ def test_catalog_table_asset_and_a_sql_step_reading_it(tmp_path: Path, spark: An
     ]
     written = pq.read_table(tmp_path / "data" / "lake" / "summary").to_pylist()
     assert sorted((r["day"], r["users"]) for r in written) == [("d1", 2), ("d2", 1)]
+
+
+def test_a_warehouse_outside_the_allowed_directories_is_refused(tmp_path: Path) -> None:
+    plans = _project(tmp_path)
+    plan = json.loads((plans / "activity.json").read_text())
+    plan["storage"]["cat"]["warehouse"] = str(tmp_path.parent / "elsewhere")
+    (plans / "activity.json").write_text(json.dumps(plan))
+    with pytest.raises(DrillDefinitionsError, match=r"\$\.storage\.cat\.warehouse"):
+        load_definitions(plans, executor="local")
