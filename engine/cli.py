@@ -101,8 +101,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     spark = SparkSession.getActiveSession()
     own = spark is None
     if own:
-        conf = {**_catalog_settings(files), **dict(item.split("=", 1) for item in args.conf)}
+        # A Spark Connect server's catalog is the server's: nothing to start with.
+        catalog = {} if args.remote else _catalog_settings(files)
+        conf = {**catalog, **dict(item.split("=", 1) for item in args.conf)}
         spark = create_session(SparkConfig(master=args.master, remote=args.remote, conf=conf))
+        if catalog:
+            from engine.exec.spark.catalog_tables import keep_derby_log
+
+            keep_derby_log(spark, conf)
     try:
         for path in files:
             _run_one(path, args, spark=spark)

@@ -330,11 +330,39 @@ def read_table_batches(
         partitioning=partitioning if record.partition_by else None,
         ignore_prefixes=[".", "_"],
     )
+    _check_files_match(engine, name, record, schema, dataset.files)
     wanted = None
     if columns is not None:
         lowered = {c.lower() for c in columns}
         wanted = [f.name for f in schema if f.name.lower() in lowered]
     yield from dataset.to_batches(columns=wanted, batch_size=batch_rows)
+
+
+def _check_files_match(
+    engine: CatalogEngine,
+    name: TableName,
+    record: TableRecord,
+    schema: pa.Schema,
+    files: Sequence[str],
+) -> None:
+    """The table's files must hold the columns the record says (another tool may have
+    replaced the table since): else a StorageError, never rows read under the wrong schema."""
+    import pyarrow.parquet as pq
+
+    from engine.storage.store import loose_columns
+
+    if not files:
+        return
+    recorded = pa.schema([f for f in schema if f.name not in record.partition_by])
+    found = pq.read_schema(files[0])
+    found = pa.schema([f for f in found if not f.name.startswith("__")])
+    if loose_columns(recorded) != loose_columns(found):
+        raise StorageError(
+            f"{engine.label}: the files of table {name} ({files[0]}) do not hold the columns "
+            "the engine recorded when it wrote the table; another writer changed it",
+            hint="run the plan with the Spark executor (--executor spark), or store the table "
+            "again with this engine",
+        )
 
 
 def create_catalog_engine(

@@ -46,6 +46,19 @@ STAGING_PREFIX = "__drill_staging_"
 REPLACED_PREFIX = "__drill_replaced_"
 
 
+# ---------------------------------------------------------------- session
+
+
+def keep_derby_log(spark: Any, settings: dict[str, str]) -> None:
+    """Derby's log in the warehouse, not the working directory, for a session started with
+    :func:`~engine.storage.catalog.session_settings` (Derby reads the property when the metastore
+    first starts, after the session)."""
+    warehouse = settings.get("spark.sql.warehouse.dir")
+    jvm = getattr(spark, "_jvm", None)
+    if warehouse and jvm is not None:
+        jvm.java.lang.System.setProperty("derby.stream.error.file", f"{warehouse}/derby.log")
+
+
 # ---------------------------------------------------------------- scan
 
 

@@ -85,6 +85,7 @@ def test_hive_metastore_keeps_tables_across_processes(tmp_path: Path) -> None:
         "day=d2",
     ]
     assert not (tmp_path / "spark-warehouse").exists()
+    assert not (tmp_path / "derby.log").exists()  # Derby's log is kept in the warehouse
 
     done = _cli("read.json", cwd=tmp_path)  # a new JVM: the table is found in the metastore
     assert done.returncode == 0, done.stderr[-3000:]

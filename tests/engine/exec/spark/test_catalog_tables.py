@@ -313,3 +313,13 @@ def test_a_failed_overwrite_leaves_the_table_as_it_was(spark, warehouse):
     assert [r.a for r in spark.table(f"{db}.t").collect()] == [1]
     assert [t.name for t in spark.catalog.listTables(db)] == ["t"]
     assert sorted(p.name for p in (warehouse / f"{db}.db").iterdir()) == ["t"]
+
+
+def test_local_read_refuses_files_another_writer_changed(spark, warehouse):
+    db = _database()
+    run_plan(_write(warehouse, db, [{"a": 1}], {"table": "t"}), executor="spark", spark=spark)
+    # another tool replaces the table's data with other columns, behind the engine's back
+    location = warehouse / f"{db}.db" / "t"
+    spark.createDataFrame([("x",)], "b string").write.mode("overwrite").parquet(str(location))
+    with pytest.raises(DrillError, match="do not hold the columns the engine recorded"):
+        run_plan(_read(warehouse, db, "t"), executor="local")
