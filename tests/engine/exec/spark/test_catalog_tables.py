@@ -1,7 +1,8 @@
 """The catalog storage engine on the shared test session (Spark's in-memory catalog).
 
-Tables live in databases the engine creates under a temporary warehouse, so the shared session's
-own warehouse (its working directory) is never written; each test uses a database of its own.
+Tables live in databases the engine creates under each test's temporary warehouse (the shared
+session's own warehouse is a temporary directory too, see tests/conftest.py); each test uses a
+database of its own, so the tests share the session's catalog without meeting.
 The Hive metastore (Derby) is tested in its own processes: tests/engine/exec/spark/
 test_catalog_hive.py.
 """
