@@ -190,7 +190,7 @@ def store_table(df: DataFrame, engine: CatalogEngine, target: Any) -> StoreResul
     else:
         engine.forget(name)
     rows = int(observation.get.get("rows", 0))
-    written = sorted({p for p in metadata.partitions} if metadata else set())
+    # The partitions written are not listed: the table's files say only which it holds.
     return StoreResult(
         location=str(name),
         format="parquet",
@@ -198,7 +198,6 @@ def store_table(df: DataFrame, engine: CatalogEngine, target: Any) -> StoreResul
         files=(),
         schema=to_arrow_schema(df.schema, timezone="UTC"),
         mode=spec.mode,
-        partitions=tuple(written) if spec.partition_by else (),
     )
 
 
