@@ -1,4 +1,5 @@
-"""Which directories a code location's plans may use as ``fs`` storage roots.
+"""Which directories a code location's plans may use as ``fs`` storage roots (and as the
+``warehouse`` of a ``catalog`` engine, checked the same way).
 
 A plan file is untrusted input: without a limit, its ``root`` could name any directory the Dagster
 process can write (``/etc``), and a materialization would replace what is there. Every ``fs``

@@ -89,6 +89,7 @@ class DrillStore:
     format: str
     partition_by: tuple[str, ...]
     config: StoreConfig
+    table: str | None = None  # a catalog store's ``database.table``
 
     @property
     def id(self) -> str:
@@ -146,6 +147,7 @@ class DrillScan:
     format: str | None
     upstream: DrillStore | None = None
     source: DrillSource | None = None
+    table: str | None = None  # a catalog scan's ``database.table``
 
     @property
     def location(self) -> Path | None:
@@ -320,6 +322,16 @@ def check_roots_allowed(plan: DrillPlan, allowed: Sequence[Path]) -> None:
         for name, root in plan.roots.items()
         if not is_allowed(root, allowed)
     ]
+    issues += [
+        PlanIssue(
+            f"the warehouse {warehouse} of storage engine '{name}' is outside the directories "
+            f"this code location allows ({describe_allowed(allowed)}); add it to allowed_roots "
+            f"in {PROJECT_FILE} if it is meant",
+            path=f"$.storage.{name}.warehouse",
+        )
+        for name, warehouse in _warehouses(plan).items()
+        if not is_allowed(warehouse, allowed)
+    ]
     if issues:
         raise PlanError(issues, source=str(plan.path))
 
@@ -346,6 +358,21 @@ def _roots(logical: LogicalPlan, path: Path) -> dict[str, Path]:
     return roots
 
 
+def _warehouses(plan: DrillPlan) -> dict[str, Path]:
+    """The warehouse directories of the plan's catalog engines (where their tables are
+    written), resolved like roots."""
+    found = {}
+    for name, engine in plan.logical.storage.items():
+        warehouse = engine.extra().get("warehouse")
+        if engine.type != "catalog" or not isinstance(warehouse, str):
+            continue
+        try:
+            found[name] = _resolved_root(plan.path.parent, warehouse, name)
+        except DrillError as err:
+            raise PlanError(str(err), source=str(plan.path)) from None
+    return found
+
+
 @lru_cache(maxsize=1024)
 def _resolved_root(plan_dir: Path, root: str, engine_name: str) -> Path:
     """The directory an ``fs`` root names (relative roots: relative to the plan's directory).
@@ -369,8 +396,11 @@ def _store(plan: DrillPlan, op: Store) -> DrillStore:
     fmt = str(target.get("format", target.get("type", "parquet" if root else engine_type)))
     partition_by = target.get("partitionBy", target.get("partition_by", ()))
     partition_by = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
+    table = _catalog_table(plan, op.storage_engine, target) if engine_type == "catalog" else None
+    if table is not None:
+        fmt = "parquet"
     store = DrillStore(
-        plan, op, engine_type, location, path, fmt.lower(), partition_by, StoreConfig()
+        plan, op, engine_type, location, path, fmt.lower(), partition_by, StoreConfig(), table
     )
     for name in store_setting_names(store):
         if name in plan.config.stores:
@@ -392,7 +422,23 @@ def _scan(plan: DrillPlan, op: Scan) -> DrillScan:
         plan.roots.get(op.storage_engine),
         path,
         str(fmt).lower() if fmt else None,
+        table=_catalog_table(plan, op.storage_engine, selection)
+        if engine_type == "catalog"
+        else None,
     )
+
+
+def _catalog_table(plan: DrillPlan, engine_name: str, where: Any) -> str | None:
+    """The ``database.table`` a catalog store's target or scan's selection names (None when it
+    names none; the run reports that)."""
+    from engine.storage.catalog import parse_table_name
+
+    config = plan.logical.storage[engine_name].to_dict()
+    database = str(config.get("database", "default")).lower()
+    try:
+        return str(parse_table_name(where.get("table"), database=database, where="catalog"))
+    except DrillError:
+        return None
 
 
 def store_setting_names(store: DrillStore) -> list[str]:
@@ -447,9 +493,26 @@ def _link(plans: list[DrillPlan]) -> list[DrillSource]:
         for store in plan.stores:
             if store.location is not None:
                 written.setdefault(str(store.location), []).append(store)
+    tables: dict[str, list[DrillStore]] = {}
+    for plan in plans:
+        for store in plan.stores:
+            if store.table is not None:
+                tables.setdefault(store.table, []).append(store)
     sources: dict[tuple[str, ...], DrillSource] = {}
     for plan in plans:
         for scan in plan.scans:
+            if scan.table is not None:
+                # A catalog table: written by a store of another plan, else a source.
+                writers = [s for s in tables.get(scan.table, ()) if s.plan is not plan]
+                scan.upstream = writers[0] if writers else None
+                if scan.upstream is None:
+                    parts = tuple(scan.table.split("."))
+                    source = sources.setdefault(
+                        ("catalog", *parts), DrillSource("catalog", None, scan.table, parts, None)
+                    )
+                    source.scans.append(scan)
+                    scan.source = source
+                continue
             location = scan.location
             if location is not None:
                 scan.upstream = _writer_of(location, written, plan)

@@ -1,6 +1,7 @@
 """Metadata a store's asset carries before it is ever materialized (on its spec).
 
-What the plan says without running: ``dagster/table_name`` (the target path without its ``${...}`` parts),
+What the plan says without running: ``dagster/table_name`` (the target path without its ``${...}`` parts;
+``spark_catalog.<database>.<table>`` for a table of the catalog engine),
 ``dagster/column_schema`` where the plan settles every column's type (:mod:`drill_dagster.spec_schema`),
 ``dagster/column_lineage`` (each column the plan names and the upstream asset columns it is
 computed from, by :mod:`engine.lineage`) and ``drill/column_lineage``, the same as a Markdown
@@ -18,6 +19,9 @@ from dagster import AssetKey, MetadataValue, TableColumnDep, TableColumnLineage
 from drill_dagster.plans import DrillStore, location_parts
 from drill_dagster.spec_schema import definition_column_schema
 
+SESSION_CATALOG = "spark_catalog"
+"""The name Spark gives the session's catalog: the first part of a catalog table's name."""
+
 
 def definition_metadata(
     store: DrillStore, key_of_scan: Callable[[str], AssetKey | None]
@@ -27,6 +31,8 @@ def definition_metadata(
     table = "/".join(location_parts(store.target_path)) if store.target_path else ""
     if table:  # the fixed part of the path: clean for clean/day=${day}
         metadata["dagster/table_name"] = table
+    if store.table:  # a table of the session's catalog
+        metadata["dagster/table_name"] = f"{SESSION_CATALOG}.{store.table}"
     schema = definition_column_schema(store)
     if schema is not None:  # only where the plan settles every column's type
         metadata["dagster/column_schema"] = schema

@@ -68,6 +68,8 @@ class DrillTranslator:
         if configured:
             return AssetKey([configured] if isinstance(configured, str) else list(configured))
         parts = location_parts(store.target_path) if store.target_path else ()
+        if store.table is not None:  # a catalog table: database, table
+            parts = tuple(store.table.split("."))
         if not parts:
             return AssetKey([store.plan.name, f"store_{safe_name(store.id).lstrip('_')}"])
         return AssetKey([safe_name(p) for p in parts])
@@ -85,6 +87,8 @@ class DrillTranslator:
         written = f"Written by store {store.id} of plan `{store.plan.path.name}`"
         if store.target_path:
             written += f" to `{store.target_path}` ({store.format})"
+        elif store.table:
+            written += f" to the catalog table `{store.table}`"
         return "\n\n".join([*parts, written + "."])
 
     def get_owners(self, store: DrillStore) -> Sequence[str]:

@@ -101,8 +101,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     spark = SparkSession.getActiveSession()
     own = spark is None
     if own:
-        conf = dict(item.split("=", 1) for item in args.conf)
+        # A Spark Connect server's catalog is the server's: nothing to start with.
+        catalog = {} if args.remote else _catalog_settings(files)
+        conf = {**catalog, **dict(item.split("=", 1) for item in args.conf)}
         spark = create_session(SparkConfig(master=args.master, remote=args.remote, conf=conf))
+        if catalog:
+            from engine.exec.spark.catalog_tables import keep_derby_log
+
+            keep_derby_log(spark, conf)
     try:
         for path in files:
             _run_one(path, args, spark=spark)
@@ -110,6 +116,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         if own:
             spark.stop()
     return EXIT_OK
+
+
+def _catalog_settings(files: list[Path]) -> dict[str, str]:
+    """Hive support for a session this command starts, when a plan has a catalog engine with a
+    warehouse (:func:`engine.storage.catalog.session_settings`); ``--conf`` wins."""
+    from engine.plan import parse_plan
+    from engine.storage.catalog import session_settings
+    from engine.storage.engines import plan_engines
+
+    for path in files:
+        try:
+            plan = parse_plan(path)
+            if any(c.type == "catalog" for c in plan.storage.values()):
+                engines = plan_engines(plan, base_dir=path.parent, classpath=())
+                return session_settings(engines)
+        except (DrillError, OSError, ValueError):
+            continue  # the run reports it
+    return {}
 
 
 def _run_one(path: Path, args: argparse.Namespace, *, spark: object) -> None:

@@ -30,10 +30,16 @@ def conformance_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark():
-    """One local SparkSession for the whole test session (Spark start-up costs ~10 s)."""
+def spark(tmp_path_factory: pytest.TempPathFactory):
+    """One local SparkSession for the whole test session (Spark start-up costs ~10 s). Its
+    catalog's warehouse is a temporary directory, not ``spark-warehouse/`` in the working
+    directory (the catalog engine's tests create databases)."""
     from engine.exec.spark.session import SparkConfig, create_session
 
-    session = create_session(SparkConfig(master="local[2]", shuffle_partitions=2))
+    warehouse = str(tmp_path_factory.mktemp("spark-warehouse"))
+    config = SparkConfig(
+        master="local[2]", shuffle_partitions=2, conf={"spark.sql.warehouse.dir": warehouse}
+    )
+    session = create_session(config)
     yield session
     session.stop()

@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from engine.errors import DrillError, StorageError
 from engine.metadata.sampling import sample_schema
+from engine.storage.catalog import CatalogEngine, CatalogTarget
 from engine.storage.engines import Capabilities, FsEngine, StorageEngine, create_engine
 from engine.storage.paths import resolve_under_root
 from engine.storage.version_file import (
@@ -90,6 +91,12 @@ def recorded_metadata(
 
     The planner's statistics and :meth:`MetadataRepository.statistics` read the same record.
     """
+    if isinstance(engine, CatalogEngine):
+        try:
+            record = engine.read_record(engine.table_name(selection))
+        except DrillError:
+            return None
+        return None if record is None else record.metadata
     if not isinstance(engine, FsEngine):
         return None
     try:
@@ -154,6 +161,9 @@ class MetadataRepository:
             for op in plan.sinks():
                 if not isinstance(op, Store) or not isinstance(op.target, Mapping):
                     continue
+                if storage.get(op.storage_engine, {}).get("type") == "catalog":
+                    repo._add_catalog_store(op.storage_engine, op.target)
+                    continue
                 if storage.get(op.storage_engine, {}).get("type") != "fs":
                     continue
                 path = str(op.target.get("path", "")).strip("/")
@@ -169,6 +179,41 @@ class MetadataRepository:
             if len(infos) == 1 and name not in repo._stores:
                 repo._stores[name] = infos[0]
         return repo
+
+    def _add_catalog_store(self, engine_name: str, target: Mapping[str, Any]) -> None:
+        """A catalog store's table, named ``database.table`` (and ``table`` where no other
+        table has that name)."""
+        engine = self.engine(engine_name)
+        try:
+            name = str(CatalogTarget.parse(target, engine=engine).table)  # type: ignore[arg-type]
+        except DrillError:
+            return  # the store reports it
+        info = TableInfo(name, engine_name, {"table": name}, kind="store")
+        self._stores.setdefault(name, info)
+        self._stores.setdefault(name.split(".")[1], info)
+
+    def _catalog_table(self, parts: Sequence[str]) -> TableInfo | None:
+        """``engine.database.table`` or ``engine.table`` of a catalog engine, or a
+        ``database.table`` that a catalog engine has recorded writing."""
+        if len(parts) >= 2 and self.storage.get(parts[0], {}).get("type") == "catalog":
+            name = ".".join(parts[1:])
+            return TableInfo(f"{parts[0]}.{name}", parts[0], {"table": name}, kind="location")
+        if len(parts) != 2:
+            return None
+        stored = self._stores.get(".".join(parts).lower())
+        if stored is not None and stored.selection is not None and "table" in stored.selection:
+            return stored
+        for engine_name, config in self.storage.items():
+            if config.get("type") != "catalog":
+                continue
+            engine = self.engine(engine_name)
+            try:
+                name = engine.table_name({"table": ".".join(parts)})  # type: ignore[attr-defined]
+            except DrillError:
+                return None
+            if engine.read_record(name) is not None:  # type: ignore[attr-defined]
+                return TableInfo(str(name), engine_name, {"table": str(name)}, kind="location")
+        return None
 
     def with_storage(self, storage: Mapping[str, Mapping[str, Any]]) -> MetadataRepository:
         """This repository's store tables over its engines plus ``storage`` (which wins on a name)."""
@@ -187,12 +232,13 @@ class MetadataRepository:
                 known = ", ".join(sorted(self.storage)) or "none"
                 raise StorageError(f"unknown storage engine '{name}' (known: {known})")
             settings = dict(self.storage[name])
-            root = settings.get("root")
+            key = {"fs": "root", "catalog": "warehouse"}.get(str(settings.get("type")), "")
+            root = settings.get(key)
             relative = isinstance(root, str) and not (
                 Path(root).is_absolute() or root.startswith("file:")
             )
-            if settings.get("type") == "fs" and relative and self.base_dir:
-                settings["root"] = str((self.base_dir / str(root)).resolve())
+            if relative and self.base_dir:
+                settings[key] = str((self.base_dir / str(root)).resolve())
             self._engines[name] = create_engine(name, settings, classpath=self.classpath)
         return self._engines[name]
 
@@ -235,6 +281,9 @@ class MetadataRepository:
             found = self._registered(parts[0])
             if found is not None:
                 return found
+        catalog = self._catalog_table(parts)
+        if catalog is not None:
+            return self._stores.get(catalog.selection["table"].lower(), catalog)  # type: ignore[index]
         if len(parts) >= 2 and parts[0] in self.storage:
             path = "/".join(parts[1:])
             store = self._stores.get(path.strip("/").lower())

@@ -752,9 +752,11 @@ def plan_statement(
     storage.update({k: dict(v) for k, v in (storage_extra or {}).items()})
     if engine not in storage:
         raise SqlError(f"the store's storage engine '{engine}' is not defined", sql=sql)
-    planner.add(
-        {"op": "store", "input": out.op_id, "storageengine": engine, "target": store.get("target")}
-    )
+    target = store.get("target")
+    if storage[engine].get("type") == "catalog" and isinstance(target, Mapping):
+        # `-- store: cat.analytics.daily`: the header's path names the table
+        target = {("table" if k == "path" else k): v for k, v in target.items()}
+    planner.add({"op": "store", "input": out.op_id, "storageengine": engine, "target": target})
     return {
         "head": {
             "type": "APACHE_DRILL_LOGICAL",

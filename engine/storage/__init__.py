@@ -4,6 +4,7 @@
   expanded into :class:`InputFile` lists (directories, globs, ``dirN`` parts).
 * :mod:`~engine.storage.engines`: ``fs``, ``classpath``, ``console``, ``queue``, and
   :func:`create_engine`.
+* :mod:`~engine.storage.catalog`: ``catalog``, tables of the Spark session's catalog by name.
 * :mod:`~engine.storage.formats`: readers for json, csv, text, parquet (records or Arrow).
 * :mod:`~engine.storage.store`: :func:`write_store`, atomic (:mod:`~engine.storage.commit`).
 * :mod:`~engine.storage.sinks`: :class:`ConsoleSink`, :class:`QueueSink`.

@@ -22,7 +22,7 @@ under ``options`` (or at the top level); ``schema`` is passed through for the sc
 >>> create_engine("m", {"type": "mock"})
 Traceback (most recent call last):
 ...
-engine.errors.StorageError: storage engine 'm' has the unknown type 'mock'; known types are classpath, console, fs, queue
+engine.errors.StorageError: storage engine 'm' has the unknown type 'mock'; known types are catalog, classpath, console, fs, queue
 """
 
 from __future__ import annotations
@@ -505,6 +505,10 @@ ENGINE_TYPES: dict[str, type[StorageEngine]] = {
     "queue": QueueEngine,
 }
 
+from engine.storage.catalog import CatalogEngine  # noqa: E402 (it builds on this module)
+
+ENGINE_TYPES["catalog"] = CatalogEngine
+
 
 def create_engine(
     name: str, config: Mapping[str, Any], *, classpath: Sequence[Path | str] = ()
@@ -531,6 +535,8 @@ def create_engine(
             f"storage engine '{name}' ({kind}) does not take {', '.join(unknown)}; "
             f"it accepts {accepted}"
         )
+    if hasattr(engine_type, "from_config"):  # an engine of its own module (catalog)
+        return engine_type.from_config(name, settings)
     if engine_type is FsEngine:
         return _fs_engine(name, settings)
     if engine_type is ClasspathEngine:
@@ -587,12 +593,13 @@ def plan_engines(
     engines = {}
     for name, config in plan.storage.items():
         settings = config.to_dict()
-        root = settings.get("root")
-        if config.type == "fs" and isinstance(root, str) and base_dir is not None:
+        key = {"fs": "root", "catalog": "warehouse"}.get(config.type, "")
+        root = settings.get(key)
+        if isinstance(root, str) and base_dir is not None:
             parsed = parse_root(root, engine_name=name)
             if not Path(root).is_absolute() and not root.startswith("file:"):
                 parsed = (base_dir / root).resolve()
-            settings["root"] = str(parsed)
+            settings[key] = str(parsed)
         engine = create_engine(name, settings, classpath=classpath)
         if isinstance(engine, ConsoleEngine) and console_stream is not None:
             engine.stream = console_stream

@@ -96,21 +96,7 @@ def write_version_metadata(
     footer gives it. Parquet row counts come from footers, JSON lines are counted; CSV is left
     unknown rather than guessed.
     """
-    files = sorted(_data_files(directory))
-    formats = {_FORMATS.get(p.suffix.lstrip(".").lower()) for p in files}
-    fmt = formats.pop() if len(formats) == 1 else None
-    if schema is None and fmt == "parquet" and files:
-        schema = arrow_schema_of(pq.read_metadata(files[0]))  # unions Spark wrote, typed
-    metadata = VersionMetadata(
-        version=version,
-        format=fmt,
-        row_count=_row_count(files, fmt),
-        file_count=len(files),
-        total_bytes=sum(p.stat().st_size for p in files),
-        partitions=tuple(sorted({_partition_of(directory, p) for p in files} - {""})),
-        columns=tuple({"name": f.name, "type": str(f.type)} for f in (schema or pa.schema([]))),
-        arrow_schema=None if schema is None else _schema_text(schema),
-    )
+    metadata = describe_dataset(directory, version=version, schema=schema)
     text = json.dumps(metadata.to_json(), indent=1).encode()
     if root is not None:
         from engine.storage.confined import write_file_below
@@ -123,6 +109,28 @@ def write_version_metadata(
     staged.write_bytes(text)
     os.replace(staged, destination)
     return metadata
+
+
+def describe_dataset(
+    directory: Path, *, version: str | None = None, schema: pa.Schema | None = None
+) -> VersionMetadata:
+    """The metadata of the data files under the dataset ``directory`` (see
+    :func:`write_version_metadata`, which persists it)."""
+    files = sorted(_data_files(directory))
+    formats = {_FORMATS.get(p.suffix.lstrip(".").lower()) for p in files}
+    fmt = formats.pop() if len(formats) == 1 else None
+    if schema is None and fmt == "parquet" and files:
+        schema = arrow_schema_of(pq.read_metadata(files[0]))  # unions Spark wrote, typed
+    return VersionMetadata(
+        version=version,
+        format=fmt,
+        row_count=_row_count(files, fmt),
+        file_count=len(files),
+        total_bytes=sum(p.stat().st_size for p in files),
+        partitions=tuple(sorted({_partition_of(directory, p) for p in files} - {""})),
+        columns=tuple({"name": f.name, "type": str(f.type)} for f in (schema or pa.schema([]))),
+        arrow_schema=None if schema is None else _schema_text(schema),
+    )
 
 
 def read_version_metadata(directory: Path, path: Path) -> VersionMetadata | None:

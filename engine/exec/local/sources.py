@@ -25,6 +25,8 @@ from engine.plan.expressions import parse_cached
 from engine.plan.operators import Constant, Scan, Store
 from engine.scan.framework import FILE_COLUMNS, FileScan
 from engine.scan.loader import ResultSetLoader
+from engine.scan.projection import ProjectionKind, ScanProjection
+from engine.storage.catalog import CatalogEngine, read_table_batches
 from engine.storage.engines import ConsoleEngine, QueueEngine
 from engine.storage.store import write_store_batches
 
@@ -48,6 +50,9 @@ class ScanOperator(BatchSource):
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
         engine = self.ctx.engine(self.op.storage_engine)
+        if isinstance(engine, CatalogEngine):
+            yield from self._table_batches(engine)
+            return
         if not hasattr(engine, "list_files"):
             raise StorageError(f"storage engine '{self.op.storage_engine}' cannot be scanned")
         referenced = self.ctx.params.get("_referenced_members", {}).get(self.op.id, ())
@@ -76,6 +81,28 @@ class ScanOperator(BatchSource):
         self.ctx.metrics.setdefault(self.op.id, {}).update(
             files=self.scan.files_read, skipped_records=self.scan.skipped
         )
+
+    def _table_batches(self, engine: CatalogEngine) -> Iterator[pa.RecordBatch]:
+        """A catalog table's rows, read from its files (:func:`read_table_batches`)."""
+        columns = None
+        if self.op.projection is not None:
+            parsed = ScanProjection.parse(list(self.op.projection))
+            columns = None if parsed.kind == ProjectionKind.WILDCARD else list(parsed.names)
+        pushed = parse_cached(self.op.pushed_filter) if self.op.pushed_filter else None
+        remaining = self.op.pushed_limit
+        batches = read_table_batches(
+            engine, self.op.selection or {}, columns=columns, batch_rows=self.ctx.batch_rows
+        )
+        for batch in batches:
+            if remaining is not None and remaining <= 0:
+                break
+            batch = wrap_under(self.op.ref, batch)
+            if pushed is not None:
+                batch = batch.filter(evaluate_predicate(pushed, batch))
+            if remaining is not None:
+                batch = batch.slice(0, remaining)
+                remaining -= batch.num_rows
+            yield batch
 
     def _row_filter(self, pushed: Expr) -> Callable[[pa.Schema], ArrowFilter | None]:
         """The pushed filter over a file's columns, where it is exact."""
@@ -146,4 +173,7 @@ class StoreOperator(BatchOperator):
 
 @creator("store")
 def create_store(op: Store, inputs: list[BatchOperator], ctx: ExecContext) -> BatchOperator:
+    engine = ctx.engines.get(op.storage_engine)
+    if isinstance(engine, CatalogEngine):
+        raise engine.local_write_error()
     return StoreOperator(op, inputs[0], ctx)

@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.errors import DrillError, PlanningError
+from engine.exec.spark.catalog_tables import scan_table
 from engine.exec.spark.columns import compile_expression, compile_predicate, compile_typed
 from engine.exec.spark.compiler_aggregate import (
     FRAME_ROWS,
@@ -106,6 +107,7 @@ from engine.plan.parts import Ordering
 from engine.planner.rewrite import consumers
 from engine.planner.rules.filter_pushdown import Remaining
 from engine.planner.rules.projection_pushdown import required_paths
+from engine.storage.catalog import CatalogEngine
 from engine.storage.engines import ConsoleEngine, QueueEngine
 
 UNSUPPORTED: dict[str, str] = {}
@@ -439,6 +441,8 @@ class SparkCompiler:
 
     def visit_scan(self, op: Scan, inputs: list[DataFrame]) -> DataFrame:
         engine = self.ctx.engine(op.storage_engine)
+        if isinstance(engine, CatalogEngine):
+            return self._scan_table(op, engine)
         self._pushed[op.id] = op.pushed_filter
         plan = plan_scan(
             engine,
@@ -487,6 +491,16 @@ class SparkCompiler:
         if isinstance(df, PendingColumns):
             self._pending[op.id] = df  # its reader reads the columns, its joins join them
             return df.base
+        if op.pushed_limit is not None:
+            df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
+        return df
+
+    def _scan_table(self, op: Scan, engine: CatalogEngine) -> DataFrame:
+        """A scan of a catalog table (:mod:`~engine.exec.spark.catalog_tables`)."""
+        self._pushed[op.id] = op.pushed_filter
+        df = scan_table(self.spark, engine, op.selection, op.ref, projection=op.projection)
+        if op.pushed_filter:
+            df = df.where(compile_predicate(parse_cached(op.pushed_filter), df.schema))
         if op.pushed_limit is not None:
             df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
         return df

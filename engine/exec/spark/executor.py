@@ -100,9 +100,13 @@ def run_spark(
     planner's rules rewrite it first unless ``optimize`` is False."""
     own_session = spark is None
     if own_session:
-        from engine.exec.spark.session import create_session
+        from engine.exec.spark.catalog_tables import keep_derby_log
+        from engine.exec.spark.session import SparkConfig, create_session
+        from engine.storage.catalog import session_settings
 
-        spark = create_session()
+        settings = session_settings(engines)
+        spark = create_session(SparkConfig(conf=settings))
+        keep_derby_log(spark, settings)
     try:
         return SparkPlanRun(plan, spark, engines=engines, params=params, optimize=optimize).run()
     finally:

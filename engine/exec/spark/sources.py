@@ -105,6 +105,7 @@ from engine.expr import Literal as LiteralNode
 from engine.planner.rules.filter_pushdown import constant_date
 from engine.scan.framework import DEFAULT_BATCH_ROWS, PartitionLayout, implicit_values
 from engine.scan.projection import name_key
+from engine.storage.catalog import CatalogEngine
 from engine.storage.commit import remove
 from engine.storage.engines import ClasspathEngine, ConsoleEngine, FsEngine, QueueEngine
 from engine.storage.formats import WRITERS
@@ -1115,6 +1116,10 @@ def store_dataframe(
         return write_store(engine, target, table)
     if isinstance(engine, ClasspathEngine):
         raise StorageError(f"{engine.label} is read-only; store to an fs engine")
+    if isinstance(engine, CatalogEngine):
+        from engine.exec.spark.catalog_tables import store_table
+
+        return store_table(df, engine, target)
     if not isinstance(engine, FsEngine):
         raise StorageError(f"{getattr(engine, 'label', engine)} cannot be written to")
     spec = StoreTarget.parse(target, engine=engine)
