@@ -37,3 +37,16 @@ def spark():
     session = create_session(SparkConfig(master="local[2]", shuffle_partitions=2))
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One PostgreSQL server for the test session (Debian's binaries; see tests/support/postgres)."""
+    from tests.support.postgres import binaries_missing, start_server
+
+    missing = binaries_missing()
+    if missing is not None:
+        pytest.skip(missing)
+    server = start_server()
+    yield server
+    server.stop()

@@ -97,6 +97,11 @@ class Statistics:
 
 
 def _scan_statistics(engine: Any, selection: Mapping[str, Any]) -> ScanStatistics | None:
+    if hasattr(engine, "scan_statistics"):  # an engine of tables (jdbc) says it itself
+        try:
+            return engine.scan_statistics(selection)
+        except DrillError:
+            return None
     if not hasattr(engine, "list_files"):
         return None
     recorded = recorded_metadata(engine, selection)

@@ -26,6 +26,9 @@ from engine.plan.operators import Constant, Scan, Store
 from engine.scan.framework import FILE_COLUMNS, FileScan
 from engine.scan.loader import ResultSetLoader
 from engine.storage.engines import ConsoleEngine, QueueEngine
+from engine.storage.jdbc.adbc import column_families, projected
+from engine.storage.jdbc.engine import JdbcEngine
+from engine.storage.jdbc.sql import comparisons_of
 from engine.storage.store import write_store_batches
 
 
@@ -48,6 +51,9 @@ class ScanOperator(BatchSource):
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
         engine = self.ctx.engine(self.op.storage_engine)
+        if isinstance(engine, JdbcEngine):
+            yield from self._table_batches(engine)
+            return
         if not hasattr(engine, "list_files"):
             raise StorageError(f"storage engine '{self.op.storage_engine}' cannot be scanned")
         referenced = self.ctx.params.get("_referenced_members", {}).get(self.op.id, ())
@@ -76,6 +82,35 @@ class ScanOperator(BatchSource):
         self.ctx.metrics.setdefault(self.op.id, {}).update(
             files=self.scan.files_read, skipped_records=self.scan.skipped
         )
+
+    def _table_batches(self, engine: JdbcEngine) -> Iterator[pa.RecordBatch]:
+        """A database table's rows: the projection and the pushed comparisons go into the SQL
+        (values bound); what of the pushed filter the database cannot apply runs here."""
+        selection = self.op.selection or {}
+        pushed = parse_cached(self.op.pushed_filter) if self.op.pushed_filter else None
+        schema = engine.scan_columns(selection)
+        comparisons, exact = comparisons_of(pushed, self.op.ref, column_families(schema))
+        columns = projected(schema, self.op.projection)
+        remaining = self.op.pushed_limit
+        empty = schema if columns is None else pa.schema([schema.field(c) for c in columns])
+        batches = engine.read_batches(
+            selection, projection=self.op.projection, comparisons=comparisons, schema=schema
+        )
+        yielded = False
+        for batch in batches:
+            if remaining is not None and remaining <= 0:
+                break  # closing the read closes its cursor
+            batch = wrap_under(self.op.ref, batch)
+            if pushed is not None and not exact:
+                batch = batch.filter(evaluate_predicate(pushed, batch))
+            if remaining is not None:
+                batch = batch.slice(0, remaining)
+                remaining -= batch.num_rows
+            yielded = True
+            yield batch
+        if not yielded:  # no rows: the columns still
+            yield wrap_under(self.op.ref, pa.RecordBatch.from_pylist([], schema=empty))
+        self.ctx.metrics.setdefault(self.op.id, {}).update(files=0, skipped_records=0)
 
     def _row_filter(self, pushed: Expr) -> Callable[[pa.Schema], ArrowFilter | None]:
         """The pushed filter over a file's columns, where it is exact."""
