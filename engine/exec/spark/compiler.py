@@ -54,6 +54,7 @@ from engine.exec.spark.compiler_order import (
 )
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
 from engine.exec.spark.file_ties import SharedValues, cross_file_ties
+from engine.exec.spark.jdbc import jdbc_scan_dataframe
 from engine.exec.spark.metrics import InputCounter, RowCounter
 from engine.exec.spark.names import column as named_column
 from engine.exec.spark.nested_filter import array_levels, filter_records
@@ -107,6 +108,7 @@ from engine.planner.rewrite import consumers
 from engine.planner.rules.filter_pushdown import Remaining
 from engine.planner.rules.projection_pushdown import required_paths
 from engine.storage.engines import ConsoleEngine, QueueEngine
+from engine.storage.jdbc.engine import JdbcEngine
 
 UNSUPPORTED: dict[str, str] = {}
 """Logical operators the Spark executor cannot run, with the reason (none today)."""
@@ -440,6 +442,8 @@ class SparkCompiler:
     def visit_scan(self, op: Scan, inputs: list[DataFrame]) -> DataFrame:
         engine = self.ctx.engine(op.storage_engine)
         self._pushed[op.id] = op.pushed_filter
+        if isinstance(engine, JdbcEngine):
+            return self._table_scan(op, engine)
         plan = plan_scan(
             engine,
             op.selection or {},
@@ -487,6 +491,23 @@ class SparkCompiler:
         if isinstance(df, PendingColumns):
             self._pending[op.id] = df  # its reader reads the columns, its joins join them
             return df.base
+        if op.pushed_limit is not None:
+            df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
+        return df
+
+    def _table_scan(self, op: Scan, engine: JdbcEngine) -> DataFrame:
+        """A database table's scan (:mod:`engine.exec.spark.jdbc`)."""
+        df = jdbc_scan_dataframe(
+            self.spark,
+            engine,
+            op.selection or {},
+            op.ref,
+            seq_column=SEQ_COLUMN,
+            projection=op.projection,
+            pushed_filter=parse_cached(op.pushed_filter) if op.pushed_filter else None,
+            observe=self.scan_observers.get(op.id) if op.pushed_limit is None else None,
+        )
+        self.ctx.reading_scans.add(op.id)
         if op.pushed_limit is not None:
             df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
         return df

@@ -110,6 +110,7 @@ from engine.storage.engines import ClasspathEngine, ConsoleEngine, FsEngine, Que
 from engine.storage.formats import WRITERS
 from engine.storage.formats.csv import header_names
 from engine.storage.formats.parquet_unions import arrow_schema_of
+from engine.storage.jdbc.engine import JdbcEngine
 from engine.storage.partitions import static_prefix
 from engine.storage.paths import InputFile, has_glob, is_hidden
 from engine.storage.store import (
@@ -1115,6 +1116,10 @@ def store_dataframe(
         return write_store(engine, target, table)
     if isinstance(engine, ClasspathEngine):
         raise StorageError(f"{engine.label} is read-only; store to an fs engine")
+    if isinstance(engine, JdbcEngine):
+        from engine.exec.spark.jdbc import store_jdbc
+
+        return store_jdbc(df, engine, target)
     if not isinstance(engine, FsEngine):
         raise StorageError(f"{getattr(engine, 'label', engine)} cannot be written to")
     spec = StoreTarget.parse(target, engine=engine)
