@@ -27,12 +27,13 @@ UNCONSTRAINED_NUMERIC = pa.decimal128(38, 18)
 
 @contextlib.contextmanager
 def connect(engine: JdbcEngine, *, read_only: bool = False, doing: str = "connecting") -> Any:
-    """An ADBC connection (not autocommit: the caller commits); errors name the engine and what
-    was being done, never the password."""
+    """An ADBC connection; errors name the engine and what was being done, never the password.
+    A write's is not autocommit (the caller commits); a read's runs each statement in a
+    read-only transaction of its own."""
     import adbc_driver_postgresql.dbapi as pg
 
     try:
-        conn = pg.connect(engine.libpq_uri())
+        conn = pg.connect(engine.libpq_uri(), autocommit=read_only)
     except Exception as err:
         raise engine.failure(err, "connecting") from None
     try:
