@@ -77,6 +77,46 @@ def location_parts(path: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
+@dataclass(frozen=True)
+class TableRef:
+    """A table of a ``jdbc`` engine: its server and database, schema and name."""
+
+    server: str  # host:port
+    database: str
+    schema: str
+    table: str
+
+    @property
+    def name(self) -> str:
+        """``database.schema.table`` (Dagster's ``dagster/table_name``)."""
+        return f"{self.database}.{self.schema}.{self.table}"
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """An asset key's parts: database, schema, table."""
+        return (self.database, self.schema, self.table)
+
+
+def table_ref(logical: LogicalPlan, engine_name: str, mapping: Any) -> TableRef | None:
+    """The table a ``jdbc`` scan's selection or store's target names (None: not a table)."""
+    from engine.storage.jdbc import JdbcEngine, TableName
+
+    config = logical.storage.get(engine_name)
+    if config is None or config.type != "jdbc" or not isinstance(mapping, dict):
+        return None
+    try:
+        settings = {k: v for k, v in config.to_dict().items() if k not in ("type", "name")}
+        engine = JdbcEngine.from_config(engine_name, settings)
+        if mapping.get("table") is None:
+            return None
+        name = TableName.parse(
+            mapping["table"], default_schema=engine.default_schema, schema=mapping.get("schema")
+        )
+    except DrillError:
+        return None  # the run reports it, with where
+    return TableRef(f"{engine.host}:{engine.port}", engine.database, name.schema, name.table)
+
+
 @dataclass(eq=False)
 class DrillStore:
     """One Store operator of a plan: the asset it materializes."""
@@ -89,6 +129,7 @@ class DrillStore:
     format: str
     partition_by: tuple[str, ...]
     config: StoreConfig
+    table: TableRef | None = None
 
     @property
     def id(self) -> str:
@@ -128,6 +169,7 @@ class DrillSource:
     parts: tuple[str, ...]
     format: str | None
     scans: list[DrillScan] = field(default_factory=list)
+    table: TableRef | None = None
 
     @property
     def location(self) -> Path | None:
@@ -146,6 +188,7 @@ class DrillScan:
     format: str | None
     upstream: DrillStore | None = None
     source: DrillSource | None = None
+    table: TableRef | None = None
 
     @property
     def location(self) -> Path | None:
@@ -369,8 +412,11 @@ def _store(plan: DrillPlan, op: Store) -> DrillStore:
     fmt = str(target.get("format", target.get("type", "parquet" if root else engine_type)))
     partition_by = target.get("partitionBy", target.get("partition_by", ()))
     partition_by = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
+    table = table_ref(plan.logical, op.storage_engine, target)
+    if table is not None:
+        fmt = "table"
     store = DrillStore(
-        plan, op, engine_type, location, path, fmt.lower(), partition_by, StoreConfig()
+        plan, op, engine_type, location, path, fmt.lower(), partition_by, StoreConfig(), table
     )
     for name in store_setting_names(store):
         if name in plan.config.stores:
@@ -392,6 +438,7 @@ def _scan(plan: DrillPlan, op: Scan) -> DrillScan:
         plan.roots.get(op.storage_engine),
         path,
         str(fmt).lower() if fmt else None,
+        table=table_ref(plan.logical, op.storage_engine, selection),
     )
 
 
@@ -447,15 +494,26 @@ def _link(plans: list[DrillPlan]) -> list[DrillSource]:
         for store in plan.stores:
             if store.location is not None:
                 written.setdefault(str(store.location), []).append(store)
+    tables: dict[TableRef, list[DrillStore]] = {}
+    for plan in plans:
+        for store in plan.stores:
+            if store.table is not None:
+                tables.setdefault(store.table, []).append(store)
     sources: dict[tuple[str, ...], DrillSource] = {}
     for plan in plans:
         for scan in plan.scans:
             location = scan.location
             if location is not None:
                 scan.upstream = _writer_of(location, written, plan)
+            if scan.table is not None:
+                writers = [s for s in tables.get(scan.table, ()) if s.plan is not plan]
+                scan.upstream = writers[0] if writers else None
             if scan.upstream is not None:
                 continue
-            if location is not None and scan.root is not None:
+            if scan.table is not None:
+                parts = scan.table.parts
+                identity = ("jdbc", scan.table.server, *parts)
+            elif location is not None and scan.root is not None:
                 parts = (scan.root.name or "root", *location_parts(scan.path))
                 identity: tuple[str, ...] = (str(location),)
             else:
@@ -463,7 +521,9 @@ def _link(plans: list[DrillPlan]) -> list[DrillSource]:
                 identity = (scan.engine_type, *parts)
             source = sources.get(identity)
             if source is None:
-                source = DrillSource(scan.engine_type, scan.root, scan.path, parts, scan.format)
+                source = DrillSource(
+                    scan.engine_type, scan.root, scan.path, parts, scan.format, table=scan.table
+                )
                 sources[identity] = source
             source.scans.append(scan)
             scan.source = source
