@@ -22,7 +22,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-BIN = Path("/usr/lib/postgresql/15/bin")
+
+def _bin() -> Path:
+    """Debian's newest PostgreSQL server binaries (``/usr/lib/postgresql/<version>/bin``)."""
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/postgres"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
+    return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
+
+
+BIN = _bin()
 USER = "drill"
 DATABASE = "drill"
 
@@ -30,7 +40,7 @@ DATABASE = "drill"
 def binaries_missing() -> str | None:
     """Why no server can start here (one line), or None."""
     if not (BIN / "initdb").exists() or not (BIN / "postgres").exists():
-        return f"PostgreSQL 15 binaries not found in {BIN} (apt-get install postgresql)"
+        return "PostgreSQL server binaries not found in /usr/lib/postgresql (apt-get install postgresql)"
     return None
 
 

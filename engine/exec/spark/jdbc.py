@@ -41,7 +41,7 @@ from engine.storage.jdbc.sql import collated_source, quote
 from engine.storage.jdbc.write import TableTarget, check_columns, result_of, swap_in
 from engine.storage.store import StoreResult
 
-READ_ONLY = "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"
+READ_ONLY = "-c default_transaction_read_only=on"
 
 
 def _refuse_quotes(names: Sequence[str], what: str) -> None:
@@ -72,7 +72,7 @@ def _reader(spark: Any, engine: JdbcEngine, source: ScanSource) -> Any:
         spark.read.format("jdbc")
         .options(**engine.jdbc_options())
         .option("fetchsize", str(source.fetch_size))
-        .option("sessionInitStatement", READ_ONLY)
+        .option("options", READ_ONLY)  # the driver's: server settings for the session
     )
 
 

@@ -1284,6 +1284,7 @@ def _store_failure(err: Exception) -> DrillError | str:
 _NOTE = re.compile(re.escape(ERROR_NOTE) + r"(\{.*\})")
 # "... reading file <uri>. SQLSTATE", or "... reading file <uri>. File does not exist. ..."
 _READ_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?(?:\s|$)", re.M)
+_PSQL = re.compile(r"org\.postgresql\.util\.PSQLException: ([^\n]*)")
 _PY_ERROR = re.compile(r"^engine\.errors\.(\w+): (.*)$", re.M)
 _CONFLICT = re.compile(r"^(?:(.*): )?column '(.*)' changed type from (.+) to (.+)$")
 _CAUSE = re.compile(r"^Caused by: [\w.$]+: (.*)$", re.M)
@@ -1318,6 +1319,9 @@ def translate_spark_error(exc: BaseException) -> DrillError | None:
     raised = _PY_ERROR.search(text)
     if raised:
         return _rebuild(raised.group(1), raised.group(2))
+    database = _PSQL.search(text)
+    if database:  # a jdbc engine's read or write the database refused (no credentials in it)
+        return StorageError(f"PostgreSQL refused a read or write of a jdbc engine: {database[1]}")
     return data_error(text)
 
 

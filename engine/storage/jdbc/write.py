@@ -154,12 +154,13 @@ def swap_in(cur: Any, spec: TableTarget, staging: TableName, columns: Sequence[s
         cur.execute(f"ALTER TABLE {staging.sql} RENAME TO {quote(target.table)}")
         return
     if spec.mode == "overwrite":
-        keys = " AND ".join(
-            f"t.{quote(c)} IS NOT DISTINCT FROM s.{quote(c)}" for c in _actual(columns, spec)
-        )
+        keys = _actual(columns, spec)
+        match = " AND ".join(f"t.{quote(c)} IS NOT DISTINCT FROM s.{quote(c)}" for c in keys)
+        distinct = ", ".join(quote(c) for c in keys)
+        # The written keys once each (a few partitions), each row of the table tested against them.
         cur.execute(
-            f"DELETE FROM {target.sql} AS t WHERE EXISTS "
-            f"(SELECT 1 FROM {staging.sql} AS s WHERE {keys})"
+            f"DELETE FROM {target.sql} AS t WHERE EXISTS (SELECT 1 FROM "
+            f"(SELECT DISTINCT {distinct} FROM {staging.sql}) AS s WHERE {match})"
         )
     listed = ", ".join(quote(c) for c in columns)
     cur.execute(f"INSERT INTO {target.sql} ({listed}) SELECT {listed} FROM {staging.sql}")
