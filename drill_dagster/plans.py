@@ -431,6 +431,8 @@ def _scan(plan: DrillPlan, op: Scan) -> DrillScan:
     selection = op.selection or {}
     path = selection.get("path") if isinstance(selection.get("path"), str) else ""
     fmt = selection.get("format", selection.get("type"))
+    if engine_type == "jdbc" and isinstance(selection.get("query"), str):
+        path = f"{plan.name}_query_{safe_name(op.id).lstrip('_')}"  # a query: its own source
     return DrillScan(
         plan,
         op,
