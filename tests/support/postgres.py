@@ -79,6 +79,11 @@ class PostgresServer:
             cur.execute(sql)
             return cur.fetchall()
 
+    def statements(self) -> list[str]:
+        """The statements the server logged (``log_statement=all``), oldest first."""
+        text = (self.directory / "server.log").read_text(errors="replace")
+        return [line.split("LOG:", 1)[1].strip() for line in text.splitlines() if "LOG:" in line]
+
     def stop(self) -> None:
         """Fast shutdown of the server started (SIGINT to its postmaster), then remove its data."""
         if self.process.poll() is None:
@@ -160,6 +165,8 @@ def start_server() -> PostgresServer:
             "fsync=off",
             "-c",
             "max_connections=40",
+            "-c",
+            "log_statement=all",  # the tests read the SQL the engine sent
         ],
         stdout=subprocess.DEVNULL,
         stderr=open(directory / "server.log", "wb"),  # noqa: SIM115 (the server keeps it)
