@@ -93,6 +93,7 @@ class ScanOperator(BatchSource):
         columns = projected(schema, self.op.projection)
         remaining = self.op.pushed_limit
         empty = schema if columns is None else pa.schema([schema.field(c) for c in columns])
+        empty = pa.schema([f.remove_metadata() for f in empty])
         batches = engine.read_batches(
             selection, projection=self.op.projection, comparisons=comparisons, schema=schema
         )

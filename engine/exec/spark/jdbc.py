@@ -21,6 +21,7 @@ previous table stays as it was.
 from __future__ import annotations
 
 import contextlib
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -33,11 +34,12 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from engine.errors import DrillError, StorageError
 from engine.exec.spark.columns import compile_predicate
 from engine.exec.spark.names import column
+from engine.exec.spark.sources import _unwrapped
 from engine.exec.spark.unread_member import with_unread
 from engine.expr import Expr
 from engine.storage.jdbc.adbc import connect
 from engine.storage.jdbc.engine import JdbcEngine, ScanSource
-from engine.storage.jdbc.sql import collated_source, quote
+from engine.storage.jdbc.sql import collated_source, comparisons_of, quote
 from engine.storage.jdbc.write import TableTarget, check_columns, result_of, swap_in
 from engine.storage.store import StoreResult
 
@@ -92,6 +94,28 @@ class _Reason(Exception):
         super().__init__(_spark_reason(_error_text(err)))
 
 
+_OPERATORS = {
+    "equal": operator.eq,
+    "not_equal": operator.ne,
+    "less_than": operator.lt,
+    "less_than_or_equal": operator.le,
+    "greater_than": operator.gt,
+    "greater_than_or_equal": operator.ge,
+}
+
+
+def _family(dtype: T.DataType) -> str:
+    if isinstance(dtype, T.StringType):
+        return "text"
+    if isinstance(dtype, T.NumericType):
+        return "number"
+    if isinstance(dtype, T.BooleanType):
+        return "bool"
+    if isinstance(dtype, T.DateType):
+        return "date"
+    return "other"
+
+
 def jdbc_scan_dataframe(
     spark: Any,
     engine: JdbcEngine,
@@ -110,10 +134,10 @@ def jdbc_scan_dataframe(
     what = f"reading {source.label}"
     probe = _load(_reader(spark, engine, source).option("dbtable", origin), engine, what)
     names = probe.columns
-    _refuse_quotes(names, f"the column of {source.label}")
     if projection is not None:
         wanted = {p.lower() for p in projection}
         names = [n for n in names if n.lower() in wanted]
+    _refuse_quotes(names, f"the column of {source.label}")
     text = {f.name for f in probe.schema.fields if isinstance(f.dataType, T.StringType)}
     table = collated_source(source.source, probe.columns, text) if text else origin
     reader = _reader(spark, engine, source).option("dbtable", table)
@@ -126,10 +150,20 @@ def jdbc_scan_dataframe(
             numPartitions=str(source.num_partitions or spark.sparkContext.defaultParallelism),
         )
     df = _load(reader, engine, what).select(*[column(n) for n in names])
+    plain = None if pushed_filter is None else _unwrapped(pushed_filter, ref)
+    if plain is not None:
+        # The comparisons as plain Columns, which Spark pushes into the SQL it sends; then the
+        # whole filter as the engine evaluates it (the same rows: its nulls are false).
+        families = {f.name.lower(): (f.name, _family(f.dataType)) for f in df.schema.fields}
+        tests, _ = comparisons_of(pushed_filter, ref, families)
+        for test in tests:
+            df = df.filter(_OPERATORS[test.op](column(test.column), F.lit(test.value)))
+        df = df.filter(compile_predicate(plain, df.schema))
     columns = [column(n) for n in names]
     record = [with_unread(columns).alias(ref)] if ref else columns
+    # (the row ids are not deterministic: Spark pushes no filter below this select)
     df = df.select(*record, F.monotonically_increasing_id().alias(seq_column))
-    if pushed_filter is not None:
+    if pushed_filter is not None and plain is None:
         df = df.filter(compile_predicate(pushed_filter, df.schema))
     return observe(df) if observe is not None else df
 

@@ -123,7 +123,23 @@ def source_schema(engine: JdbcEngine, source: ScanSource) -> pa.Schema:
     with connect(engine, read_only=True, doing=doing) as conn, conn.cursor() as cur:
         cur.execute(f"SELECT * FROM ({sql}) AS s LIMIT 0")
         schema = cur.fetch_arrow_table().schema
-    return pa.schema([pa.field(f.name, engine_type(f)) for f in schema])
+    return pa.schema(
+        [
+            pa.field(f.name, engine_type(f), metadata={TEXT_MARK: b"1"} if _as_text(f) else None)
+            for f in schema
+        ]
+    )
+
+
+TEXT_MARK = b"drill:read_as_text"
+"""Marks, in :func:`source_schema`'s schema, a column read as text (its type has no Arrow
+equal, and ADBC would hand over the server's binary form)."""
+
+
+def _as_text(field: pa.Field) -> bool:
+    meta = field.metadata or {}
+    numeric = meta.get(b"POSTGRESQL:type", b"") == b"numeric"
+    return isinstance(field.type, pa.BaseExtensionType) and not numeric
 
 
 def estimated_rows(engine: JdbcEngine, table: TableName) -> int | None:
@@ -159,7 +175,12 @@ def read_batches(
     """The rows of ``source``: the projected columns, where ``comparisons`` hold (the database
     applies them; their values are bound as parameters)."""
     columns = projected(schema, projection) if schema is not None else None
-    sql, params = select_sql(source.source, columns, comparisons)
+    as_text = set()
+    if schema is not None:
+        as_text = {f.name for f in schema if (f.metadata or {}).get(TEXT_MARK)}
+        if as_text and columns is None:
+            columns = schema.names
+    sql, params = select_sql(source.source, columns, comparisons, as_text=as_text)
     doing = f"reading {source.label}"
     with connect(engine, read_only=True, doing=doing) as conn, conn.cursor() as cur:
         cur.execute(sql, parameters=params or None)

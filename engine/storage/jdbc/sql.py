@@ -13,13 +13,13 @@ session.
 >>> sql, params = select_sql(TableName("s", "t"), ["id", "name"],
 ...     [Comparison("name", "greater_than", "m", text=True)])
 >>> sql, params
-('SELECT "id", "name" FROM "s"."t" WHERE "name" COLLATE "C" > $1', ['m'])
+('SELECT "id", "name" FROM "s"."t" WHERE "name"::text COLLATE "C" > $1', ['m'])
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,10 +109,10 @@ class Comparison:
     column: str
     op: str
     value: Any
-    text: bool = False  # compared byte-wise (COLLATE "C"), as the engine compares text
+    text: bool = False  # compared as text, byte-wise (COLLATE "C"), as the engine compares text
 
     def sql(self, parameter: int) -> str:
-        column = quote(self.column) + (' COLLATE "C"' if self.text else "")
+        column = quote(self.column) + ('::text COLLATE "C"' if self.text else "")
         return f"{column} {OPERATORS[self.op]} ${parameter}"
 
 
@@ -120,10 +120,20 @@ def select_sql(
     source: TableName | str,
     columns: Sequence[str] | None,
     comparisons: Sequence[Comparison] = (),
+    *,
+    as_text: Collection[str] = (),
 ) -> tuple[str, list[Any]]:
     """``SELECT`` of ``columns`` (None: all) from a table or a query (text: a subquery), with
-    ``comparisons`` and-ed, and the values they bind."""
-    listed = "*" if columns is None else ", ".join(quote(c) for c in columns) or "NULL"
+    ``comparisons`` and-ed, and the values they bind. Columns in ``as_text`` are read as text
+    (types the reader has no Arrow type for: ``uuid``, ``json``, ...)."""
+    listed = "*"
+    if columns is not None:
+        listed = (
+            ", ".join(
+                f"{quote(c)}::text AS {quote(c)}" if c in as_text else quote(c) for c in columns
+            )
+            or "NULL"
+        )
     origin = source.sql if isinstance(source, TableName) else f"({source}) AS q"
     where = [c.sql(i) for i, c in enumerate(comparisons, start=1)]
     sql = f"SELECT {listed} FROM {origin}"
@@ -134,9 +144,11 @@ def select_sql(
 
 def collated_source(source: TableName | str, columns: Sequence[str], text: set[str]) -> str:
     """A subquery of ``source`` exposing its text columns byte-wise collated (COLLATE "C"), so
-    that comparisons Spark pushes into it order text as the engine does."""
+    that comparisons Spark pushes into it order text as the engine does. Columns Spark reads as
+    text without being text (``uuid``, ``json``) take no collation: they are cast to text first,
+    as the local executor reads them."""
     listed = ", ".join(
-        f'{quote(c)} COLLATE "C" AS {quote(c)}' if c in text else quote(c) for c in columns
+        f'{quote(c)}::text COLLATE "C" AS {quote(c)}' if c in text else quote(c) for c in columns
     )
     origin = source.sql if isinstance(source, TableName) else f"({source}) AS q"
     return f'(SELECT {listed} FROM {origin}) AS "drill_scan"'

@@ -149,7 +149,7 @@ def test_the_sql_sent_holds_projection_and_filter_with_bound_values(pg) -> None:
     sql, params = select_sql(engine.scan_source({"table": "customers"}).source, ["id"], tests)
     assert exact
     assert sql == (
-        'SELECT "id" FROM "public"."customers" WHERE "name" COLLATE "C" = $1 AND "id" > $2'
+        'SELECT "id" FROM "public"."customers" WHERE "name"::text COLLATE "C" = $1 AND "id" > $2'
     )
     assert params == ["x' OR 1=1 --", 1]
 
@@ -307,3 +307,24 @@ def test_a_password_in_the_plan_is_refused(pg) -> None:
     with pytest.raises(StorageError, match="credentials") as caught:
         create_engine("pg", {"type": "jdbc", "url": "postgresql://u:hunter2@h/db"})
     assert "hunter2" not in str(caught.value)
+
+
+def test_uuid_and_json_columns_read_as_text_on_both(pg, spark) -> None:
+    pg.execute(
+        "DROP TABLE IF EXISTS odd_types",
+        "CREATE TABLE odd_types (id int, u uuid, j jsonb, v varchar(5))",
+        "INSERT INTO odd_types VALUES (1, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', "
+        """'{"a": [1, 2]}', 'x'), (2, NULL, NULL, NULL)""",
+    )
+    plan = scan_plan(pg, {"table": "odd_types"}, None, ["id", "u", "j", "v"])
+    local = by_id(run(plan, "local", None).records())
+    assert local == by_id(run(plan, "spark", spark).records())
+    assert local[0] == {
+        "id": 1,
+        "u": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+        "j": '{"a": [1, 2]}',
+        "v": "x",
+    }
+    compared = scan_plan(pg, {"table": "odd_types"}, "c.u > 'a'", ["id"])
+    for executor, session in (("local", None), ("spark", spark)):
+        assert [r["id"] for r in run(compared, executor, session).records()] == [1]
