@@ -9,6 +9,7 @@ Keys written on every materialization of a store asset:
 ``dagster/row_count``      rows written: each partition's own in a run of several keys
 ``dagster/partition_row_count`` rows of one partition (per partition, in partitioned runs)
 ``dagster/uri``            ``file://`` URI of the store target
+``dagster/table_name``     ``database.schema.table`` of a ``jdbc`` store (instead of a URI)
 ``dagster/column_lineage`` the upstream asset columns each column is computed from
 ``drill/plan``             the plan, as Markdown (explain)
 ``drill/operator_metrics`` per-operator counters of the run (rows, files, ...)
@@ -252,7 +253,9 @@ def store_metadata(
     if lineage is not None:
         metadata["dagster/column_lineage"] = lineage
     location = Path(last.location)
-    if location.is_absolute():
+    if last.format == "table":  # a database table: database.schema.table
+        metadata["dagster/table_name"] = last.location
+    elif location.is_absolute():
         metadata["dagster/uri"] = location.as_uri()
     else:
         metadata["dagster/uri"] = last.location

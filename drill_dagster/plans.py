@@ -77,6 +77,67 @@ def location_parts(path: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
+@dataclass(frozen=True)
+class TableRef:
+    """A table a store writes or a scan reads: of a ``jdbc`` engine's database, or of the Spark
+    session's catalog (a ``catalog`` engine)."""
+
+    engine_type: str  # "jdbc" | "catalog"
+    server: str  # a jdbc engine's host:port; the catalog's name for a catalog table
+    parts: tuple[str, ...]  # database, schema, table (jdbc); database, table (catalog)
+
+    @property
+    def name(self) -> str:
+        """Dagster's ``dagster/table_name``: ``database.schema.table`` of a jdbc table,
+        ``spark_catalog.database.table`` of a catalog table."""
+        if self.engine_type == "catalog":
+            return ".".join((self.server, *self.parts))
+        return ".".join(self.parts)
+
+    @property
+    def where(self) -> str:
+        """Where the table lives, for descriptions."""
+        if self.engine_type == "catalog":
+            return "the Spark session's catalog"
+        return self.server
+
+
+SESSION_CATALOG = "spark_catalog"
+"""The name Spark gives the session's catalog: the first part of a catalog table's name."""
+
+
+def table_ref(plan: DrillPlan, engine_name: str, mapping: Any) -> TableRef | None:
+    """The table a ``jdbc`` or ``catalog`` scan's selection or store's target names (None: not
+    a table, or a name the run will report with where)."""
+    config = plan.logical.storage.get(engine_name)
+    if config is None or not isinstance(mapping, dict) or mapping.get("table") is None:
+        return None
+    if config.type == "catalog":
+        from engine.storage.catalog import parse_table_name
+
+        database = str(config.to_dict().get("database", "default")).lower()
+        try:
+            name = str(parse_table_name(mapping["table"], database=database, where="catalog"))
+        except DrillError:
+            return None
+        return TableRef("catalog", SESSION_CATALOG, tuple(name.split(".")))
+    if config.type != "jdbc":
+        return None
+    from engine.storage.jdbc import JdbcEngine, TableName
+
+    try:
+        settings = {k: v for k, v in config.to_dict().items() if k not in ("type", "name")}
+        engine = JdbcEngine.from_config(engine_name, settings)
+        name = TableName.parse(
+            mapping["table"], default_schema=engine.default_schema, schema=mapping.get("schema")
+        )
+    except DrillError:
+        return None  # the run reports it, with where
+    return TableRef(
+        "jdbc", f"{engine.host}:{engine.port}", (engine.database, name.schema, name.table)
+    )
+
+
 @dataclass(eq=False)
 class DrillStore:
     """One Store operator of a plan: the asset it materializes."""
@@ -89,7 +150,7 @@ class DrillStore:
     format: str
     partition_by: tuple[str, ...]
     config: StoreConfig
-    table: str | None = None  # a catalog store's ``database.table``
+    table: TableRef | None = None
 
     @property
     def id(self) -> str:
@@ -129,6 +190,7 @@ class DrillSource:
     parts: tuple[str, ...]
     format: str | None
     scans: list[DrillScan] = field(default_factory=list)
+    table: TableRef | None = None
 
     @property
     def location(self) -> Path | None:
@@ -147,7 +209,7 @@ class DrillScan:
     format: str | None
     upstream: DrillStore | None = None
     source: DrillSource | None = None
-    table: str | None = None  # a catalog scan's ``database.table``
+    table: TableRef | None = None
 
     @property
     def location(self) -> Path | None:
@@ -396,9 +458,9 @@ def _store(plan: DrillPlan, op: Store) -> DrillStore:
     fmt = str(target.get("format", target.get("type", "parquet" if root else engine_type)))
     partition_by = target.get("partitionBy", target.get("partition_by", ()))
     partition_by = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
-    table = _catalog_table(plan, op.storage_engine, target) if engine_type == "catalog" else None
+    table = table_ref(plan, op.storage_engine, target)
     if table is not None:
-        fmt = "parquet"
+        fmt = "parquet" if table.engine_type == "catalog" else "table"
     store = DrillStore(
         plan, op, engine_type, location, path, fmt.lower(), partition_by, StoreConfig(), table
     )
@@ -415,6 +477,8 @@ def _scan(plan: DrillPlan, op: Scan) -> DrillScan:
     selection = op.selection or {}
     path = selection.get("path") if isinstance(selection.get("path"), str) else ""
     fmt = selection.get("format", selection.get("type"))
+    if engine_type == "jdbc" and isinstance(selection.get("query"), str):
+        path = f"{plan.name}_query_{safe_name(op.id).lstrip('_')}"  # a query: its own source
     return DrillScan(
         plan,
         op,
@@ -422,23 +486,8 @@ def _scan(plan: DrillPlan, op: Scan) -> DrillScan:
         plan.roots.get(op.storage_engine),
         path,
         str(fmt).lower() if fmt else None,
-        table=_catalog_table(plan, op.storage_engine, selection)
-        if engine_type == "catalog"
-        else None,
+        table=table_ref(plan, op.storage_engine, selection),
     )
-
-
-def _catalog_table(plan: DrillPlan, engine_name: str, where: Any) -> str | None:
-    """The ``database.table`` a catalog store's target or scan's selection names (None when it
-    names none; the run reports that)."""
-    from engine.storage.catalog import parse_table_name
-
-    config = plan.logical.storage[engine_name].to_dict()
-    database = str(config.get("database", "default")).lower()
-    try:
-        return str(parse_table_name(where.get("table"), database=database, where="catalog"))
-    except DrillError:
-        return None
 
 
 def store_setting_names(store: DrillStore) -> list[str]:
@@ -493,7 +542,7 @@ def _link(plans: list[DrillPlan]) -> list[DrillSource]:
         for store in plan.stores:
             if store.location is not None:
                 written.setdefault(str(store.location), []).append(store)
-    tables: dict[str, list[DrillStore]] = {}
+    tables: dict[TableRef, list[DrillStore]] = {}
     for plan in plans:
         for store in plan.stores:
             if store.table is not None:
@@ -516,9 +565,15 @@ def _link(plans: list[DrillPlan]) -> list[DrillSource]:
             location = scan.location
             if location is not None:
                 scan.upstream = _writer_of(location, written, plan)
+            if scan.table is not None:
+                writers = [s for s in tables.get(scan.table, ()) if s.plan is not plan]
+                scan.upstream = writers[0] if writers else None
             if scan.upstream is not None:
                 continue
-            if location is not None and scan.root is not None:
+            if scan.table is not None:
+                parts = scan.table.parts
+                identity = ("jdbc", scan.table.server, *parts)
+            elif location is not None and scan.root is not None:
                 parts = (scan.root.name or "root", *location_parts(scan.path))
                 identity: tuple[str, ...] = (str(location),)
             else:
@@ -526,7 +581,9 @@ def _link(plans: list[DrillPlan]) -> list[DrillSource]:
                 identity = (scan.engine_type, *parts)
             source = sources.get(identity)
             if source is None:
-                source = DrillSource(scan.engine_type, scan.root, scan.path, parts, scan.format)
+                source = DrillSource(
+                    scan.engine_type, scan.root, scan.path, parts, scan.format, table=scan.table
+                )
                 sources[identity] = source
             source.scans.append(scan)
             scan.source = source

@@ -19,9 +19,6 @@ from dagster import AssetKey, MetadataValue, TableColumnDep, TableColumnLineage
 from drill_dagster.plans import DrillStore, location_parts
 from drill_dagster.spec_schema import definition_column_schema
 
-SESSION_CATALOG = "spark_catalog"
-"""The name Spark gives the session's catalog: the first part of a catalog table's name."""
-
 
 def definition_metadata(
     store: DrillStore, key_of_scan: Callable[[str], AssetKey | None]
@@ -31,8 +28,8 @@ def definition_metadata(
     table = "/".join(location_parts(store.target_path)) if store.target_path else ""
     if table:  # the fixed part of the path: clean for clean/day=${day}
         metadata["dagster/table_name"] = table
-    if store.table:  # a table of the session's catalog
-        metadata["dagster/table_name"] = f"{SESSION_CATALOG}.{store.table}"
+    if store.table is not None:  # a jdbc table or one of the session's catalog
+        metadata["dagster/table_name"] = store.table.name
     schema = definition_column_schema(store)
     if schema is not None:  # only where the plan settles every column's type
         metadata["dagster/column_schema"] = schema

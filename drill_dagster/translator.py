@@ -68,8 +68,8 @@ class DrillTranslator:
         if configured:
             return AssetKey([configured] if isinstance(configured, str) else list(configured))
         parts = location_parts(store.target_path) if store.target_path else ()
-        if store.table is not None:  # a catalog table: database, table
-            parts = tuple(store.table.split("."))
+        if store.table is not None:
+            parts = store.table.parts
         if not parts:
             return AssetKey([store.plan.name, f"store_{safe_name(store.id).lstrip('_')}"])
         return AssetKey([safe_name(p) for p in parts])
@@ -87,8 +87,8 @@ class DrillTranslator:
         written = f"Written by store {store.id} of plan `{store.plan.path.name}`"
         if store.target_path:
             written += f" to `{store.target_path}` ({store.format})"
-        elif store.table:
-            written += f" to the catalog table `{store.table}`"
+        if store.table is not None:
+            written += f" to table `{store.table.name}` of {store.table.where}"
         return "\n\n".join([*parts, written + "."])
 
     def get_owners(self, store: DrillStore) -> Sequence[str]:
@@ -102,8 +102,9 @@ class DrillTranslator:
         return {**generated, **(store.plan.config.tags or {}), **(store.config.tags or {})}
 
     def get_kinds(self, store: DrillStore) -> set[str]:
-        """``spark`` and the stored format (``parquet``, ``json``, ``csv``)."""
-        return {"spark", store.format}
+        """``spark`` and the stored format (``parquet``, ``json``, ``csv``; ``postgres`` for a
+        table)."""
+        return {"spark", "postgres" if store.format == "table" else store.format}
 
     def get_metadata(self, store: DrillStore) -> Mapping[str, Any]:
         """Definition metadata: where it is written, the plan file as a code reference."""
@@ -128,6 +129,8 @@ class DrillTranslator:
             metadata["drill/target_path"] = store.target_path
         if store.partition_by:
             metadata["drill/partition_by"] = list(store.partition_by)
+        if store.table is not None:
+            metadata["dagster/table_name"] = store.table.name
         return {**metadata, **(store.config.metadata or {})}
 
     def get_automation_condition(self, store: DrillStore) -> AutomationCondition | None:
@@ -213,6 +216,10 @@ class DrillTranslator:
         if source.location is not None:
             metadata["dagster/uri"] = source.location.as_uri()
         kinds = {source.format} if source.format else set()
+        if source.table is not None:
+            where = f"table {source.table.name} of {source.table.where}"
+            metadata = {"dagster/table_name": source.table.name}
+            kinds = {"postgres"}
         return AssetSpec(
             key=self.get_source_asset_key(source),
             description=f"Read from `{where}` by {', '.join(readers)}.",

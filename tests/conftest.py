@@ -43,3 +43,16 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     session = create_session(config)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One PostgreSQL server for the test session (Debian's binaries; see tests/support/postgres)."""
+    from tests.support.postgres import binaries_missing, start_server
+
+    missing = binaries_missing()
+    if missing is not None:
+        pytest.skip(missing)
+    server = start_server()
+    yield server
+    server.stop()

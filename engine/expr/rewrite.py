@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable
 
 from engine.expr.functions import FunctionKind, lookup_function
-from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse
+from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse, Literal
 
 
 def map_calls(expr: Expr, function: Callable[[Call], Expr]) -> Expr:
@@ -59,3 +59,25 @@ def split_calls(expr: Expr, kind: FunctionKind, prefix: str) -> tuple[Expr, list
         return FieldRef((f"{prefix}{calls.index(call)}",))
 
     return map_calls(expr, replace), calls
+
+
+def conjuncts(expr: Expr) -> list[Expr]:
+    """The operands of a chain of ``&&`` (the expression itself when it is not one)."""
+    if isinstance(expr, Call) and expr.name == "and":
+        return [part for arg in expr.args for part in conjuncts(arg)]
+    return [expr]
+
+
+def constant_date(expr: Expr) -> Literal | None:
+    """The text literal of ``to_date('...')`` (a date constant: there is no date literal), or
+    None when ``expr`` is not one.
+
+    >>> from engine.expr import parse_expression
+    >>> constant_date(parse_expression("to_date('1994-01-01')")).value
+    '1994-01-01'
+    """
+    if isinstance(expr, Call) and expr.name == "to_date" and len(expr.args) == 1:
+        (arg,) = expr.args
+        if isinstance(arg, Literal) and isinstance(arg.value, str):
+            return arg
+    return None

@@ -36,25 +36,10 @@ from engine.plan import LogicalPlan, Scan
 from engine.storage.engines import Capabilities
 from engine.storage.formats.parquet import Footers
 from engine.storage.formats.parquet_unions import arrow_schema_of
+from engine.storage.statistics import ScanStatistics
 
 SCALAR = "scalar"
 NESTED = "nested"
-
-
-@dataclass(frozen=True)
-class ScanStatistics:
-    """One scan's selection as its storage engine reports it."""
-
-    format: str
-    file_count: int
-    total_bytes: int
-    row_count: int | None = None
-    capabilities: Capabilities = field(default_factory=Capabilities)
-    columns: Mapping[str, pa.DataType] | None = None  # parquet: top-level column -> Arrow type
-    # parquet: integer column -> (min, max) over the row groups' statistics, where every one has
-    # them; max - min + 1 bounds the number of distinct values (join sizes, engine.planner.rules)
-    ranges: Mapping[str, tuple[int, int]] | None = None
-    recorded: bool = False  # from the last store's record, not from listing the files
 
 
 @dataclass(frozen=True)
@@ -100,6 +85,11 @@ class Statistics:
 
 
 def _scan_statistics(engine: Any, selection: Mapping[str, Any]) -> ScanStatistics | None:
+    if hasattr(engine, "scan_statistics"):  # an engine of tables (jdbc) says it itself
+        try:
+            return engine.scan_statistics(selection)
+        except DrillError:
+            return None
     if not hasattr(engine, "list_files"):
         return None
     recorded = recorded_metadata(engine, selection)

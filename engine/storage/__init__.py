@@ -8,6 +8,7 @@
 * :mod:`~engine.storage.formats`: readers for json, csv, text, parquet (records or Arrow).
 * :mod:`~engine.storage.store`: :func:`write_store`, atomic (:mod:`~engine.storage.commit`).
 * :mod:`~engine.storage.sinks`: :class:`ConsoleSink`, :class:`QueueSink`.
+* :mod:`~engine.storage.jdbc`: the ``jdbc`` engine, tables of a PostgreSQL database.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ classpath read-only sample data; its roots are given at run time (``--classpath 
          ``run_plan(classpath=[...])``) and a path is looked up in each root in turn
 console  a sink printing each record as a line of JSON (target ``{pipe: STD_OUT}``)
 queue    a sink keeping records for the caller (target ``{number: 0}``)
+jdbc     tables of a PostgreSQL database (see :mod:`engine.storage.jdbc`)
 ======== ============================================================================
 
 A selection is ``{path, type|format, schema?, options?}``. The format is found under ``type`` or
@@ -22,7 +23,7 @@ under ``options`` (or at the top level); ``schema`` is passed through for the sc
 >>> create_engine("m", {"type": "mock"})
 Traceback (most recent call last):
 ...
-engine.errors.StorageError: storage engine 'm' has the unknown type 'mock'; known types are catalog, classpath, console, fs, queue
+engine.errors.StorageError: storage engine 'm' has the unknown type 'mock'; known types are catalog, classpath, console, fs, jdbc, queue
 """
 
 from __future__ import annotations
@@ -535,8 +536,8 @@ def create_engine(
             f"storage engine '{name}' ({kind}) does not take {', '.join(unknown)}; "
             f"it accepts {accepted}"
         )
-    if hasattr(engine_type, "from_config"):  # an engine of its own module (catalog)
-        return engine_type.from_config(name, settings)
+    if hasattr(engine_type, "from_config"):  # an engine in a module of its own
+        return engine_type.from_config(name, settings)  # type: ignore[attr-defined]
     if engine_type is FsEngine:
         return _fs_engine(name, settings)
     if engine_type is ClasspathEngine:
@@ -545,6 +546,11 @@ def create_engine(
     if engine_type is ConsoleEngine:
         return ConsoleEngine(name)
     return QueueEngine(name)
+
+
+from engine.storage.jdbc.engine import JdbcEngine  # noqa: E402  (it builds on this module)
+
+ENGINE_TYPES["jdbc"] = JdbcEngine
 
 
 def _fs_engine(name: str, settings: Mapping[str, Any]) -> FsEngine:

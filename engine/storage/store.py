@@ -163,6 +163,8 @@ def write_store(
         return StoreResult(sink.location, "records", count, (), table.schema, mode="append")
     if isinstance(engine, ClasspathEngine):
         raise StorageError(f"{engine.label} is read-only; store to an fs engine")
+    if hasattr(engine, "write_batches"):  # an engine that writes its own way (jdbc)
+        return engine.write_batches(target, table.to_batches(), lambda: table.schema)
     if not isinstance(engine, FsEngine):
         raise StorageError(f"{engine.label} cannot be written to")
     spec = StoreTarget.parse(target, engine=engine)
@@ -185,6 +187,8 @@ def write_store_batches(
     (the caller bounds what it holds). ``schema`` gives the rows' schema once the stream ended
     (an empty stream is stored with it).
     """
+    if hasattr(engine, "write_batches"):  # streams into its database (jdbc)
+        return engine.write_batches(target, batches, schema)
     if isinstance(engine, FsEngine):
         spec = StoreTarget.parse(target, engine=engine)
         if not spec.partition_by and spec.format in STREAMED_FORMATS:

@@ -28,6 +28,9 @@ from engine.scan.loader import ResultSetLoader
 from engine.scan.projection import ProjectionKind, ScanProjection
 from engine.storage.catalog import CatalogEngine, read_table_batches
 from engine.storage.engines import ConsoleEngine, QueueEngine
+from engine.storage.jdbc.adbc import column_families, projected
+from engine.storage.jdbc.engine import JdbcEngine
+from engine.storage.jdbc.sql import comparisons_of
 from engine.storage.store import write_store_batches
 
 
@@ -51,6 +54,9 @@ class ScanOperator(BatchSource):
     def _batches(self) -> Iterator[pa.RecordBatch]:
         engine = self.ctx.engine(self.op.storage_engine)
         if isinstance(engine, CatalogEngine):
+            yield from self._catalog_batches(engine)
+            return
+        if isinstance(engine, JdbcEngine):
             yield from self._table_batches(engine)
             return
         if not hasattr(engine, "list_files"):
@@ -82,7 +88,7 @@ class ScanOperator(BatchSource):
             files=self.scan.files_read, skipped_records=self.scan.skipped
         )
 
-    def _table_batches(self, engine: CatalogEngine) -> Iterator[pa.RecordBatch]:
+    def _catalog_batches(self, engine: CatalogEngine) -> Iterator[pa.RecordBatch]:
         """A catalog table's rows, read from its files (:func:`read_table_batches`)."""
         columns = None
         if self.op.projection is not None:
@@ -103,6 +109,36 @@ class ScanOperator(BatchSource):
                 batch = batch.slice(0, remaining)
                 remaining -= batch.num_rows
             yield batch
+
+    def _table_batches(self, engine: JdbcEngine) -> Iterator[pa.RecordBatch]:
+        """A database table's rows: the projection and the pushed comparisons go into the SQL
+        (values bound); what of the pushed filter the database cannot apply runs here."""
+        selection = self.op.selection or {}
+        pushed = parse_cached(self.op.pushed_filter) if self.op.pushed_filter else None
+        schema = engine.scan_columns(selection)
+        comparisons, exact = comparisons_of(pushed, self.op.ref, column_families(schema))
+        columns = projected(schema, self.op.projection)
+        remaining = self.op.pushed_limit
+        empty = schema if columns is None else pa.schema([schema.field(c) for c in columns])
+        empty = pa.schema([f.remove_metadata() for f in empty])
+        batches = engine.read_batches(
+            selection, projection=self.op.projection, comparisons=comparisons, schema=schema
+        )
+        yielded = False
+        for batch in batches:
+            if remaining is not None and remaining <= 0:
+                break  # closing the read closes its cursor
+            batch = wrap_under(self.op.ref, batch)
+            if pushed is not None and not exact:
+                batch = batch.filter(evaluate_predicate(pushed, batch))
+            if remaining is not None:
+                batch = batch.slice(0, remaining)
+                remaining -= batch.num_rows
+            yielded = True
+            yield batch
+        if not yielded:  # no rows: the columns still
+            yield wrap_under(self.op.ref, pa.RecordBatch.from_pylist([], schema=empty))
+        self.ctx.metrics.setdefault(self.op.id, {}).update(files=0, skipped_records=0)
 
     def _row_filter(self, pushed: Expr) -> Callable[[pa.Schema], ArrowFilter | None]:
         """The pushed filter over a file's columns, where it is exact."""

@@ -55,6 +55,7 @@ from engine.exec.spark.compiler_order import (
 )
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
 from engine.exec.spark.file_ties import SharedValues, cross_file_ties
+from engine.exec.spark.jdbc import jdbc_scan_dataframe
 from engine.exec.spark.metrics import InputCounter, RowCounter
 from engine.exec.spark.names import column as named_column
 from engine.exec.spark.nested_filter import array_levels, filter_records
@@ -109,6 +110,7 @@ from engine.planner.rules.filter_pushdown import Remaining
 from engine.planner.rules.projection_pushdown import required_paths
 from engine.storage.catalog import CatalogEngine
 from engine.storage.engines import ConsoleEngine, QueueEngine
+from engine.storage.jdbc.engine import JdbcEngine
 
 UNSUPPORTED: dict[str, str] = {}
 """Logical operators the Spark executor cannot run, with the reason (none today)."""
@@ -442,8 +444,10 @@ class SparkCompiler:
     def visit_scan(self, op: Scan, inputs: list[DataFrame]) -> DataFrame:
         engine = self.ctx.engine(op.storage_engine)
         if isinstance(engine, CatalogEngine):
-            return self._scan_table(op, engine)
+            return self._catalog_scan(op, engine)
         self._pushed[op.id] = op.pushed_filter
+        if isinstance(engine, JdbcEngine):
+            return self._jdbc_scan(op, engine)
         plan = plan_scan(
             engine,
             op.selection or {},
@@ -495,12 +499,29 @@ class SparkCompiler:
             df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
         return df
 
-    def _scan_table(self, op: Scan, engine: CatalogEngine) -> DataFrame:
+    def _catalog_scan(self, op: Scan, engine: CatalogEngine) -> DataFrame:
         """A scan of a catalog table (:mod:`~engine.exec.spark.catalog_tables`)."""
         self._pushed[op.id] = op.pushed_filter
         df = scan_table(self.spark, engine, op.selection, op.ref, projection=op.projection)
         if op.pushed_filter:
             df = df.where(compile_predicate(parse_cached(op.pushed_filter), df.schema))
+        if op.pushed_limit is not None:
+            df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
+        return df
+
+    def _jdbc_scan(self, op: Scan, engine: JdbcEngine) -> DataFrame:
+        """A database table's scan (:mod:`engine.exec.spark.jdbc`)."""
+        df = jdbc_scan_dataframe(
+            self.spark,
+            engine,
+            op.selection or {},
+            op.ref,
+            seq_column=SEQ_COLUMN,
+            projection=op.projection,
+            pushed_filter=parse_cached(op.pushed_filter) if op.pushed_filter else None,
+            observe=self.scan_observers.get(op.id) if op.pushed_limit is None else None,
+        )
+        self.ctx.reading_scans.add(op.id)
         if op.pushed_limit is not None:
             df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
         return df

@@ -81,6 +81,12 @@ SERVER_SETTINGS = frozenset(
 them (``scripts/dev.py``); its clients leave them out."""
 
 
+JDBC_DRIVER_JARS = ("/usr/share/java/postgresql.jar",)
+"""JDBC drivers the sessions this module builds put on ``spark.jars`` where they are installed
+(Debian's ``libpostgresql-jdbc-java``), for the ``jdbc`` storage engine. A ``spark.jars`` in
+``conf`` replaces the list."""
+
+
 class SparkConfig(BaseModel):
     """How to reach Spark. ``conf`` wins over every default."""
 
@@ -133,6 +139,9 @@ class SparkConfig(BaseModel):
             settings["spark.remote"] = self.remote
         else:
             settings["spark.master"] = self.master
+            jars = [jar for jar in JDBC_DRIVER_JARS if os.path.exists(jar)]
+            if jars:
+                settings["spark.jars"] = ",".join(jars)
         settings.update({k: str(v) for k, v in self.conf.items()})
         return settings
 

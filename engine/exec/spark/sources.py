@@ -102,7 +102,7 @@ from engine.exec.spark.unions import (
 from engine.exec.spark.unread_member import UNREAD, with_unread, with_unread_type, without_unread
 from engine.expr import Call, Cast, Expr, FieldRef, IfElse, field_refs
 from engine.expr import Literal as LiteralNode
-from engine.planner.rules.filter_pushdown import constant_date
+from engine.expr.rewrite import constant_date
 from engine.scan.framework import DEFAULT_BATCH_ROWS, PartitionLayout, implicit_values
 from engine.scan.projection import name_key
 from engine.storage.catalog import CatalogEngine
@@ -111,6 +111,7 @@ from engine.storage.engines import ClasspathEngine, ConsoleEngine, FsEngine, Que
 from engine.storage.formats import WRITERS
 from engine.storage.formats.csv import header_names
 from engine.storage.formats.parquet_unions import arrow_schema_of
+from engine.storage.jdbc.engine import JdbcEngine
 from engine.storage.partitions import static_prefix
 from engine.storage.paths import InputFile, has_glob, is_hidden
 from engine.storage.store import (
@@ -1120,6 +1121,10 @@ def store_dataframe(
         from engine.exec.spark.catalog_tables import store_table
 
         return store_table(df, engine, target)
+    if isinstance(engine, JdbcEngine):
+        from engine.exec.spark.jdbc import store_jdbc
+
+        return store_jdbc(df, engine, target)
     if not isinstance(engine, FsEngine):
         raise StorageError(f"{getattr(engine, 'label', engine)} cannot be written to")
     spec = StoreTarget.parse(target, engine=engine)
@@ -1284,6 +1289,7 @@ def _store_failure(err: Exception) -> DrillError | str:
 _NOTE = re.compile(re.escape(ERROR_NOTE) + r"(\{.*\})")
 # "... reading file <uri>. SQLSTATE", or "... reading file <uri>. File does not exist. ..."
 _READ_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?(?:\s|$)", re.M)
+_PSQL = re.compile(r"org\.postgresql\.util\.PSQLException: ([^\n]*)")
 _PY_ERROR = re.compile(r"^engine\.errors\.(\w+): (.*)$", re.M)
 _CONFLICT = re.compile(r"^(?:(.*): )?column '(.*)' changed type from (.+) to (.+)$")
 _CAUSE = re.compile(r"^Caused by: [\w.$]+: (.*)$", re.M)
@@ -1318,6 +1324,9 @@ def translate_spark_error(exc: BaseException) -> DrillError | None:
     raised = _PY_ERROR.search(text)
     if raised:
         return _rebuild(raised.group(1), raised.group(2))
+    database = _PSQL.search(text)
+    if database:  # a jdbc engine's read or write the database refused (no credentials in it)
+        return StorageError(f"PostgreSQL refused a read or write of a jdbc engine: {database[1]}")
     return data_error(text)
 
 

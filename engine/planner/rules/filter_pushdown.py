@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from engine.expr import Call, Expr, FieldRef, Literal, to_string
+from engine.expr.rewrite import conjuncts, constant_date
 from engine.plan import Filter, Join, LogicalPlan, Order, Scan, Transform
 from engine.plan.expressions import parse_cached
 from engine.planner.rewrite import consumers, field_paths, replace_operators
@@ -133,13 +134,6 @@ def remaining_conditions(plan: LogicalPlan) -> dict[str, Remaining]:
             condition = _conjunction(rest) if rest else None
             remaining[op.id] = Remaining(tuple(sorted(scans.items())), condition)
     return remaining
-
-
-def conjuncts(expr: Expr) -> list[Expr]:
-    """The operands of a chain of ``&&`` (the expression itself when it is not one)."""
-    if isinstance(expr, Call) and expr.name == "and":
-        return [part for arg in expr.args for part in conjuncts(arg)]
-    return [expr]
 
 
 def _conjunction(tests: list[Expr]) -> Expr:
@@ -251,20 +245,6 @@ def _pushable(test: Expr, scan: Scan, columns: dict) -> bool:
     if date is not None:
         return pa.types.is_date32(matches[0])
     return is_scalar_type(matches[0]) and _same_family(matches[0], literal)
-
-
-def constant_date(expr: Expr) -> Literal | None:
-    """The text literal of ``to_date('...')`` (a date constant: there is no date literal), or
-    None when ``expr`` is not one.
-
-    >>> constant_date(parse_cached("to_date('1994-01-01')")).value
-    '1994-01-01'
-    """
-    if isinstance(expr, Call) and expr.name == "to_date" and len(expr.args) == 1:
-        (arg,) = expr.args
-        if isinstance(arg, Literal) and isinstance(arg.value, str):
-            return arg
-    return None
 
 
 def _same_family(dtype: object, literal: Literal) -> bool:

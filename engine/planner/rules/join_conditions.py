@@ -56,11 +56,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from engine.expr import Call, Expr, FieldRef, Literal, field_refs, to_string
+from engine.expr.rewrite import conjuncts
 from engine.plan import Filter, Join, LogicalPlan, Operator, Scan
 from engine.plan.expressions import parse_cached
 from engine.plan.parts import JoinCondition
 from engine.planner.rewrite import consumers, top_names, with_inputs_renamed
-from engine.planner.rules.filter_pushdown import conjuncts
 from engine.planner.statistics import Statistics
 
 _CALLS = {

@@ -65,3 +65,15 @@ def test_session_runs_a_query(spark) -> None:
     assert "AQEPropagateEmptyRelation" in spark.conf.get(
         "spark.sql.adaptive.optimizer.excludedRules"
     )
+
+
+def test_the_postgresql_driver_is_on_spark_jars_where_installed(tmp_path, monkeypatch) -> None:
+    from engine.exec.spark import session
+
+    jar = tmp_path / "postgresql.jar"
+    jar.write_bytes(b"")
+    monkeypatch.setattr(session, "JDBC_DRIVER_JARS", (str(jar), str(tmp_path / "absent.jar")))
+    assert SparkConfig().settings()["spark.jars"] == str(jar)
+    assert "spark.jars" not in SparkConfig(remote="sc://127.0.0.1:15002").settings()
+    mine = SparkConfig(conf={"spark.jars": "/opt/mine.jar"}).settings()
+    assert mine["spark.jars"] == "/opt/mine.jar"

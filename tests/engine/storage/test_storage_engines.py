@@ -47,7 +47,7 @@ def test_unknown_type_lists_the_known_ones() -> None:
         create_engine("mock-engine", {"type": "mock", "url": "http://www.apache.org/"})
     assert str(caught.value) == (
         "storage engine 'mock-engine' has the unknown type 'mock'; "
-        "known types are catalog, classpath, console, fs, queue"
+        "known types are catalog, classpath, console, fs, jdbc, queue"
     )
 
 
