@@ -35,7 +35,7 @@ from drill_dagster.metadata import (
     store_metadata,
 )
 from drill_dagster.partitions import RunSlice, run_keys
-from drill_dagster.plans import DrillPlan, DrillStore
+from drill_dagster.plans import DrillPlan, DrillStore, warehouses
 from drill_dagster.versions import CODE_VERSION, INPUTS_VERSION, store_code_version
 from engine import run_plan
 from engine.errors import DrillError
@@ -63,14 +63,15 @@ class StoreWrites:
 
 
 def absolute_plan(plan: DrillPlan, keep: set[str] | None = None) -> LogicalPlan:
-    """The plan with relative ``fs`` roots made absolute (they are relative to the plan file),
-    and only the operators in ``keep`` (all when None)."""
+    """The plan with relative ``fs`` roots and ``catalog`` warehouses made absolute (they are
+    relative to the plan file), and only the operators in ``keep`` (all when None)."""
     logical = plan.logical
     storage = dict(logical.storage)
-    for name, root in plan.roots.items():
-        storage[name] = StorageConfig.model_validate(
-            {**logical.storage[name].to_dict(), "root": str(root)}
-        )
+    for key, directories in (("root", plan.roots), ("warehouse", warehouses(plan))):
+        for name, directory in directories.items():
+            storage[name] = StorageConfig.model_validate(
+                {**storage[name].to_dict(), key: str(directory)}
+            )
     query = [op for op in logical.query if keep is None or op.id in keep]
     return LogicalPlan(head=logical.head, storage=storage, query=query, source=logical.source)
 

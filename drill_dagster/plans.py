@@ -391,7 +391,7 @@ def check_roots_allowed(plan: DrillPlan, allowed: Sequence[Path]) -> None:
             f"in {PROJECT_FILE} if it is meant",
             path=f"$.storage.{name}.warehouse",
         )
-        for name, warehouse in _warehouses(plan).items()
+        for name, warehouse in warehouses(plan).items()
         if not is_allowed(warehouse, allowed)
     ]
     if issues:
@@ -420,7 +420,7 @@ def _roots(logical: LogicalPlan, path: Path) -> dict[str, Path]:
     return roots
 
 
-def _warehouses(plan: DrillPlan) -> dict[str, Path]:
+def warehouses(plan: DrillPlan) -> dict[str, Path]:
     """The warehouse directories of the plan's catalog engines (where their tables are
     written), resolved like roots."""
     found = {}
@@ -550,18 +550,6 @@ def _link(plans: list[DrillPlan]) -> list[DrillSource]:
     sources: dict[tuple[str, ...], DrillSource] = {}
     for plan in plans:
         for scan in plan.scans:
-            if scan.table is not None:
-                # A catalog table: written by a store of another plan, else a source.
-                writers = [s for s in tables.get(scan.table, ()) if s.plan is not plan]
-                scan.upstream = writers[0] if writers else None
-                if scan.upstream is None:
-                    parts = tuple(scan.table.split("."))
-                    source = sources.setdefault(
-                        ("catalog", *parts), DrillSource("catalog", None, scan.table, parts, None)
-                    )
-                    source.scans.append(scan)
-                    scan.source = source
-                continue
             location = scan.location
             if location is not None:
                 scan.upstream = _writer_of(location, written, plan)
@@ -572,7 +560,7 @@ def _link(plans: list[DrillPlan]) -> list[DrillSource]:
                 continue
             if scan.table is not None:
                 parts = scan.table.parts
-                identity = ("jdbc", scan.table.server, *parts)
+                identity = (scan.table.engine_type, scan.table.server, *parts)
             elif location is not None and scan.root is not None:
                 parts = (scan.root.name or "root", *location_parts(scan.path))
                 identity: tuple[str, ...] = (str(location),)
