@@ -426,6 +426,9 @@ class ExprTranslator:
                     args.extend(value)
                 elif isinstance(value, exp.Expression):
                     args.append(value)
+                elif value is not None and value is not False:
+                    # A keyword sqlglot keeps as text (TRIM(LEADING ...)): not to be dropped.
+                    raise self.error(f"{name.upper()}({value} ...) is not supported", node)
         spec = lookup_function(name)
         if spec is None:
             raise self.error(
@@ -433,6 +436,8 @@ class ExprTranslator:
                 node,
                 hint="`drill-dagster functions` lists the functions expressions may call",
             )
+        if not spec.accepts(len(args)):
+            raise self.error(f"{spec.name} takes {spec.arity_text()}, got {len(args)}", node)
         return Call(spec.name, tuple(self.visit(a) for a in args))
 
     def cast(self, node: exp.Cast | exp.TryCast) -> Expr:
