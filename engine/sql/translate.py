@@ -389,6 +389,12 @@ class SqlPlanner:
         translator = ExprTranslator(scope, self.sql)
         on = join.args.get("on")
         for part in _conjuncts(on) if on is not None else []:
+            if _keys_of(translator.visit(part)) - left_keys - right_keys:
+                raise self.error(
+                    "a join's ON naming a column of an enclosing query is not supported",
+                    part,
+                    hint="move the test to the subquery's WHERE",
+                )
             condition = self.condition(part, translator, left_keys, right_keys)
             if condition is not None:
                 conditions.append(condition)
