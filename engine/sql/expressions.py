@@ -446,7 +446,15 @@ class ExprTranslator:
         minor = _TYPES.get(type_name.upper())
         if minor is None:
             raise self.error(f"cannot cast to {type_name}", to)
-        return Cast(self.visit(node.this), cast_type(minor))
+        value = Cast(self.visit(node.this), cast_type(minor))
+        params = to.expressions if isinstance(to, exp.DataType) else []
+        if type_name.upper() == "DECIMAL" and len(params) == 2:
+            # Decimals compute as FLOAT8 here; the scale still rounds (half away from zero).
+            scale = params[1].this
+            if not isinstance(scale, exp.Literal) or not str(scale.this).isdigit():
+                raise self.error("a DECIMAL's scale is a whole number", params[1])
+            return Call("round", (value, Literal.of(int(scale.this))))
+        return value
 
 
 QUERIES = (exp.Subquery, exp.Exists, exp.Select)

@@ -80,6 +80,7 @@ DERIVED = [
     "on a.g = b.g",
     "with w (k, n) as (select id, s from t where id > 2), v as (select k from w) select * from v",
     "select a, c from t as x (a, b, c, e, f) where a > 2",
+    "select id, cast(d * 1.5 as decimal(15, 1)) r, cast(-d / 3 as decimal(10, 2)) q from t",
 ]
 DATES = [
     "select id, extract(year from dt) y, extract(month from dt) m, extract(day from dt) dd from t",
