@@ -134,6 +134,7 @@ ON_SPARK = [
     NEGATIONS[7],
     DERIVED[0],
     DERIVED[4],
+    DERIVED[5],
     DATES[1],
     OUTER_JOINS[0],
     SUBQUERIES[3],
