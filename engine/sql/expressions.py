@@ -426,6 +426,9 @@ class ExprTranslator:
                     args.extend(value)
                 elif isinstance(value, exp.Expression):
                     args.append(value)
+                elif value is not None and value is not False:
+                    # A keyword sqlglot keeps as text (TRIM(LEADING ...)): not to be dropped.
+                    raise self.error(f"{name.upper()}({value} ...) is not supported", node)
         spec = lookup_function(name)
         if spec is None:
             raise self.error(
@@ -433,6 +436,8 @@ class ExprTranslator:
                 node,
                 hint="`drill-dagster functions` lists the functions expressions may call",
             )
+        if not spec.accepts(len(args)):
+            raise self.error(f"{spec.name} takes {spec.arity_text()}, got {len(args)}", node)
         return Call(spec.name, tuple(self.visit(a) for a in args))
 
     def cast(self, node: exp.Cast | exp.TryCast) -> Expr:
@@ -441,7 +446,15 @@ class ExprTranslator:
         minor = _TYPES.get(type_name.upper())
         if minor is None:
             raise self.error(f"cannot cast to {type_name}", to)
-        return Cast(self.visit(node.this), cast_type(minor))
+        value = Cast(self.visit(node.this), cast_type(minor))
+        params = to.expressions if isinstance(to, exp.DataType) else []
+        if type_name.upper() == "DECIMAL" and len(params) == 2:
+            # Decimals compute as FLOAT8 here; the scale still rounds (half away from zero).
+            scale = params[1].this
+            if not isinstance(scale, exp.Literal) or not str(scale.this).isdigit():
+                raise self.error("a DECIMAL's scale is a whole number", params[1])
+            return Call("round", (value, Literal.of(int(scale.this))))
+        return value
 
 
 QUERIES = (exp.Subquery, exp.Exists, exp.Select)

@@ -57,6 +57,24 @@ _RELATIONSHIPS = {
 }
 _FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 MAX_VIEW_DEPTH = 16
+# The parts of each node the translation reads; any other clause fails (see SqlPlanner.supported).
+_SELECT_ARGS = frozenset(
+    {"expressions", "from_", "joins", "where", "group", "having", "order", "limit", "offset"}
+    | {"distinct", "with_", "hint", "windows"}  # OVER w fails in engine.sql.windows
+)
+_UNION_ARGS = frozenset({"this", "expression", "distinct", "order", "limit", "offset", "with_"})
+_TABLE_ARGS = frozenset({"this", "alias", "db", "catalog"})
+_SUBQUERY_ARGS = frozenset({"this", "alias"})
+_JOIN_ARGS = frozenset({"this", "on", "side", "kind", "using", "hint", "global_"})
+_CLAUSE_NAMES = {
+    "sample": "TABLESAMPLE",
+    "pivots": "PIVOT",
+    "laterals": "LATERAL",
+    "by_name": "UNION BY NAME",
+    "prewhere": "PREWHERE",
+    "kind": "this kind of SELECT",
+    "side": "this kind of UNION",
+}
 
 
 @dataclass
@@ -148,6 +166,7 @@ class SqlPlanner:
     def union(self, node: exp.Union, prefix: str | None) -> Output:
         if isinstance(node, exp.Intersect | exp.Except):
             raise self.error(f"{node.key.upper()} is not supported", node)
+        self.supported(node, _UNION_ARGS)
         left = self.statement(node.this)
         right = self.statement(node.expression)
         if left.columns is not None and right.columns is not None:
@@ -222,9 +241,32 @@ class SqlPlanner:
             key = f"{alias}{self._keys}"
         return key
 
+    def supported(self, node: exp.Expression, allowed: frozenset[str]) -> None:
+        """Fail on any clause of ``node`` the translation would otherwise skip (QUALIFY,
+        NATURAL, TABLESAMPLE, ...): a skipped clause is a wrong answer."""
+        for key, value in node.args.items():
+            if key in allowed or value is None or value is False or value == []:
+                continue
+            words = _CLAUSE_NAMES.get(key, key.rstrip("_").upper().replace("_", " "))
+            if key == "method":
+                words = f"{str(value).upper()} JOIN"
+            place = value[0] if isinstance(value, list) else value
+            at = place if isinstance(place, exp.Expression) else node
+            raise self.error(f"{words} is not supported", at)
+
     def from_item(self, node: exp.Expression, scope: Scope) -> tuple[str, Relation]:
         alias_node = node.args.get("alias")
         alias = alias_node.name if alias_node is not None and alias_node.name else None
+        if isinstance(node, exp.Table):
+            self.supported(node, _TABLE_ARGS)
+            if alias_node is not None and alias_node.args.get("columns"):
+                # t AS x (a, b): the table's columns renamed, as (SELECT * FROM t) AS x (a, b).
+                table = node.copy()
+                table.set("alias", None)
+                query = exp.Select(expressions=[exp.Star()]).from_(table)
+                return self.from_item(exp.Subquery(this=query, alias=alias_node.copy()), scope)
+        if isinstance(node, exp.Subquery):
+            self.supported(node, _SUBQUERY_ARGS)
         if isinstance(node, exp.Table) and (named := self.cte(node)) is not None:
             key = self.new_key(alias or node.name, scope)
             out = self.wrap(named, key)
@@ -324,6 +366,7 @@ class SqlPlanner:
         return op_id, scope
 
     def join(self, join: exp.Join, left_id: str, scope: Scope) -> str:
+        self.supported(join, _JOIN_ARGS)
         right_id, right = self.from_item(join.this, scope)
         side = (join.args.get("side") or "").upper()
         kind = (join.args.get("kind") or "").upper()
@@ -346,6 +389,12 @@ class SqlPlanner:
         translator = ExprTranslator(scope, self.sql)
         on = join.args.get("on")
         for part in _conjuncts(on) if on is not None else []:
+            if _keys_of(translator.visit(part)) - left_keys - right_keys:
+                raise self.error(
+                    "a join's ON naming a column of an enclosing query is not supported",
+                    part,
+                    hint="move the test to the subquery's WHERE",
+                )
             condition = self.condition(part, translator, left_keys, right_keys)
             if condition is not None:
                 conditions.append(condition)
@@ -404,6 +453,10 @@ class SqlPlanner:
     # -- SELECT -------------------------------------------------------------------------------
 
     def select(self, node: exp.Select, prefix: str | None) -> Output:
+        self.supported(node, _SELECT_ARGS)
+        distinct_node = node.args.get("distinct")
+        if distinct_node is not None and distinct_node.args.get("on") is not None:
+            raise self.error("DISTINCT ON is not supported", distinct_node.args["on"])
         op_id, scope = self.from_clause(node)
         if op_id is None:
             op_id = self.add({"op": "constant", "content": [{}]})

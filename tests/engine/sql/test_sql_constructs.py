@@ -79,6 +79,8 @@ DERIVED = [
     "with w as (select g, count(*) c from t group by g) select a.g, b.c from w a join w b "
     "on a.g = b.g",
     "with w (k, n) as (select id, s from t where id > 2), v as (select k from w) select * from v",
+    "select a, c from t as x (a, b, c, e, f) where a > 2",
+    "select id, cast(d * 1.5 as decimal(15, 1)) r, cast(-d / 3 as decimal(10, 2)) q from t",
 ]
 DATES = [
     "select id, extract(year from dt) y, extract(month from dt) m, extract(day from dt) dd from t",
@@ -131,8 +133,11 @@ ON_SPARK = [
     NEGATIONS[0],
     NEGATIONS[7],
     DERIVED[0],
+    DERIVED[4],
+    DERIVED[5],
     DATES[1],
     OUTER_JOINS[0],
+    SUBQUERIES[3],
     SUBQUERIES[5],
     SUBQUERIES[9],
     SUBQUERIES[13],
@@ -197,6 +202,17 @@ def test_constructs_on_spark_equal_duckdb(db, spark, sql) -> None:
             60,
         ),
         ("select id from t where id > all (select k from u)", "with ALL", 1, 41),
+        ("select id from t qualify row_number() over (order by id) = 1", "QUALIFY is not", 1, 26),
+        ("select id from t tablesample (10 rows)", "TABLESAMPLE is not supported", 1, 31),
+        ("select distinct on (id) id from t", "DISTINCT ON is not supported", 1, 21),
+        ("select t.id from t natural join u", "NATURAL JOIN is not supported", 1, 33),
+        (
+            "select id from t where exists (select * from u join n on u.k = n.k and n.k = t.id)",
+            "a join's ON naming a column of an enclosing query is not supported",
+            1,
+            72,
+        ),
+        ("select trim(leading 'a' from s) from t", "TRIM\\(LEADING ...\\) is not", 1, 21),
         (
             "select g from t group by g having sum(d) > (select avg(d) from t t2 "
             "where t2.id = t.id)",
