@@ -39,31 +39,8 @@ from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
 from engine.exec.result import RunResult, collect_result
 from engine.exec.spark.bad_records import file_of_value
-from engine.exec.spark.compiler import (
-    SparkCompiler,
-    SparkRunContext,
-    frame_collapses,
-    fused_operators,
-    nullable_everywhere,
-    one_reader,
-    paired_scans,
-    read_through,
-    store_inputs,
-    store_read_limits,
-    store_read_orders,
-    store_sorted_orders,
-    top_n_orders,
-    unnumbered_segments,
-)
-from engine.exec.spark.compiler_join import related_joins
-from engine.exec.spark.compiler_order import (
-    TEMP_PREFIX,
-    scans_ordered_by_keys,
-    sequence_order,
-    tie_free_orders,
-    total_orders,
-    unordered_outputs,
-)
+from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
+from engine.exec.spark.compiler_order import TEMP_PREFIX, sequence_order
 from engine.exec.spark.data_errors import DataError, locate
 from engine.exec.spark.metrics import (
     ONE_TO_ONE,
@@ -76,6 +53,7 @@ from engine.exec.spark.metrics import (
     without_skip_counts,
 )
 from engine.exec.spark.one_task_sort import one_task_sort_limit, one_task_sorts
+from engine.exec.spark.plan_decisions import PlanDecisions, decide
 from engine.exec.spark.py4j_round_trips import fewer_round_trips
 from engine.exec.spark.row_markers import row_markers
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
@@ -168,24 +146,10 @@ class SparkPlanRun:
         }
         order = self.planned.topological_order()
         ctx = self.ctx
-        ctx.unordered = unordered_outputs(order, sinks)
-        ctx.total = total_orders(order)
-        ctx.unrelated = {op.id for op in order if op.op == "join"} - related_joins(order)
-        ctx.tie_free = {scan: order_id for order_id, scan in tie_free_orders(order).items()}
-        ctx.ordered_by_keys = scans_ordered_by_keys(order)
-        ctx.fused = fused_operators(self.planned)
-        ctx.unnumbered = unnumbered_segments(self.planned, ctx.fused)
-        ctx.frame_passes = frame_collapses(self.planned, ctx.fused)
-        ctx.store_inputs = store_inputs(self.planned)
-        ctx.top_n_orders = top_n_orders(self.planned)
-        ctx.store_sorted = store_sorted_orders(self.planned)
-        ctx.store_read = store_read_limits(self.planned)
-        ctx.one_reader = one_reader(self.planned)
-        ctx.store_read_orders = store_read_orders(self.planned)
-        ctx.cut_by_limit = limit_inputs(order)
-        ctx.read_by_limit = {op.input for op in order if op.op == "limit" and op.input}
-        ctx.read_through = read_through(self.planned, ctx)
-        ctx.paired = paired_scans(self.planned)
+        decisions = decide(self.planned, sinks)
+        for name in PlanDecisions.__dataclass_fields__:  # the compiler's copies (sets it narrows)
+            value = getattr(decisions, name)
+            setattr(ctx, name, set(value) if isinstance(value, frozenset) else dict(value))
         self.compiler = SparkCompiler(spark, ctx)
         # operator id -> the scans it reads from
         self._scans_above = {

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.exec.spark.compiler import fused_operators, unnumbered_segments
 from engine.exec.spark.executor import SparkPlanRun
+from engine.exec.spark.plan_decisions import fused_operators, unnumbered_segments
 from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
 
@@ -162,8 +162,8 @@ def test_a_windowframe_collapsed_per_record_passes_its_inputs_count_to_the_store
     order and the segment below count what the store wrote. The windowframe's members and their
     segment are never built: the aggregate sums each record's frame rows into their count, the
     run's one observation."""
-    from engine.exec.spark.compiler import frame_collapses
     from engine.exec.spark.metrics import store_counted
+    from engine.exec.spark.plan_decisions import frame_collapses
 
     running = {"@id": 7, "op": "runningaggregate", "input": 6, "aggregations": [
         {"ref": "so_far", "expr": "sum(rows)"}]}  # fmt: skip
@@ -280,7 +280,7 @@ def test_the_count_of_a_windowframe_reaching_an_output_with_no_store_is_observed
 
 
 def test_a_windowframe_whose_frames_skip_their_own_record_is_not_passed() -> None:
-    from engine.exec.spark.compiler import frame_collapses
+    from engine.exec.spark.plan_decisions import frame_collapses
 
     ahead = {**FRAME, "start": 1, "end": 2}
     plan = plan_of(SCAN, ORDER, USER, ahead, PAIR, PAIRS)
