@@ -43,7 +43,6 @@ from drill_dagster import versions
 from drill_dagster.checks import ROW_COUNT_BOUNDS, SCHEMA_CONTRACT, store_check_specs
 from drill_dagster.errors import DrillDefinitionsError, DrillFailure
 from drill_dagster.execution import run_stores_whole, store_checks, store_output
-from drill_dagster.handoff import NotInMemory
 from drill_dagster.partitions import RunSlice, run_keys, slices_for_keys
 from drill_dagster.plans import DrillPlan, DrillProject, DrillStore, safe_name
 from drill_dagster.spec_metadata import definition_metadata
@@ -298,10 +297,9 @@ def _op_def(
     if isinstance(operator, Scan):
         ins[AFTER] = _AFTER_INPUT
     return OpDefinition(
-        compute_fn=_OpStep(plan, operator, store, asset_key, scan_keys, names),
+        compute_fn=_OpStep(plan, operator, store, asset_key, scan_keys),
         name=plan.op_name(operator),
-        # pydantic's own JSON: a seventh of the cost of to_dict() and json.dumps per op.
-        description=f"```json\n{operator.model_dump_json(by_alias=True, exclude_unset=True)}\n```",
+        description=_description(plan, operator),
         ins=ins,
         outs={**_OUTS[store is not None], **{name: _CHECK_OUTS[name] for name in checks}},
         config_schema=_NO_CONFIG,
@@ -309,6 +307,14 @@ def _op_def(
         tags={**tags, "drill/plan": plan.name, "drill/op": operator.op},
         pool=pool,
     )
+
+
+def _description(plan: DrillPlan, operator: Operator) -> str:
+    """The operator's JSON as written, after what the planner does to it (if anything)."""
+    # pydantic's own JSON: a seventh of the cost of to_dict() and json.dumps per op.
+    text = f"```json\n{operator.model_dump_json(by_alias=True, exclude_unset=True)}\n```"
+    note = plan.planner_notes.get(operator.id)
+    return text if note is None else f"{note[0].upper()}{note[1:]}.\n\n{text}"
 
 
 def _input(name: str) -> Any:
@@ -322,7 +328,7 @@ class _OpStep:
     """An op's compute function: one small object per op instead of a closure (a function, its
     cells and two dicts each), which a thousand plans' ten thousand ops make worth it."""
 
-    __slots__ = ("asset_key", "names", "operator", "plan", "scan_keys", "store")
+    __slots__ = ("asset_key", "operator", "plan", "scan_keys", "store")
     # Dagster reads the signature (and compares the context annotation object itself).
     __signature__ = inspect.Signature(
         [
@@ -342,14 +348,12 @@ class _OpStep:
         store: DrillStore | None,
         asset_key: AssetKey | None,
         scan_keys: Mapping[str, AssetKey],
-        names: list[str],
     ) -> None:
         self.plan = plan
         self.operator = operator
         self.store = store
         self.asset_key = asset_key
         self.scan_keys = scan_keys
-        self.names = names
 
     def __call__(
         self, context: AssetExecutionContext, inputs: Mapping[str, Any]
@@ -364,7 +368,6 @@ class _OpStep:
             return
         drill = context.resources.drill
         slices = plan_slices(plan, context)
-        values = [inputs[name] for name in self.names]
         inputs_version = None
         if store is not None and plan.config.skip_unchanged:
             inputs_version = versions.inputs_version(store, slices)
@@ -387,9 +390,12 @@ class _OpStep:
                 plan, [store.id], slices, executor="local", classpath=drill.classpath
             )[store.id]
         else:
-            result = self._spark_step(plan, store, slices, values, drill)
+            result = self._spark_step(plan, store, slices, drill)
             if store is None:
-                yield Output(result)  # this operator's DataFrames, for the next step
+                from drill_dagster.spark_ops import step_metadata
+
+                # this operator's DataFrames, for the next step
+                yield Output(result, metadata=step_metadata(plan, self.operator, slices, drill))
                 return
             writes = result
         yield store_output(
@@ -402,21 +408,15 @@ class _OpStep:
         )
         yield from store_checks(context, store, self.asset_key, writes)
 
-    def _spark_step(self, plan, store, slices, values, drill):
-        """The step on Spark: this operator's DataFrames (compiled again from the plan where an
-        input is not in memory), or, for a store, what it wrote."""
+    def _spark_step(self, plan, store, slices, drill):
+        """The step on Spark: this operator's DataFrames, or, for a store, what it wrote. The
+        DataFrames come from the run's planned plan, not from the inputs: an input orders the
+        steps (and may be :class:`~drill_dagster.handoff.NotInMemory`)."""
         from drill_dagster import spark_ops  # the Spark compiler, loaded by the first step
 
-        refs = self.operator.input_ids()
-        values = [
-            spark_ops.frames_of(plan, ref, slices, drill)
-            if isinstance(value, NotInMemory)
-            else value
-            for ref, value in zip(refs, values)
-        ]
         if store is None:
-            return spark_ops.compile_step(plan, self.operator, slices, values, drill)
-        return spark_ops.store_step(plan, store, slices, values, drill)
+            return spark_ops.compile_step(plan, self.operator, slices, drill)
+        return spark_ops.store_step(plan, store, slices, drill)
 
 
 @dataclass(frozen=True)

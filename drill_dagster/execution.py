@@ -93,26 +93,50 @@ def run_stores_whole(
     classpath: Sequence[str] = (),
     spark: Any = None,
 ) -> dict[str, StoreWrites]:
-    """Run the part of the plan the stores need once per slice with ``engine.run_plan``."""
-    logical = store_subplan(plan, store_ids)
+    """Run the part of the planned plan the stores need once per slice with ``engine.run_plan``.
+
+    The whole plan is planned (as the Spark ops and ``run_plan`` plan it), then cut to the
+    stores' operators: the same planned operators whichever stores a run selects."""
+    from engine.planner.changes import written_counts
+
     writes = {store_id: StoreWrites(plan.store(store_id)) for store_id in store_ids}
     for slice_ in slices:
         try:
+            logical, planned = planned_plan(plan, slice_.params, classpath)
+            keep: set[str] = set()
+            for store_id in store_ids:
+                keep |= planned.ancestors(store_id)
             result = run_plan(
-                logical,
+                planned.with_query([op for op in planned.query if op.id in keep]),
                 executor=executor,
                 classpath=list(classpath),
                 params=dict(slice_.params),
                 spark=spark,
+                optimize=False,
             )
         except DrillError as err:
             raise DrillFailure.from_error(err, where=_where(plan, slice_)) from None
+        metrics = written_counts(logical, planned, result.metrics)
         for summary in result.stores:
             if summary.operator_id in writes:
                 entry = writes[summary.operator_id]
                 entry.written.append((slice_, WrittenStore.of(summary)))
-                entry.add_metrics(result.metrics)
+                entry.add_metrics(metrics)
     return writes
+
+
+def planned_plan(
+    plan: DrillPlan, params: Mapping[str, Any], classpath: Sequence[str] = ()
+) -> tuple[LogicalPlan, LogicalPlan]:
+    """The plan with ``params`` substituted and relative roots made absolute, and the plan the
+    planner makes of it (with the statistics of its storage engines)."""
+    from engine.planner import Statistics, optimize
+    from engine.run import apply_params, build_engines, check_paths
+
+    logical = apply_params(absolute_plan(plan), params)
+    engines = build_engines(logical, base_dir=None, classpath=[Path(p) for p in classpath])
+    check_paths(logical, engines)  # before the statistics read a file
+    return logical, optimize(logical, Statistics.from_engines(logical, engines))
 
 
 def _where(plan: DrillPlan, slice_: RunSlice) -> str:

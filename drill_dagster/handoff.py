@@ -2,9 +2,10 @@
 
 An op of a plan's graph outputs lazy DataFrames (nothing has run on Spark yet), which cannot be
 pickled. Within one process the IO manager keeps them in memory; an input whose value is not
-there comes back as :class:`NotInMemory`, and the op that reads it compiles the upstream
-operators again from the plan (:func:`drill_dagster.spark_ops.frames_of`: milliseconds, nothing
-is read until the store writes). That happens when
+there comes back as :class:`NotInMemory`. Either way the op compiles its operator from the
+run's planned plan (:mod:`drill_dagster.spark_ops`), which compiles the upstream operators
+once per run and process (milliseconds, nothing is read until the store writes): the inputs
+order the steps. An input is not in memory when
 
 * a run re-executes from failure or only some steps (the earlier steps' values were in the
   memory of the run that failed), or

@@ -252,6 +252,18 @@ class DrillPlan:
     def lineage(self) -> dict[str, StoreLineage]:
         return column_lineage(self.logical)
 
+    @cached_property
+    def planner_notes(self) -> dict[str, str]:
+        """What the planner does to each operator it removes or moves, in words, by operator id
+        (:func:`engine.planner.changes.structural_notes`; what a scan reads shows in a run's op
+        metadata)."""
+        from engine.planner.changes import structural_notes
+
+        try:
+            return structural_notes(self.logical)
+        except DrillError:  # the run says it, naming the plan
+            return {}
+
     def ancestors(self, op_id: str) -> frozenset[str]:
         """``op_id`` and every operator it reads from, directly or not."""
         if op_id not in self._ancestors:

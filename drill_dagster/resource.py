@@ -112,26 +112,19 @@ class DrillResource(ConfigurableResource):
     )
     spark: DrillSparkResource = Field(default_factory=DrillSparkResource)
     _state: dict[Any, Any] = PrivateAttr(default_factory=dict)
-    _frames: dict[Any, Any] = PrivateAttr(default_factory=dict)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         self._state = {}
-        self._frames = {}
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
-        for runs in self._state.values():  # the engine's Spark runs (spark_ops.plan_runs)
-            for run in runs:
+        for value in self._state.values():  # the engine's Spark runs (spark_ops.plan_runs)
+            for run in value if isinstance(value, list) else ():
                 run.metrics.close()  # their row-count markers' slot is free for the next run
         self._state = {}
-        self._frames = {}
 
     def run_state(self) -> dict[Any, Any]:
         """What the ops of one run share (the engine's per-plan Spark runs), cleared at run end."""
         return self._state
-
-    def compiled_frames(self) -> dict[Any, Any]:
-        """The DataFrames the ops of one run compiled, by plan, slices and operator."""
-        return self._frames
 
     def spark_session(self) -> Any:
         """The run's SparkSession (created on first use)."""

@@ -4,10 +4,14 @@ Per run and per plan, the ``drill`` resource keeps one :class:`~engine.exec.spar
 SparkPlanRun` per slice (the engine's compiler, storage engines, parameters and row-count
 observations), so the ops of a plan share them the way the engine's own Spark executor does:
 
-* a non-store op compiles its operator with ``SparkCompiler.compile(op, inputs)`` and passes the
-  DataFrame (counting its rows with a ``DataFrame.observe``, unless its count is derived: the
-  engine's rule, :meth:`~engine.exec.spark.metrics.OperatorMetrics.track`) to the ops that read
-  it, in memory: nothing runs on Spark yet;
+* every op compiles the operator of the same id in the plan the planner made of it
+  (``SparkPlanRun.planned``: the one plan ``run_plan`` runs too, with its pushdowns) with
+  ``SparkPlanRun.build``, which compiles once per run whatever it reads from: the op's inputs
+  order the steps, the DataFrames come from the run (so an input that is not in memory, after a
+  re-execution or in another process, costs nothing more: :mod:`drill_dagster.handoff`);
+* a non-store op passes its DataFrame on (counting its rows the engine's way,
+  :meth:`~engine.exec.spark.metrics.OperatorMetrics.track`): nothing runs on Spark yet; an
+  operator the planner removed passes on the DataFrame of the operator standing in for it;
 * a store op compiles its store, which writes: that is the Spark job. The rows each operator saw
   are read from the observations afterwards, without another pass.
 
@@ -26,9 +30,12 @@ from drill_dagster.metadata import WrittenStore
 from drill_dagster.partitions import RunSlice
 from drill_dagster.plans import DrillPlan, DrillStore
 from engine.errors import DrillError, ExecutionError
-from engine.exec.spark.metrics import limit_inputs, store_counted
 from engine.plan import Operator, Store
 from engine.run import apply_params, build_engines, check_paths
+
+PLANNER = "drill/planner"
+"""Output metadata of an op: what the planner did to its operator in the run."""
+ROW_COUNT = "dagster/row_count"
 
 
 def plan_runs(plan: DrillPlan, slices: Sequence[RunSlice], drill: Any) -> list[Any]:
@@ -51,75 +58,68 @@ def plan_runs(plan: DrillPlan, slices: Sequence[RunSlice], drill: Any) -> list[A
 
 
 def compile_step(
-    plan: DrillPlan,
-    operator: Operator,
-    slices: Sequence[RunSlice],
-    inputs: Sequence[Any],
-    drill: Any,
+    plan: DrillPlan, operator: Operator, slices: Sequence[RunSlice], drill: Any
 ) -> Any:
-    """The op of a non-store operator: its DataFrame per slice, observed, not yet run."""
+    """The op of a non-store operator: per slice, the DataFrame of the planned operator of the
+    same id (compiled once per run with every operator it reads from, counting its rows, not yet
+    run); for an operator the planner removed, the DataFrame of the one standing in for it
+    (:func:`engine.planner.changes.stand_in`: it passed that one's records through)."""
     from drill_dagster.assets import SliceValues
+    from engine.planner.changes import stand_in
 
-    cache = drill.compiled_frames()
-    key = _frames_key(plan, slices, operator.id)
-    if key in cache:
-        return cache[key]
     frames = []
-    for index, (slice_, run) in enumerate(zip(slices, plan_runs(plan, slices, drill))):
-        op = run.plan.operator(operator.id)  # parameters substituted for this slice
-        with _named(plan, slice_, op):
-            frame = run.compiler.compile(op, [value.values[index] for value in inputs])
-        tracked = run.metrics.track(
-            op,
-            frame,
-            before_limit=limit_inputs(run.plan.query),
-            unchanged=op.id in run.compiler.unchanged,
-            counted_by=store_counted(run.plan.topological_order(), frames=run.ctx.frame_passes),
-        )
-        frames.append(tracked)
-    cache[key] = SliceValues(tuple(slices), tuple(frames))
-    return cache[key]
+    for slice_, run in zip(slices, plan_runs(plan, slices, drill)):
+        op_id = stand_in(run.plan, run.planned, operator.id)
+        with _named(plan, slice_, run.planned.operator(op_id)):
+            frames.append(run.build(op_id))
+    return SliceValues(tuple(slices), tuple(frames))
 
 
-def frames_of(plan: DrillPlan, op_id: str, slices: Sequence[RunSlice], drill: Any) -> Any:
-    """The DataFrames of operator ``op_id``, compiled again from the plan with every operator it
-    reads from (once per run): for an input that is not in memory (:mod:`drill_dagster.handoff`).
-    """
-    cache = drill.compiled_frames()
-    key = _frames_key(plan, slices, op_id)
+def step_metadata(
+    plan: DrillPlan, operator: Operator, slices: Sequence[RunSlice], drill: Any
+) -> dict[str, Any]:
+    """The output metadata of a non-store op, what is known once it compiled (nothing has run):
+    what the planner did to its operator in this run (``drill/planner``: with the data's
+    statistics, so a filter pushed into a scan shows here), and its rows over the slices
+    (``dagster/row_count``) where they are known without running anything: a scan that reads
+    every row of its parquet files counts them from their footers, and so does every operator
+    that passes on one record per record of such a scan."""
+    from engine.planner.changes import planner_notes, stand_in
+
+    metadata: dict[str, Any] = {}
+    runs = plan_runs(plan, slices, drill)
+    cache = drill.run_state()
+    key = ("notes", plan.name, tuple(tuple(sorted(s.params.items())) for s in slices))
     if key not in cache:
-        needed = plan.ancestors(op_id)
-        for operator in plan.logical.topological_order():
-            if operator.id in needed and _frames_key(plan, slices, operator.id) not in cache:
-                inputs = [cache[_frames_key(plan, slices, ref)] for ref in operator.input_ids()]
-                compile_step(plan, operator, slices, inputs, drill)
-    return cache[key]
-
-
-def _frames_key(plan: DrillPlan, slices: Sequence[RunSlice], op_id: str) -> tuple[Any, ...]:
-    return (plan.name, tuple(tuple(sorted(s.params.items())) for s in slices), op_id)
+        cache[key] = planner_notes(runs[0].plan, runs[0].planned)
+    note = cache[key].get(operator.id)
+    if note:
+        metadata[PLANNER] = note
+    rows = []
+    for run in runs:
+        counted = run.row_counts().get(stand_in(run.plan, run.planned, operator.id), {})
+        rows.append(counted.get("rows"))
+    if rows and all(isinstance(n, int) for n in rows):
+        metadata[ROW_COUNT] = sum(rows)
+    return metadata
 
 
 def store_step(
-    plan: DrillPlan,
-    store: DrillStore,
-    slices: Sequence[RunSlice],
-    inputs: Sequence[Any],
-    drill: Any,
+    plan: DrillPlan, store: DrillStore, slices: Sequence[RunSlice], drill: Any
 ) -> StoreWrites:
-    """Write the store's DataFrame for every slice; what it wrote and the operators' row counts."""
+    """Write the store's DataFrame for every slice; what it wrote and the operators' row counts
+    (the planned plan's; an operator the planner removed counts its stand-in's rows)."""
+    from engine.planner.changes import written_counts
+
     writes = StoreWrites(store)
-    (upstream,) = inputs
-    for index, (slice_, run) in enumerate(zip(slices, plan_runs(plan, slices, drill))):
-        op = run.plan.operator(store.id)
+    for slice_, run in zip(slices, plan_runs(plan, slices, drill)):
+        op = run.planned.operator(store.id)
         assert isinstance(op, Store)
         with _named(plan, slice_, op):
-            run.compiler.compile(op, [upstream.values[index]])
+            run.build(store.id)
         result = run.ctx.store_results[store.id]
-        run.metrics.stored(store.id, result.row_count)
-        metrics = run.metrics.collect()
         writes.written.append((slice_, WrittenStore.of(result)))
-        writes.add_metrics(metrics)
+        writes.add_metrics(written_counts(run.plan, run.planned, run.row_counts()))
     return writes
 
 

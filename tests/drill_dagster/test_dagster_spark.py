@@ -158,7 +158,8 @@ def test_a_value_an_expression_cannot_take_fails_the_op_naming_it(
     tmp_path: Path, spark: Any, kit: Kit
 ) -> None:
     """Spark meets the bad value in the store's job; the failure names the operator and the
-    expression that raised it, as the local executor does, with no Spark advice nor trace."""
+    expression that raised it, and the file the value was read from, as ``run_plan`` does, with
+    no Spark advice nor trace."""
     plan = {
         "storage": kit.CLEAN["storage"],
         "query": [
@@ -184,6 +185,6 @@ def test_a_value_an_expression_cannot_take_fails_the_op_naming_it(
     (failure,) = result.get_step_failure_events()
     description = failure.event_specific_data.user_failure_data.description
     assert description == (
-        f"{plans_dir / 'ranked.json'}: operator 2 (project): cannot read 'gold' as INT in "
-        "`cast(c.segment as INT)`"
+        f"{plans_dir / 'ranked.json'}: fragment 0, operator 2 (project): cannot read 'gold' as "
+        f"INT in `cast(c.segment as INT)`, read from {plans_dir.parent / 'data/raw/customers.csv'}"
     )

@@ -39,31 +39,8 @@ from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
 from engine.exec.result import RunResult, collect_result
 from engine.exec.spark.bad_records import file_of_value
-from engine.exec.spark.compiler import (
-    SparkCompiler,
-    SparkRunContext,
-    frame_collapses,
-    fused_operators,
-    nullable_everywhere,
-    one_reader,
-    paired_scans,
-    read_through,
-    store_inputs,
-    store_read_limits,
-    store_read_orders,
-    store_sorted_orders,
-    top_n_orders,
-    unnumbered_segments,
-)
-from engine.exec.spark.compiler_join import related_joins
-from engine.exec.spark.compiler_order import (
-    TEMP_PREFIX,
-    scans_ordered_by_keys,
-    sequence_order,
-    tie_free_orders,
-    total_orders,
-    unordered_outputs,
-)
+from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
+from engine.exec.spark.compiler_order import TEMP_PREFIX, sequence_order
 from engine.exec.spark.data_errors import DataError, locate
 from engine.exec.spark.metrics import (
     ONE_TO_ONE,
@@ -76,6 +53,7 @@ from engine.exec.spark.metrics import (
     without_skip_counts,
 )
 from engine.exec.spark.one_task_sort import one_task_sort_limit, one_task_sorts
+from engine.exec.spark.plan_decisions import PlanDecisions, decide
 from engine.exec.spark.py4j_round_trips import fewer_round_trips
 from engine.exec.spark.row_markers import row_markers
 from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
@@ -120,7 +98,10 @@ class SparkPlanRun:
     The plan is planned first (:func:`engine.planner.optimize` with the storage engines'
     statistics, then :func:`engine.planner.physical.to_physical`): scans get their pushed
     projections and filters, broadcast-hash-joins their broadcast hint, and a failure names the
-    fragment of the physical plan where its operator runs.
+    fragment of the physical plan where its operator runs. Every analysis of the run reads the
+    planned plan, the one thing either way of running it compiles: :meth:`run` builds it whole,
+    a caller running it piecewise (the Dagster ops) builds one operator at a time with
+    :meth:`build` and reads the counts with :meth:`row_counts`.
     """
 
     def __init__(
@@ -167,98 +148,54 @@ class SparkPlanRun:
             if isinstance(op, Store)
             and isinstance(engines.get(op.storage_engine), ConsoleEngine | QueueEngine)
         }
-        self.ctx.unordered = unordered_outputs(self.planned.topological_order(), sinks)
-        self.ctx.total = total_orders(self.planned.topological_order())
-        joins = {op.id for op in self.planned.query if op.op == "join"}
-        self.ctx.unrelated = (
-            joins
-            - related_joins(plan.topological_order())
-            - related_joins(self.planned.topological_order())
-        )
-        self.ctx.tie_free = {
-            scan: order for order, scan in tie_free_orders(self.planned.topological_order()).items()
+        order = self.planned.topological_order()
+        ctx = self.ctx
+        decisions = decide(self.planned, sinks)
+        for name in PlanDecisions.__dataclass_fields__:  # the compiler's copies (sets it narrows)
+            value = getattr(decisions, name)
+            setattr(ctx, name, set(value) if isinstance(value, frozenset) else dict(value))
+        self.compiler = SparkCompiler(spark, ctx)
+        # operator id -> the scans it reads from
+        self._scans_above = {
+            op.id: {a for a in self.planned.ancestors(op) if self.planned.operator(a).op == "scan"}
+            for op in order
         }
-        # The same order reads the scan in both plans (the Dagster ops compile the plan as given).
-        given = scans_ordered_by_keys(plan.topological_order())
-        self.ctx.ordered_by_keys = {
-            scan: keys
-            for scan, keys in scans_ordered_by_keys(self.planned.topological_order()).items()
-            if given.get(scan) == keys
-        }
-        # Fused in both: the Dagster ops compile the plan as given, the executor as planned.
-        self.ctx.fused = fused_operators(plan) & fused_operators(self.planned)
-        self.ctx.unnumbered = unnumbered_segments(plan, self.ctx.fused) & unnumbered_segments(
-            self.planned, self.ctx.fused
-        )
-        self.ctx.frame_passes = frame_collapses(self.planned, self.ctx.fused)
-        self.ctx.store_inputs = store_inputs(plan) & store_inputs(self.planned)
-        self.ctx.top_n_orders = top_n_orders(plan) & top_n_orders(self.planned)
-        self.ctx.store_sorted = store_sorted_orders(plan) & store_sorted_orders(self.planned)
-        self.ctx.store_read = store_read_limits(plan) & store_read_limits(self.planned)
-        self.ctx.one_reader = one_reader(plan) & one_reader(self.planned)
-        self.ctx.store_read_orders = store_read_orders(plan) & store_read_orders(self.planned)
-        # The Dagster ops compile the plan as given, the executor as planned: either's limits.
-        self.ctx.cut_by_limit = limit_inputs(plan.query) | limit_inputs(self.planned.query)
-        self.ctx.read_by_limit = {
-            op.input for op in [*plan.query, *self.planned.query] if op.op == "limit" and op.input
-        }
-        self.ctx.read_through = read_through(plan, self.ctx) & read_through(self.planned, self.ctx)
-        self.ctx.paired = paired_scans(plan) | paired_scans(self.planned)
-        self.compiler = SparkCompiler(spark, self.ctx)
-        # operator id -> the scans it reads from, in each plan that has it
-        self._scans_above: dict[str, list[set[str]]] = {}
-        for p in (self.planned, plan):
-            for op in p.query:
-                scans = {a for a in p.ancestors(op) if p.operator(a).op == "scan"}
-                self._scans_above.setdefault(op.id, []).append(scans)
-        stores = {op.id for p in (self.planned, plan) for op in p.query if op.op == "store"}
-        self.ctx.one_task_sorts = one_task_sorts(
-            stores, self._scans_above, stats, one_task_sort_limit(spark)
+        stores = {op.id for op in order if op.op == "store"}
+        ctx.one_task_sorts = one_task_sorts(
+            stores,
+            self._scans_above,
+            stats,
+            one_task_sort_limit(spark),
         )
         # The same numbers each time the same plan runs (see row_markers.RowMarkers).
         self._marker_keys = {op_id: i for i, op_id in enumerate(sorted(self._scans_above))}
-        self._sampled_again = set().union(
-            *(
-                sampled_again(
-                    p.topological_order(),
-                    top_n=self.ctx.top_n_orders,
-                    sinks=sinks,
-                    one_task=self.ctx.one_task_sorts,
-                    store_sorted=self.ctx.store_sorted,
-                )
-                for p in (self.planned, plan)
-            )
+        self._sampled_again = sampled_again(
+            order,
+            top_n=ctx.top_n_orders,
+            sinks=sinks,
+            one_task=ctx.one_task_sorts,
+            store_sorted=ctx.store_sorted,
         )
         self.metrics = OperatorMetrics(
-            read=self.ctx.read_rows,
-            files=self.ctx.files_read,
+            read=ctx.read_rows,
+            files=ctx.files_read,
             markers=row_markers(spark),
             marker_key=self._marker_key,
         )
         self.compiler.frame_counters = self.metrics.count_frames(
-            [
-                op.id
-                for op in self.planned.query
-                if op.id in self.ctx.fused and op.op == "windowframe"
-            ]
+            [op.id for op in order if op.id in ctx.fused and op.op == "windowframe"]
         )
         self.frames: dict[str, DataFrame] = {}
+        self._built: set[str] = set()
+        self._before_limit = limit_inputs(order)
+        self._counted_by = store_counted(order, frames=ctx.frame_passes)
+        self._count_rows()
 
-    def run(self) -> RunResult:
-        try:
-            return self._run()
-        finally:
-            self.metrics.close()  # the run's row-count markers are read
-
-    def _run(self) -> RunResult:
-        order = self.planned.topological_order()
-        readers = Counter(ref for op in order for ref in op.input_ids())
-        roots = [op for op in order if readers[op.id] == 0]
-        before_limit = limit_inputs(order)
-        counted_by = store_counted(order, frames=self.ctx.frame_passes)
-        # Scans whose records all reach one aggregate: it counts them per group, and a grouping
-        # aggregate its groups in the same observation (the Dagster ops, which compile the plan
-        # as given, observe every scan as it is read).
+    def _count_rows(self) -> None:
+        """How the run counts each operator's rows, beyond what ``metrics.track`` decides for
+        each: scans whose records all reach one aggregate are counted by it per group (a
+        grouping aggregate counts its groups in the same observation); the other scans that
+        must count where they read observe their rows as read."""
         counts, observed = _aggregate_counts(self.planned, self.ctx.frame_passes, self.ctx.fused)
         self.metrics.count_later(counts.values())
         self.compiler.input_counters = {
@@ -267,46 +204,77 @@ class SparkPlanRun:
             )
             for aggregate, counted in counts.items()
         }
-        outputs: dict[str, pa.Table] = {}
-        scans = [op for op in order if op.op == "scan"]
-        for op in scans:
+        for op in self.planned.query:
             if (
-                scan_observed(op.id, before_limit=before_limit, counted_by=counted_by)
+                op.op == "scan"
+                and scan_observed(
+                    op.id, before_limit=self._before_limit, counted_by=self._counted_by
+                )
                 and op.id not in counts.values()
             ):
                 self.compiler.scan_observers[op.id] = functools.partial(self.metrics.observe, op.id)
+
+    def run(self) -> RunResult:
+        try:
+            return self._run()
+        finally:
+            self.metrics.close()  # the run's row-count markers are read
+
+    def build(self, op_id: str) -> DataFrame | None:
+        """Operator ``op_id`` of the planned plan compiled (with every operator it reads from,
+        once per run): its DataFrame, counting its rows, not yet run; a store writes its input
+        and returns None. Stores are the actions: build them in an order a run may take (a
+        store another operator's scan reads first)."""
+        needed = self.planned.ancestors(op_id)
+        for op in self.planned.topological_order():
+            if op.id in needed and op.id not in self._built:
+                self._build_one(op)
+        return self.frames.get(op_id)
+
+    def _build_one(self, op: Operator, built: Future[DataFrame] | None = None) -> None:
+        inputs = [self.frames[ref] for ref in op.input_ids()]
+        with _failures_named(op, self.fragments.get(op.id), self._culprit_of):
+            frame = built.result() if built is not None else self.compiler.compile(op, inputs)
+        self._built.add(op.id)
+        if isinstance(op, Store):
+            return
+        if isinstance(op, WindowFrame) and op.id in self.ctx.fused:
+            self.frames[op.id] = frame  # never run: its reader aggregates over its input
+            return
+        self.frames[op.id] = self.metrics.track(
+            op,
+            frame,
+            before_limit=self._before_limit,
+            unchanged=op.id in self.compiler.unchanged,
+            counted_by=self._counted_by,
+        )
+
+    def row_counts(self) -> dict[str, dict[str, Any]]:
+        """``{operator id: {"rows": n, ...}}`` of the planned operators counted so far (after
+        the stores that ran wrote)."""
+        for store_id, written in self.ctx.store_results.items():
+            self.metrics.stored(store_id, written.row_count)
+        return self.metrics.collect()
+
+    def _run(self) -> RunResult:
+        order = self.planned.topological_order()
+        readers = Counter(ref for op in order for ref in op.input_ids())
+        roots = [op for op in order if readers[op.id] == 0]
+        outputs: dict[str, pa.Table] = {}
+        scans = [op for op in order if op.op == "scan"]
         built = build_apart(scans, self.compiler.compile, spark=self.compiler.spark)
         for op in order:
-            inputs = [self.frames[ref] for ref in op.input_ids()]
-            with _failures_named(op, self.fragments.get(op.id), self._culprit_of):
-                frame = (
-                    built[op.id].result() if op.id in built else self.compiler.compile(op, inputs)
-                )
-            if isinstance(op, Store):
-                continue
-            if isinstance(op, WindowFrame) and op.id in self.ctx.fused:
-                self.frames[op.id] = frame  # never run: its reader aggregates over its input
-                continue
-            self.frames[op.id] = self.metrics.track(
-                op,
-                frame,
-                before_limit=before_limit,
-                unchanged=op.id in self.compiler.unchanged,
-                counted_by=counted_by,
-            )
+            self._build_one(op, built.get(op.id))
         for op in roots:
             if not isinstance(op, Store):
                 with _failures_named(op, self.fragments.get(op.id), self._culprit_of):
                     frame = self.compiler.flushed(op.id, self.frames[op.id])
                     outputs[op.id] = collect_records(frame)
-        for store_id, written in self.ctx.store_results.items():
-            self.metrics.stored(store_id, written.row_count)
-        metrics = self.metrics.collect()
         return collect_result(
             self.plan,
             self.ctx.engines,
             self.ctx.store_results,
-            metrics,
+            self.row_counts(),
             outputs,
             self.ctx.sink_records,
         )
@@ -320,8 +288,7 @@ class SparkPlanRun:
         evaluates a filter over local rows while planning, the marker with it)."""
         if operator_id in self.ctx.cut_by_limit or operator_id in self._sampled_again:
             return None
-        above = self._scans_above.get(operator_id) or [set()]
-        if not all(scans & self.ctx.reading_scans for scans in above):
+        if not self._scans_above.get(operator_id, set()) & self.ctx.reading_scans:
             return None
         return self._marker_keys[operator_id]
 

@@ -63,18 +63,18 @@ def one_task_sort_limit(spark: Any) -> int:
 
 def one_task_sorts(
     stores: Iterable[str],
-    scans_above: Mapping[str, Collection[Collection[str]]],
+    scans_above: Mapping[str, Collection[str]],
     stats: Statistics,
     limit: int,
 ) -> set[str]:
-    """The ``stores`` that sort their records in one task: every scan upstream of them (in each
-    plan that has them, ``scans_above``) reports its size, and together they read at most
+    """The ``stores`` that sort their records in one task: every scan upstream of them
+    (``scans_above``) reports its size, and together they read at most
     ``limit`` bytes.
 
     >>> from engine.planner.statistics import ScanStatistics
     >>> stats = Statistics({"1": ScanStatistics("json", 2, 4_000),
     ...                     "2": ScanStatistics("csv", 1, 9_000)})
-    >>> scans_above = {"3": [{"1"}], "4": [{"1", "2"}], "5": [{"6"}]}  # scan 6: no size
+    >>> scans_above = {"3": {"1"}, "4": {"1", "2"}, "5": {"6"}}  # scan 6: no size
     >>> sorted(one_task_sorts(["3", "4", "5"], scans_above, stats, 10_000))
     ['3']
     """
@@ -82,7 +82,7 @@ def one_task_sorts(
         return set()
     found = set()
     for store in stores:
-        scans = set().union(*scans_above.get(store, ()))
+        scans = scans_above.get(store, ())
         sizes = [stats.scan(scan) for scan in scans]
         if all(s is not None for s in sizes) and sum(s.total_bytes for s in sizes) <= limit:
             found.add(store)

@@ -129,10 +129,10 @@ def test_only_stores_over_scans_of_known_size_within_the_limit_sort_in_one_task(
         {"1": ScanStatistics("json", 2, 600), "2": ScanStatistics("parquet", 1, 500)}
     )
     scans_above = {
-        "small": [{"1"}, {"1"}],  # the same scans in the plan as given and as planned
-        "both": [{"1", "2"}],  # 1,100 bytes together
-        "unknown": [{"1", "3"}],  # scan 3 reported no size
-        "constant": [set()],  # no scan: a constant's records, in the plan itself
+        "small": {"1"},
+        "both": {"1", "2"},  # 1,100 bytes together
+        "unknown": {"1", "3"},  # scan 3 reported no size
+        "constant": set(),  # no scan: a constant's records, in the plan itself
     }
     stores = list(scans_above)
     assert one_task_sorts(stores, scans_above, stats, 1_000) == {"small", "constant"}

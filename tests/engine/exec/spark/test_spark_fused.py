@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.exec.spark.compiler import fused_operators, unnumbered_segments
 from engine.exec.spark.executor import SparkPlanRun
+from engine.exec.spark.plan_decisions import fused_operators, unnumbered_segments
 from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
 
@@ -139,18 +139,16 @@ def test_fused_operators_give_the_local_records_without_their_dataframes(
     assert len(on_spark.records()) > 0
 
 
-def test_only_what_is_fused_in_the_plan_as_given_and_as_planned_is_fused(
+def test_a_segment_whose_reader_the_planner_removes_is_fused_with_the_aggregate(
     root: Path, spark: Any
 ) -> None:
-    """The Dagster ops compile the plan as given, the executor as planned: a segment whose
-    reader the planner removes (a filter on true) is fused in one only, so it is built."""
+    """Every run compiles the planned plan: with the filter on true between them removed, the
+    aggregate reads the segment and groups its input itself (no group numbers are built)."""
     keeps_all = {"@id": 5, "op": "filter", "input": 2, "expr": "true"}
     plan = plan_of(SCAN, SEGMENT, keeps_all, {**COLLAPSE, "input": 5}, root=root)
-    run = SparkPlanRun(
-        plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
-    )
-    assert fused_operators(run.planned) == {"2"}
-    assert run.ctx.fused == set()
+    engines = build_engines(plan, base_dir=None, classpath=[])
+    (frame,) = SparkPlanRun(plan, spark, engines=engines, params={}).compile_frames().values()
+    assert "dense_rank" not in frame._jdf.queryExecution().analyzed().toString()
     assert (
         run_plan(plan, executor="spark", spark=spark).records()
         == run_plan(plan, executor="local").records()
@@ -164,8 +162,8 @@ def test_a_windowframe_collapsed_per_record_passes_its_inputs_count_to_the_store
     order and the segment below count what the store wrote. The windowframe's members and their
     segment are never built: the aggregate sums each record's frame rows into their count, the
     run's one observation."""
-    from engine.exec.spark.compiler import frame_collapses
     from engine.exec.spark.metrics import store_counted
+    from engine.exec.spark.plan_decisions import frame_collapses
 
     running = {"@id": 7, "op": "runningaggregate", "input": 6, "aggregations": [
         {"ref": "so_far", "expr": "sum(rows)"}]}  # fmt: skip
@@ -282,7 +280,7 @@ def test_the_count_of_a_windowframe_reaching_an_output_with_no_store_is_observed
 
 
 def test_a_windowframe_whose_frames_skip_their_own_record_is_not_passed() -> None:
-    from engine.exec.spark.compiler import frame_collapses
+    from engine.exec.spark.plan_decisions import frame_collapses
 
     ahead = {**FRAME, "start": 1, "end": 2}
     plan = plan_of(SCAN, ORDER, USER, ahead, PAIR, PAIRS)

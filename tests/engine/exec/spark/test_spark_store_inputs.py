@@ -9,6 +9,7 @@ local executor's."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,14 @@ from py4j_calls import counted, warm_run
 from spark_settings import spark_setting
 
 from engine.exec.spark import executor
-from engine.exec.spark.compiler import store_inputs, store_read_limits, store_sorted_orders
 from engine.exec.spark.executor import SparkPlanRun
 from engine.exec.spark.one_task_sort import ONE_TASK_SORT_BYTES
+from engine.exec.spark.plan_decisions import (
+    decide,
+    store_inputs,
+    store_read_limits,
+    store_sorted_orders,
+)
 from engine.exec.spark.sources import SEQ_COLUMN
 from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
@@ -157,10 +163,16 @@ def test_a_store_sorts_by_the_copies_of_an_orders_keys(
         with counted() as sorted_by_copies:
             run_plan(plan, executor="spark", spark=spark)
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(executor, "store_sorted_orders", lambda plan: set())
+            patch.setattr(executor, "decide", without("store_sorted"))
             with counted() as sorted_by_sequence:
                 run_plan(plan, executor="spark", spark=spark)
     assert sorted_by_copies.frames == sorted_by_sequence.frames - 1
+
+
+def without(decision: str) -> Any:
+    """The run's decisions (:func:`~engine.exec.spark.plan_decisions.decide`) without any
+    operator in ``decision``: to count what that decision saves."""
+    return lambda plan, sinks: dataclasses.replace(decide(plan, sinks), **{decision: frozenset()})
 
 
 LIMIT = {"@id": 3, "op": "limit", "input": 2, "first": 1, "last": 4}
@@ -186,7 +198,7 @@ def test_a_top_n_a_stores_project_reads_is_not_numbered_again(
     assert result.metrics["3"]["rows"] == 3
     # The top rows' new numbers are the one DataFrame this saves.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(executor, "store_read_limits", lambda plan: set())
+        patch.setattr(executor, "decide", without("store_read"))
         with counted() as numbered:
             again = run_plan(plan, executor="spark", spark=spark)
     assert stored_records(again, store) == expected.records()
