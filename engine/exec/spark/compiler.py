@@ -55,7 +55,9 @@ from engine.exec.spark.compiler_order import (
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
 from engine.exec.spark.file_ties import SharedValues, cross_file_ties
 from engine.exec.spark.metrics import InputCounter, RowCounter
+from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.names import column as named_column
+from engine.exec.spark.native_scan import CASE_LOOKUP_FILES
 from engine.exec.spark.nested_filter import array_levels, filter_records
 from engine.exec.spark.one_task_sort import sorted_records
 from engine.exec.spark.paths import (
@@ -70,15 +72,9 @@ from engine.exec.spark.paths import (
     with_path,
 )
 from engine.exec.spark.progress import fragment_jobs
-from engine.exec.spark.sources import (
-    CASE_LOOKUP_FILES,
-    SEQ_COLUMN,
-    constant_dataframe,
-    plan_scan,
-    scan_plan_dataframe,
-    store_dataframe,
-)
+from engine.exec.spark.sources import constant_dataframe, plan_scan, scan_plan_dataframe
 from engine.exec.spark.spread import Member, Spread, member_of, spread
+from engine.exec.spark.stores import store_dataframe
 from engine.exec.spark.union_filter import reaches_any_variant, union_filter
 from engine.expr import Expr, FieldRef, FunctionKind, field_refs, parse_field_ref
 from engine.expr.rewrite import split_calls

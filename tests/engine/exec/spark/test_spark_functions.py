@@ -9,8 +9,9 @@ import operator
 import pytest
 from pyspark.sql import types as T
 
+from engine.errors import UnsupportedOnSpark
 from engine.exec.spark.columns import compile_expression
-from engine.exec.spark.spark_functions import UnsupportedOnSpark, like_to_regex
+from engine.exec.spark.spark_functions import like_to_regex
 from engine.expr import ExpressionTypeError, parse_expression
 
 pytestmark = pytest.mark.spark
