@@ -1,8 +1,9 @@
 """Scans read by Spark's own readers (parquet, JSON lines, CSV with a header): where their
 semantics are Drill's (:func:`native_blocker`), one read of every file, each row given its
 file's implicit values (``dirN``, ``filename``, ...) and a sequence number that orders rows as
-the local executor reads them (:func:`_native_scan`); and which file paths Spark's readers take
-literally (:func:`spark_read_paths`, :func:`spark_file_uri`).
+the local executor reads them (:func:`native_scan_dataframe`); the filter Spark's reader applies
+(:func:`_reader_tests`); and which scan read a file, to explain its errors the Drill way
+(:func:`read_natively`).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from engine.types import DataMode, MajorType, MinorType
 
 LITERAL_LOOKUP_FILES = 64
 """Up to this many files, a scan by Spark's reader finds a row's file values in array literals;
-beyond, in a broadcast join (see :func:`_native_scan`)."""
+beyond, in a broadcast join (see :func:`native_scan_dataframe`)."""
 
 ROW_INDEX_COLUMN = "_tmp_metadata_row_index"
 """A parquet read by Spark's reader with this long column in its schema fills it with each row's
@@ -127,7 +128,7 @@ def native_blocker(resolved: ResolvedScan) -> str | None:
     return f"format {fmt} has no Spark reader"
 
 
-def _native_scan(
+def native_scan_dataframe(
     spark: Any,
     resolved: ResolvedScan,
     *,
@@ -277,7 +278,7 @@ def _native_scan(
 
 
 Shape = Callable[[dict[str, Column]], list[Column]]
-"""What :func:`_native_scan` selects, given the scan's columns by name (each named so)."""
+"""What :func:`native_scan_dataframe` selects, given the scan's columns by name (each named so)."""
 
 
 def _left_to_reader(

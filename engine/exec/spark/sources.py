@@ -43,7 +43,7 @@ from engine.exec.spark.columns import compile_predicate
 from engine.exec.spark.datasource import SKIPPED_COLUMN, register_data_source
 from engine.exec.spark.file_ties import SharedValues
 from engine.exec.spark.names import SEQ_COLUMN
-from engine.exec.spark.native_scan import _native_scan, column, native_blocker
+from engine.exec.spark.native_scan import column, native_blocker, native_scan_dataframe
 from engine.exec.spark.paths import PendingColumns, Typed, record_value
 from engine.exec.spark.scan_request import DATA_SOURCE_NAME, SchemaSampling
 from engine.exec.spark.scan_resolution import ResolvedScan, resolve_scan
@@ -181,7 +181,7 @@ def scan_plan_dataframe(
     scan reads where its files' footers say it without an observation (Spark's parquet reader,
     no ``pushed_filter``: every row of every file); ``observe`` is then not applied. Give it
     only when no limit reads the scan (Spark pushes a limit into the read). ``numbered``:
-    parquet rows are numbered densely (see :func:`_native_scan`), as a sequence paired with
+    parquet rows are numbered densely (see :func:`native_scan_dataframe`), as a sequence paired with
     another's further on (a join, a union) needs; else by Spark's row ids, which are cheaper to
     read but not deterministic, so Spark merges no later select into the one computing them
     (give it False only with ``pending``, where no record struct is built in that select).
@@ -252,7 +252,7 @@ def scan_plan_dataframe(
             return {ref: record_value(struct, with_unread_type(target), members)}
 
         leaves = ref and late_filter is None and not has_variant(resolved.spark_schema)
-        frame = _native_scan(
+        frame = native_scan_dataframe(
             spark,
             resolved,
             row_filter=row_filter,
