@@ -6,6 +6,7 @@ the run observes. Markers are an opt-in (``spark.drill.rowMarkers``): every test
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -146,8 +147,9 @@ def test_a_join_with_an_empty_scan_still_counts_zero_rows(spark: Any, data: Path
     ops = [dict(op) for op in JOIN_PIPELINE]
     ops[2] = scan(3, "none", "c")
     ops[4] = {"@id": 5, "op": "filter", "input": 4, "expr": "o.o_key > 6"}
-    rules = KEEP_EMPTY_RELATIONS_RULES["spark.sql.optimizer.excludedRules"]
-    with spark_setting(spark, "spark.sql.optimizer.excludedRules", rules):
+    with contextlib.ExitStack() as kept:
+        for key, rules in KEEP_EMPTY_RELATIONS_RULES.items():
+            kept.enter_context(spark_setting(spark, key, rules))
         run, result = spark_run(spark, data, ops)
     assert "4" in run.metrics.counting()
     assert result.metrics["4"]["rows"] == 0

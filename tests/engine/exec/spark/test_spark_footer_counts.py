@@ -237,7 +237,8 @@ def test_a_parquet_scan_a_limit_reads_still_observes(spark: Any, data: Path) -> 
 
 def test_a_json_scan_still_counts_its_rows_as_they_flow(spark: Any, data: Path) -> None:
     scan = {**SCAN, "selection": {"path": "j", "format": "json"}}
-    run, result = run_of(spark, data, scan, PROJECT, COUNT, STORE)
+    with spark_setting(spark, ROW_MARKERS, "true"):
+        run, result = run_of(spark, data, scan, PROJECT, COUNT, STORE)
     assert result.metrics["1"]["rows"] == 3
     assert run.ctx.read_rows == {}
     assert "1" in run.metrics._marked and not observed_in(run, "3")  # at the aggregate's input
