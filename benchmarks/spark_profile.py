@@ -29,7 +29,7 @@ from spark_queries.data import generate
 from spark_queries.handwritten import QUERIES
 
 import engine.exec.spark.executor as executor
-import engine.exec.spark.sources as sources
+import engine.exec.spark.stores as stores
 from engine.exec.spark.metrics import OperatorMetrics
 from engine.exec.spark.session import SparkConfig, create_session
 
@@ -81,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.data_dir / "profile-out"
     spark = create_session(SparkConfig(master="local[2]", shuffle_partitions=8))
     _timed(executor.SparkPlanRun, "__init__", "plan")
-    _timed(sources, "_spark_write", "write job")
-    _timed(sources, "_store_fs", "store total")
+    _timed(stores, "_spark_write", "write job")
+    _timed(stores, "_store_fs", "store total")
     _count_py4j()
 
     def ours() -> None:

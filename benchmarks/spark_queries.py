@@ -21,6 +21,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/spark_queries.py --scale 0.1 --query q1_pricing_summary
     .venv/bin/python benchmarks/spark_queries.py --scale 1 --cpu   # executor CPU too
     .venv/bin/python benchmarks/spark_queries.py --pool a.json b.json c.json
+    .venv/bin/python benchmarks/spark_queries.py --conf spark.drill.rowMarkers=true  # an opt-in
 """
 
 from __future__ import annotations
@@ -65,6 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shuffle-partitions", type=int, default=8)
     parser.add_argument("--record", type=Path, help="write the figures as JSON here")
     parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting of the session, e.g. spark.drill.rowMarkers=true (repeatable)",
+    )
+    parser.add_argument(
         "--cpu", action="store_true", help="also compare the executors' CPU time (steadier)"
     )
     parser.add_argument(
@@ -87,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"data: {data} rows {manifest['rows']}")
     out = args.data_dir / "out"
     shutil.rmtree(out, ignore_errors=True)
+    conf = dict(item.split("=", 1) for item in args.conf)
     spark = create_session(
-        SparkConfig(master=args.master, shuffle_partitions=args.shuffle_partitions)
+        SparkConfig(master=args.master, shuffle_partitions=args.shuffle_partitions, conf=conf)
     )
     names = args.query or list(QUERIES)
     cpu = ExecutorCpu(spark) if args.cpu else None
@@ -133,7 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     overall = report(figures)
     if args.record:
         args.record.write_text(
-            json.dumps({"scale": args.scale, "median": overall, "queries": figures}, indent=1)
+            json.dumps(
+                {"scale": args.scale, "conf": conf, "median": overall, "queries": figures},
+                indent=1,
+            )
         )
     spark.stop()
     return 0

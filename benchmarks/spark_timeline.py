@@ -32,7 +32,7 @@ from spark_queries.data import generate
 from spark_queries.handwritten import QUERIES
 from spark_queries.timeline import Clock, Timeline, planning_phases
 
-import engine.exec.spark.sources as sources
+import engine.exec.spark.stores as stores
 from engine.exec.spark.session import SparkConfig, create_session
 
 PHASES = ["driver", "steps", "schema_jobs", "to_first_job", "jobs", "between", "other", "after"]
@@ -46,7 +46,7 @@ def measure(
     clock = Clock(spark)
     contenders = {
         "hand": (lambda target: QUERIES[name](spark, data, target), (handwritten, "_write")),
-        "ours": (lambda target: run_ours(spark, name, data, target), (sources, "_spark_write")),
+        "ours": (lambda target: run_ours(spark, name, data, target), (stores, "_spark_write")),
     }
     found: dict[str, list[Timeline]] = {label: [] for label in contenders}
     for round_ in range(warmup + repeat):
@@ -68,15 +68,15 @@ def written_dataframes(spark: Any, name: str, data: Path, out: Path) -> dict[str
     def catch(label: str) -> Any:
         return lambda df, *args, **kwargs: caught.setdefault(label, df)
 
-    original = sources._spark_write, handwritten._write
-    sources._spark_write, handwritten._write = catch("ours"), catch("hand")
+    original = stores._spark_write, handwritten._write
+    stores._spark_write, handwritten._write = catch("ours"), catch("hand")
     try:
         QUERIES[name](spark, data, out / "caught-hand")
         # The store then finds nothing written and fails: the DataFrame is caught already.
         with contextlib.suppress(Exception):
             run_ours(spark, name, data, out / "caught-ours")
     finally:
-        sources._spark_write, handwritten._write = original
+        stores._spark_write, handwritten._write = original
     return caught
 
 

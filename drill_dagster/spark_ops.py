@@ -126,8 +126,9 @@ def store_step(
 @contextmanager
 def _named(plan: DrillPlan, slice_: RunSlice, op: Operator | None) -> Iterator[None]:
     """Failures as a :class:`DrillFailure` naming the plan file, the partition and the operator."""
-    from engine.exec.spark.data_errors import DataError, locate
-    from engine.exec.spark.sources import translate_spark_error
+    from engine.errors import DataError
+    from engine.exec.spark.data_errors import locate
+    from engine.exec.spark.spark_errors import translate_spark_error
 
     where = str(plan.path) + (f" ({slice_.label})" if slice_.partition_keys else "")
     try:

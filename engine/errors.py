@@ -13,6 +13,7 @@ p.json: 1 problem
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 class DrillError(Exception):
@@ -227,3 +228,142 @@ class SqlError(DrillError):
 
 class RootEscapeError(StorageError):
     """A path that would leave its storage engine's root (found while listing: a symlink out)."""
+
+
+class PlanSyntaxError(PlanError):
+    """The plan document is not JSON, not even relaxed JSON. ``kind`` is ``"parse"``."""
+
+    kind = "parse"
+
+    def with_source(self, source: str) -> PlanSyntaxError:
+        return PlanSyntaxError(self.issues, source=source)
+
+
+class ExpressionTypeError(DrillError):
+    """An expression whose types can never work, e.g. ``'a' + 1``; names the function and types."""
+
+    def __init__(self, message: str, *, position: Any = None, hint: str | None = None) -> None:
+        self.position = position  # an engine.expr Position: line and column in the expression
+        self.reason = message
+        super().__init__(message + (f" at {position}" if position else ""), hint=hint)
+
+
+class EvaluationError(DrillError):
+    """An expression that cannot be evaluated on the data it meets (``'a' + 1`` at run time).
+
+    ``expression`` is the text of the (sub)expression that failed.
+    """
+
+    def __init__(self, message: str, *, expression: str | None = None, hint: str | None = None):
+        self.expression = expression
+        super().__init__(message, hint=hint)
+
+
+class TreePathError(DrillError):
+    """A write to a path that cannot be written (a list index, an empty path)."""
+
+
+class LoaderStateError(DrillError):
+    """The result set loader was used out of its lifecycle (a write outside a row, ...)."""
+
+
+class BufferLimitError(DrillError):
+    """A blocking operator would buffer more than ``max_buffered_bytes`` of input."""
+
+
+class AggregationError(DrillError):
+    """An aggregation that names a field path the operator cannot write."""
+
+
+class AggregateError(DrillError):
+    """An aggregate that cannot be computed over the values it meets (``sum`` of strings), on
+    either executor."""
+
+
+class JoinError(DrillError):
+    """Records that cannot be merged (the same field holds different kinds of value on each
+    side), on either executor."""
+
+
+class ExpressionCompileError(DrillError):
+    """An expression that cannot become a Column: an unknown function, a wrong number of
+    arguments, or an aggregate function outside an aggregate operator."""
+
+
+class NestedFilterError(DrillError):
+    """A nested filter with no single array path to prune (references through unrelated arrays)."""
+
+
+class UnsupportedOnSpark(DrillError):
+    """A function or argument form the Spark executor has no native translation for."""
+
+
+INVALID_INPUT = "CAST_INVALID_INPUT"
+CAST_OVERFLOW = "CAST_OVERFLOW"
+ARITHMETIC_OVERFLOW = "ARITHMETIC_OVERFLOW"
+RAISED = "USER_RAISED_EXCEPTION"  # a failure the compiled expression raises in our own words
+
+
+class DataError(DrillError):
+    """A value an expression could not take, met by Spark as a job ran
+    (:mod:`engine.exec.spark.data_errors`): ``kind`` is Spark's error class (one of the four
+    above); ``expression`` is the one that raised it, once located."""
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        value: str | None = None,
+        target: str | None = None,
+        called: str | None = None,
+        expression: str | None = None,
+        node: Any = None,
+        file: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.value = value
+        self.target = target
+        self.called = called
+        self.expression = expression
+        self.node = node  # the expression that raised it, once located
+        self.file = file  # the file of the record holding the value, where found
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        where = f" in `{self.expression}`" if self.expression else ""
+        if self.file:
+            where += f", read from {self.file}"
+        if self.kind == INVALID_INPUT:
+            return f"cannot read '{self.value}' as {self.target}{where}"
+        if self.kind == CAST_OVERFLOW:
+            return f"cannot cast {self.value} to {self.target}: out of its range{where}"
+        if self.kind == RAISED:
+            return f"{self.value}{where}"
+        if self.expression:
+            return f"cannot evaluate `{self.expression}`: overflow"
+        return "an arithmetic overflow"
+
+    def at(self, expr: Any, target: str | None = None) -> DataError:
+        """This error raised by the expression ``expr`` (``target``: the type a cast names, as
+        the plan does)."""
+        target = target or self.target
+        return DataError(
+            self.kind,
+            value=self.value,
+            target=target,
+            called=self.called,
+            expression=str(expr),
+            node=expr,
+        )
+
+    def read_from(self, file: str) -> DataError:
+        """This error naming ``file``, which holds the record of the value."""
+        return DataError(
+            self.kind,
+            value=self.value,
+            target=self.target,
+            called=self.called,
+            expression=self.expression,
+            node=self.node,
+            file=file,
+        )

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from engine.errors import ExpressionTypeError
 from engine.expr.check import CONTEXTS, check_expression
 from engine.expr.functions import (
     FUNCTIONS,
@@ -15,7 +16,7 @@ from engine.expr.functions import (
     Operator,
     lookup_function,
 )
-from engine.expr.infer import ExpressionTypeError, infer_type
+from engine.expr.infer import infer_type
 from engine.expr.nodes import (
     Call,
     Cast,

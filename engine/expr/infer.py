@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine.errors import DrillError
+from engine.errors import ExpressionTypeError
 from engine.expr.functions import ArgumentTypeMismatch, common_type, lookup_function
-from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse, Literal, Position
+from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse, Literal
 from engine.types import NULL, DataMode, MajorType, MinorType
 
 FieldLookup = Callable[[tuple[str | int, ...]], MajorType | None]
@@ -31,17 +31,6 @@ LATE = NULL
 """The type of a value not known until data is read."""
 
 _COMPLEX = frozenset({MinorType.MAP, MinorType.LIST})
-
-
-class ExpressionTypeError(DrillError):
-    """An expression whose types can never work, e.g. ``'a' + 1``; names the function and types."""
-
-    def __init__(
-        self, message: str, *, position: Position | None = None, hint: str | None = None
-    ) -> None:
-        self.position = position
-        self.reason = message
-        super().__init__(message + (f" at {position}" if position else ""), hint=hint)
 
 
 def infer_type(expr: Expr, lookup: FieldLookup) -> MajorType:

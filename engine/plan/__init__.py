@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from engine.errors import PlanSyntaxError
 from engine.plan.document import Generator, Head, StorageConfig
 from engine.plan.expressions import ExpressionContext, ExpressionSite
 from engine.plan.ids import OpId, is_generated_id
@@ -42,7 +43,7 @@ from engine.plan.operators import (
 from engine.plan.parse import parse_plan
 from engine.plan.parts import JoinCondition, NamedExpression, Ordering, Projection, WindowRef
 from engine.plan.paths import Location
-from engine.plan.source import PlanSource, PlanSyntaxError
+from engine.plan.source import PlanSource
 
 __all__ = [
     "OPERATORS",

@@ -44,7 +44,7 @@ def parse_plan(source: PlanSource, *, source_name: str | None = None) -> Logical
     ``source`` is a :class:`~pathlib.Path`, a path string, JSON text (relaxed JSON allowed) or a dict.
     A document that is a single operator (``{"op": "constant", ...}``) is a plan of that operator.
     Raises :class:`~engine.errors.PlanError` listing every problem; a syntax error is a
-    :class:`~engine.plan.source.PlanSyntaxError`.
+    :class:`~engine.errors.PlanSyntaxError`.
     """
     document, name = load_document(source, source_name=source_name)
     too_deep = _too_deep(document)

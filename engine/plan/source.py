@@ -16,19 +16,10 @@ from typing import Any
 
 import hjson
 
-from engine.errors import PlanError, PlanIssue
+from engine.errors import PlanError, PlanIssue, PlanSyntaxError
 
 PlanSource = Path | str | dict[str, Any]
 """What :func:`engine.plan.parse_plan` reads: a path, JSON text, or an already-loaded document."""
-
-
-class PlanSyntaxError(PlanError):
-    """The plan document is not JSON, not even relaxed JSON. ``kind`` is ``"parse"``."""
-
-    kind = "parse"
-
-    def with_source(self, source: str) -> PlanSyntaxError:
-        return PlanSyntaxError(self.issues, source=source)
 
 
 def load_document(source: PlanSource, *, source_name: str | None = None) -> tuple[Any, str | None]:

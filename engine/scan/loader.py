@@ -69,10 +69,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from engine.errors import LoaderStateError
 from engine.scan.loader_arrow import drill_type_of, empty_columns_batch, join_segments
 from engine.scan.loader_build import kind_of
 from engine.scan.loader_projection import LoaderProjection, ProjectionFilter
-from engine.scan.loader_state import ColumnState, LoaderStateError
+from engine.scan.loader_state import ColumnState
 from engine.scan.loader_tuple import RootState
 from engine.scan.vector_cache import VectorCache
 from engine.scan.writers import RowSetWriter

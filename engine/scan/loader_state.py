@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.errors import DrillError, SchemaConflictError, StorageError
+from engine.errors import DrillError, LoaderStateError, SchemaConflictError, StorageError
 from engine.scan.loader_values import (
     FIXED_WIDTH,
     NULL_BYTES,
@@ -57,10 +57,6 @@ _STORED_AS_IS: dict[type, MinorType] = {
     bool: MinorType.BIT,
     bytes: MinorType.VARBINARY,
 }
-
-
-class LoaderStateError(DrillError):
-    """The result set loader was used out of its lifecycle (a write outside a row, ...)."""
 
 
 class Kind(enum.Enum):

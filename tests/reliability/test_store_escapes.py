@@ -170,9 +170,9 @@ def test_a_directory_swapped_for_a_link_while_a_store_writes_is_not_followed(
         return write
 
     if executor == "spark":
-        import engine.exec.spark.sources as spark_sources
+        import engine.exec.spark.stores as spark_stores
 
-        monkeypatch.setattr(spark_sources, "_spark_write", swap_then(spark_sources._spark_write))
+        monkeypatch.setattr(spark_stores, "_spark_write", swap_then(spark_stores._spark_write))
     else:
         import engine.storage.store as local_store
 

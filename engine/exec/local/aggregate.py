@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from engine.errors import DrillError
+from engine.errors import AggregationError
 from engine.exec.local.aggregate_functions import (
     RunSplitter,
     aggregate_empty,
@@ -55,10 +55,6 @@ Path = tuple[str, ...]
 # byte keeps them apart from any field of the data.
 _AGGREGATE_COLUMN = "\x00aggregate"
 _RUNNING_COLUMN = "\x00running"
-
-
-class AggregationError(DrillError):
-    """An aggregation that names a field path the operator cannot write."""
 
 
 def output_path(name: str, what: str) -> Path:

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.errors import DrillError
+from engine.errors import AggregateError
 from engine.exec.local.buffering import BatchBuffer, concat_batches, to_batch
 from engine.expr.arrow.trees import get_path
 
@@ -205,10 +205,6 @@ _HASH_AGGREGATES = {
 }
 AGGREGATE_FUNCTIONS = tuple(_HASH_AGGREGATES)
 """The aggregate functions collapsingaggregate computes."""
-
-
-class AggregateError(DrillError):
-    """An aggregate that cannot be computed over the values it meets (``sum`` of strings)."""
 
 
 def aggregate_runs(calls: Sequence[tuple[str, pa.Array]], starts: np.ndarray) -> list[pa.Array]:

@@ -23,12 +23,8 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
-from engine.errors import DrillError
+from engine.errors import BufferLimitError
 from engine.types.batches import concat_batches
-
-
-class BufferLimitError(DrillError):
-    """A blocking operator would buffer more than ``max_buffered_bytes`` of input."""
 
 
 class BatchBuffer:
@@ -41,7 +37,7 @@ class BatchBuffer:
     >>> buffer.add(pa.record_batch({"a": [1, 2]}))
     Traceback (most recent call last):
     ...
-    engine.exec.local.buffering.BufferLimitError: segment 3 needs to buffer more than 8 bytes ...
+    engine.errors.BufferLimitError: segment 3 needs to buffer more than 8 bytes ...
     """
 
     def __init__(self, operator_id: str, kind: str, *, max_bytes: int) -> None:

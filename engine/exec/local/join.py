@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.errors import DrillError
+from engine.errors import JoinError
 from engine.exec.local.aggregate_functions import same_pairs
 from engine.exec.local.buffering import BatchBuffer
 from engine.exec.local.registry import ExecContext, creator
@@ -57,10 +57,6 @@ _COMPARE: dict[str, Callable[[pa.Array, pa.Array], pa.Array]] = {
     ">=": pc.greater_equal,
 }
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
-
-
-class JoinError(DrillError):
-    """Records that cannot be merged (the same field holds different kinds of value on each side)."""
 
 
 @dataclass(frozen=True)

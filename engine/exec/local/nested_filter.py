@@ -39,7 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from engine.expr.arrow.evaluate import EvaluationError, evaluate_predicate, predicate_fields
+from engine.errors import EvaluationError
+from engine.expr.arrow.evaluate import evaluate_predicate, predicate_fields
 from engine.expr.arrow.trees import (
     get_in,
     get_path,

@@ -39,8 +39,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
+from engine.errors import EvaluationError
 from engine.exec.local.nested_filter import NestedFilter, array_levels
-from engine.expr.arrow.evaluate import EvaluationError, predicate_fields
+from engine.expr.arrow.evaluate import predicate_fields
 from engine.expr.arrow.trees import get_path, is_list_type
 from engine.expr.nodes import Expr, FieldRef, common_path_prefix, field_refs
 from engine.types import is_union, union_array

@@ -88,8 +88,8 @@ def scan_table(
     reads no other column of the table's files."""
     from pyspark.sql.types import StructType
 
-    from engine.exec.spark.datasource import nullable_type, spark_schema_of
-    from engine.exec.spark.sources import SEQ_COLUMN
+    from engine.exec.spark.names import SEQ_COLUMN
+    from engine.exec.spark.spark_types import nullable_type, spark_schema_of
     from engine.exec.spark.unread_member import with_unread, with_unread_type
     from engine.scan.projection import ProjectionKind, ScanProjection
     from engine.types import from_arrow_field
@@ -170,7 +170,7 @@ def store_table(df: DataFrame, engine: CatalogEngine, target: Any) -> StoreResul
     except DrillError:
         raise
     except Exception as err:
-        from engine.exec.spark.sources import translate_spark_error
+        from engine.exec.spark.spark_errors import translate_spark_error
 
         translated = translate_spark_error(err)
         if translated is not None:

@@ -25,7 +25,7 @@ so does a name no function has:
 >>> compile_expression(parse_expression("nope(1)"), T.StructType([]))
 Traceback (most recent call last):
 ...
-engine.exec.spark.columns.ExpressionCompileError: unknown function 'nope' in `nope(1)`
+engine.errors.ExpressionCompileError: unknown function 'nope' in `nope(1)`
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.errors import DrillError
+from engine.errors import ExpressionCompileError, ExpressionTypeError
 from engine.exec.spark.paths import Typed, cast_column, get_typed, null_typed
 from engine.exec.spark.spark_functions import (
     AGGREGATE_NAMES,
@@ -53,18 +53,12 @@ from engine.exec.spark.spark_functions import (
 )
 from engine.exec.spark.unions import narrow_variants
 from engine.expr.functions import lookup_function
-from engine.expr.infer import ExpressionTypeError
 from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse, Literal
 from engine.types import MinorType, to_spark
 
 FieldResolver = Callable[[FieldRef], Typed]
 """Where field references read their values: the DataFrame's columns, or lambda variables
 (nested filtering binds references that cross arrays to array elements)."""
-
-
-class ExpressionCompileError(DrillError):
-    """An expression that cannot become a Column: an unknown function, a wrong number of
-    arguments, or an aggregate function outside an aggregate operator."""
 
 
 def compile_expression(expr: Expr, schema: T.StructType) -> Column:

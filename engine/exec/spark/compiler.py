@@ -66,7 +66,9 @@ from engine.exec.spark.field_paths import under as _under
 from engine.exec.spark.file_ties import SharedValues, cross_file_ties
 from engine.exec.spark.jdbc import jdbc_scan_dataframe
 from engine.exec.spark.metrics import InputCounter, RowCounter
+from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.names import column as named_column
+from engine.exec.spark.native_scan import CASE_LOOKUP_FILES
 from engine.exec.spark.nested_filter import array_levels, filter_records
 from engine.exec.spark.one_task_sort import sorted_records
 from engine.exec.spark.paths import (
@@ -84,15 +86,9 @@ from engine.exec.spark.plan_decisions import FrameInput as _FrameInput
 from engine.exec.spark.plan_decisions import SegmentInput as _SegmentInput
 from engine.exec.spark.plan_decisions import copied_paths as _copied_paths
 from engine.exec.spark.progress import fragment_jobs
-from engine.exec.spark.sources import (
-    CASE_LOOKUP_FILES,
-    SEQ_COLUMN,
-    constant_dataframe,
-    plan_scan,
-    scan_plan_dataframe,
-    store_dataframe,
-)
+from engine.exec.spark.sources import constant_dataframe, plan_scan, scan_plan_dataframe
 from engine.exec.spark.spread import Member, Spread, member_of, spread
+from engine.exec.spark.stores import store_dataframe
 from engine.exec.spark.union_filter import reaches_any_variant, union_filter
 from engine.expr import Expr, FieldRef, FunctionKind, field_refs, parse_field_ref
 from engine.expr.rewrite import split_calls

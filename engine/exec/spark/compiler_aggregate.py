@@ -28,7 +28,7 @@ from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.errors import DrillError
+from engine.errors import AggregateError
 from engine.exec.spark.compiler_order import temp, with_run_numbers
 from engine.exec.spark.metrics import RowCounter
 from engine.exec.spark.names import column
@@ -58,10 +58,6 @@ RUNNING_FORMS: dict[str, Callable[..., Column]] = {
 """Spark window function of each RUNNING function (framed from the run's start to the record)."""
 
 _NUMERIC_ONLY = ("sum", "avg")
-
-
-class AggregateError(DrillError):
-    """An aggregate that cannot be computed over its values (``sum`` of strings)."""
 
 
 TypedCall = tuple[str, Sequence[Typed]]

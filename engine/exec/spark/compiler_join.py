@@ -29,7 +29,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.errors import DrillError
+from engine.errors import JoinError
 from engine.exec.spark.compiler_order import (
     LONG_BITS,
     PAIR,
@@ -57,10 +57,6 @@ RELATIONSHIPS: dict[str, Callable[[object, object], object]] = {
 
 JOIN_TYPES = {"inner": "inner", "left": "left", "outer": "full"}
 """Drill join type -> Spark join type."""
-
-
-class JoinError(DrillError):
-    """Records that cannot be merged (one field holds different kinds of value on each side)."""
 
 
 Condition = tuple[Column, str, Column]

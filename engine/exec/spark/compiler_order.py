@@ -8,12 +8,15 @@ order sorts by it (a store whose plan orders its records, ``limit``, a queue sin
 order no one observes runs without a sort, and Spark prunes the unused sequence values.
 
 A long sequence may carry its *width* (column metadata :data:`SEQ_BITS`: every value is in
-``[0, 2**bits)``; parquet scans number their rows densely, see ``sources._native_scan``). Two longs
+``[0, 2**bits)``; parquet scans number their rows densely, see ``native_scan.native_scan_dataframe``). Two longs
 whose widths add up to at most 63 pair into a long (``a << bits_b | b``), otherwise into a
 ``decimal(38, 0)`` (``a * 2**63 + b``): both fixed-width values, so aggregates over them (a group's
 first record) stay hash aggregates; anything else pairs into a struct.
 :func:`renumber` (sort, then ``monotonically_increasing_id``, increasing in sort order because a
 sort's partitions are ranges in order) is left for where a dense order is needed.
+
+The module is longer than most (about 660 lines): the sequence column's values, its pairs and the
+operators that build or read it are one concept, and each relies on the others' widths.
 
 >>> temp("run")
 '__drill_run'

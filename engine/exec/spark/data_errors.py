@@ -21,17 +21,12 @@ from __future__ import annotations
 
 import re
 
-from engine.errors import DrillError
+from engine.errors import ARITHMETIC_OVERFLOW, CAST_OVERFLOW, INVALID_INPUT, RAISED, DataError
 from engine.exec.spark.spark_functions import MODULO_BY_ZERO, no_unit
 from engine.expr import Call, Cast, Expr, walk
 from engine.plan import LogicalPlan
 from engine.plan.operators import Operator
 from engine.types import MajorType, to_spark
-
-INVALID_INPUT = "CAST_INVALID_INPUT"
-CAST_OVERFLOW = "CAST_OVERFLOW"
-ARITHMETIC_OVERFLOW = "ARITHMETIC_OVERFLOW"
-RAISED = "USER_RAISED_EXCEPTION"  # a failure the compiled expression raises in our own words
 
 _MESSAGES = {
     INVALID_INPUT: re.compile(
@@ -64,69 +59,6 @@ _RAISED_BY = {
     no_unit("date_trunc"): {"date_trunc"},
     no_unit("extract"): {"extract"},
 }
-
-
-class DataError(DrillError):
-    """A value an expression could not take, met by Spark as a job ran (see the module
-    docstring); ``expression`` is the one that raised it, once :func:`locate` knows it."""
-
-    def __init__(
-        self,
-        kind: str,
-        *,
-        value: str | None = None,
-        target: str | None = None,
-        called: str | None = None,
-        expression: str | None = None,
-        node: Expr | None = None,
-        file: str | None = None,
-    ) -> None:
-        self.kind = kind
-        self.value = value
-        self.target = target
-        self.called = called
-        self.expression = expression
-        self.node = node  # the expression that raised it, once located
-        self.file = file  # the file of the record holding the value, where found
-        super().__init__(self._text())
-
-    def _text(self) -> str:
-        where = f" in `{self.expression}`" if self.expression else ""
-        if self.file:
-            where += f", read from {self.file}"
-        if self.kind == INVALID_INPUT:
-            return f"cannot read '{self.value}' as {self.target}{where}"
-        if self.kind == CAST_OVERFLOW:
-            return f"cannot cast {self.value} to {self.target}: out of its range{where}"
-        if self.kind == RAISED:
-            return f"{self.value}{where}"
-        if self.expression:
-            return f"cannot evaluate `{self.expression}`: overflow"
-        return "an arithmetic overflow"
-
-    def at(self, expr: Expr) -> DataError:
-        """This error raised by ``expr`` (a cast names its target as the plan does)."""
-        target = str(expr.type) if isinstance(expr, Cast) else self.target
-        return DataError(
-            self.kind,
-            value=self.value,
-            target=target,
-            called=self.called,
-            expression=str(expr),
-            node=expr,
-        )
-
-    def read_from(self, file: str) -> DataError:
-        """This error naming ``file``, which holds the record of the value."""
-        return DataError(
-            self.kind,
-            value=self.value,
-            target=self.target,
-            called=self.called,
-            expression=self.expression,
-            node=self.node,
-            file=file,
-        )
 
 
 def data_error(text: str) -> DataError | None:
@@ -171,7 +103,7 @@ def locate(error: DataError, plan: LogicalPlan, ran: str) -> tuple[DataError, Op
     if len(found) != 1:
         return None
     ((expr, op),) = found.values()
-    return error.at(expr), op
+    return error.at(expr, str(expr.type) if isinstance(expr, Cast) else None), op
 
 
 def _raises(error: DataError, node: Expr) -> bool:

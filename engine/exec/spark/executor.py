@@ -16,8 +16,9 @@ is collected into ``RunResult.outputs``. Failures become
 (or output) whose Spark job failed, but a file that fails to be read (gone, unreadable,
 malformed) names the scan that reads it.
 
-The session is the given one, or one created from :class:`SparkConfig` defaults and stopped at the
-end of the run (only a session this run started is stopped).
+The session is the given one, else the one already running in the process, else one created from
+:class:`SparkConfig` defaults and stopped at the end of the run (only a session this run started is
+stopped). The engine changes no setting of a session it did not create.
 """
 
 from __future__ import annotations
@@ -52,11 +53,13 @@ from engine.exec.spark.metrics import (
     store_counted,
     without_skip_counts,
 )
+from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.one_task_sort import one_task_sort_limit, one_task_sorts
 from engine.exec.spark.plan_decisions import PlanDecisions, decide
 from engine.exec.spark.py4j_round_trips import fewer_round_trips
 from engine.exec.spark.row_markers import row_markers
-from engine.exec.spark.sources import SEQ_COLUMN, translate_spark_error
+from engine.exec.spark.settings import PY4J_SHORTCUTS, enabled
+from engine.exec.spark.spark_errors import translate_spark_error
 from engine.exec.spark.unions import collect_arrow
 from engine.exec.spark.unread_member import without_unread
 from engine.plan import LogicalPlan
@@ -74,17 +77,18 @@ def run_spark(
     spark: Any = None,
     optimize: bool = True,
 ) -> RunResult:
-    """Run ``plan`` on ``spark`` (a new local session when None, stopped afterwards); the
-    planner's rules rewrite it first unless ``optimize`` is False."""
-    own_session = spark is None
-    if own_session:
+    """Run ``plan`` on ``spark`` (when None, the running session, else a new local one stopped
+    afterwards); the planner's rules rewrite it first unless ``optimize`` is False."""
+    own_session = False
+    if spark is None:
         from engine.exec.spark.catalog_tables import keep_derby_log
-        from engine.exec.spark.session import SparkConfig, create_session
+        from engine.exec.spark.session import session_for_run
         from engine.storage.catalog import session_settings
 
-        settings = session_settings(engines)
-        spark = create_session(SparkConfig(conf=settings))
-        keep_derby_log(spark, settings)
+        settings = session_settings(engines)  # a catalog engine's metastore, for a new session
+        spark, own_session = session_for_run(settings)
+        if own_session:
+            keep_derby_log(spark, settings)
     try:
         return SparkPlanRun(plan, spark, engines=engines, params=params, optimize=optimize).run()
     finally:
@@ -117,7 +121,8 @@ class SparkPlanRun:
         from engine.planner import optimize as optimize_plan
         from engine.planner.physical import to_physical
 
-        fewer_round_trips()  # every Column built asks the JVM less (see the module)
+        if enabled(spark, PY4J_SHORTCUTS):  # an opt-in: it patches py4j for the process
+            fewer_round_trips()
         self.plan = plan
         stats = Statistics.from_engines(plan, engines)
         self.planned = optimize_plan(plan, stats) if optimize else plan

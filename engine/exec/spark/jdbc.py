@@ -89,9 +89,9 @@ class _Reason(Exception):
     """A Spark failure's innermost reason (the driver's message), for :meth:`failure`."""
 
     def __init__(self, err: BaseException) -> None:
-        from engine.exec.spark.sources import _error_text, _spark_reason
+        from engine.exec.spark.spark_errors import error_text, spark_reason
 
-        super().__init__(_spark_reason(_error_text(err)))
+        super().__init__(spark_reason(error_text(err)))
 
 
 _OPERATORS = {
@@ -190,7 +190,7 @@ def store_jdbc(df: DataFrame, engine: JdbcEngine, target: Mapping[str, Any] | No
                 .save()
             )
         except Exception as err:
-            from engine.exec.spark.sources import translate_spark_error
+            from engine.exec.spark.spark_errors import translate_spark_error
 
             translated = translate_spark_error(err)
             if translated is not None:

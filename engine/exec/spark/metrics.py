@@ -16,7 +16,7 @@ scan read by Spark's reader with no pushed filter (nor pushed limit), and not re
 ``limit``, reads every row of its files: its count is the sum of their footers' row counts,
 which the scan reads anyway to number its rows (the compiler records it in
 ``SparkRunContext.read_rows``), and it is not observed. A parquet store likewise counts the rows
-of the files Spark wrote from their footers (:func:`~engine.exec.spark.sources.store_dataframe`);
+of the files Spark wrote from their footers (:func:`~engine.exec.spark.stores.store_dataframe`);
 json and csv stores observe what they write.
 
 An operator (a scan, a join, ...) whose records all reach one grouping ``collapsingaggregate``

@@ -13,6 +13,9 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+SEQ_COLUMN = "__drill_seq"
+"""The column that carries a row's input order through a Spark plan (a long; smaller is earlier)."""
+
 
 def quote_name(name: str) -> str:
     """``name`` as a Spark identifier for ``F.col``: backquoted, backquotes doubled.

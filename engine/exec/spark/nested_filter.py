@@ -37,7 +37,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.errors import DrillError
+from engine.errors import NestedFilterError
 from engine.exec.spark.columns import compile_predicate
 from engine.exec.spark.paths import Typed, column_of, get_in, get_typed, replace_in
 from engine.expr.nodes import Expr, FieldRef, field_refs
@@ -45,10 +45,6 @@ from engine.expr.nodes import Expr, FieldRef, field_refs
 LevelKey = tuple[str | int | None, ...]
 
 _PRUNED = "__drill_pruned"
-
-
-class NestedFilterError(DrillError):
-    """A nested filter with no single array path to prune (references through unrelated arrays)."""
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.utils import is_remote
 
+from engine.errors import TreePathError
 from engine.exec.spark.names import quote_name
 from engine.exec.spark.unread_member import drop_unread
-from engine.expr.arrow.trees import TreePathError
 
 Path = tuple[str | int, ...]
 

@@ -14,16 +14,25 @@ here), and two kinds of them are avoidable:
   ``java.util.List.of`` into the same ``ArrayList``: two calls for up to ten elements. Lists with
   a ``None`` (``List.of`` takes no null) or of one element go the old way.
 
-:func:`fewer_round_trips` installs both for the process (the executor calls it before each run;
-py4j's behaviour is otherwise unchanged). A warm benchmark run of q3 asks the JVM 1,006 times
-without them, 605 times with the lookups remembered and 535 with lists chunked too.
+:func:`fewer_round_trips` installs both for the whole process, the user's own PySpark code
+included (py4j's behaviour is otherwise unchanged); :func:`restore_py4j` takes them out. The
+executor installs them only where the session opts in (``spark.drill.py4jShortcuts``, see
+:mod:`engine.exec.spark.settings`): by default the engine patches nothing. A warm benchmark run
+of q3 asks the JVM 1,006 times without them, 605 times with the lookups remembered and 535 with
+lists chunked too.
 
+>>> from py4j.java_gateway import JavaClass
+>>> original = JavaClass.__getattr__
 >>> fewer_round_trips()
 >>> fewer_round_trips()  # once is enough: the second call changes nothing
+>>> restore_py4j()
+>>> JavaClass.__getattr__ is original
+True
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -35,17 +44,34 @@ _MEMO = "_drill_remembered"
 _CHUNK = 10  # java.util.List.of has fixed-arity overloads up to ten elements
 
 
+_ORIGINALS: dict[tuple[type, str], Any] = {}  # (class, attribute) -> py4j's own function
+_LOCK = threading.Lock()
+
+
 def fewer_round_trips() -> None:
-    """Remember py4j lookups and pass lists in chunks (idempotent; see the module)."""
-    for cls, kinds in (
-        (JVMView, (JavaClass, JavaPackage)),
-        (JavaPackage, (JavaClass, JavaPackage)),
-        (JavaClass, (JavaClass, JavaMember)),
-    ):
-        if not getattr(cls.__getattr__, _MEMO, False):
-            cls.__getattr__ = _remembering(cls.__getattr__, kinds)  # type: ignore[method-assign]
-    if not getattr(ListConverter.convert, _MEMO, False):
-        ListConverter.convert = _chunked(ListConverter.convert)  # type: ignore[method-assign]
+    """Remember py4j lookups and pass lists in chunks, for the whole process (idempotent; see
+    the module)."""
+    with _LOCK:
+        for cls, kinds in (
+            (JVMView, (JavaClass, JavaPackage)),
+            (JavaPackage, (JavaClass, JavaPackage)),
+            (JavaClass, (JavaClass, JavaMember)),
+        ):
+            if not getattr(cls.__getattr__, _MEMO, False):
+                _ORIGINALS[(cls, "__getattr__")] = cls.__getattr__
+                cls.__getattr__ = _remembering(cls.__getattr__, kinds)  # type: ignore[method-assign]
+        if not getattr(ListConverter.convert, _MEMO, False):
+            _ORIGINALS[(ListConverter, "convert")] = ListConverter.convert
+            ListConverter.convert = _chunked(ListConverter.convert)  # type: ignore[method-assign]
+
+
+def restore_py4j() -> None:
+    """py4j's own lookups and list conversion again (what it remembered is forgotten with the
+    objects holding it: a memo lives in each JVM view, package and class)."""
+    with _LOCK:
+        for (cls, name), original in _ORIGINALS.items():
+            setattr(cls, name, original)
+        _ORIGINALS.clear()
 
 
 def _remembering(lookup: Callable[[Any, str], Any], kinds: tuple[type, ...]) -> Any:

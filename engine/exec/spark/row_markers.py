@@ -1,4 +1,6 @@
-"""Row counts from Spark's own SQL metrics, where every row of a pipeline flows.
+"""Row counts from Spark's own SQL metrics, where every row of a pipeline flows: an opt-in
+(``spark.drill.rowMarkers``, :mod:`engine.exec.spark.settings`), since it reads Spark's internal
+status store with Java compiled at run time; by default the engine observes.
 
 An observation (``DataFrame.observe``) is a ``CollectMetrics`` node, which Spark runs outside its
 generated code: it adds each row to an accumulator and, standing between two operators of one
@@ -21,9 +23,9 @@ engine observes instead. The executor puts none (``SparkPlanRun._marker_key``) o
 only (a constant, an empty scan: Spark evaluates a filter over local rows while planning, the
 marker with it), below a global sort (its range partitioning samples the stage below it in a job
 of its own, and SQL metrics count both runs: :func:`~engine.exec.spark.metrics.sampled_again`),
-nor where a limit reads. And the sessions leave out ``PropagateEmptyRelation``
-(:mod:`engine.exec.spark.session`), which would drop a marker over an input found empty while
-planning, where its count is 0.
+nor where a limit reads. Spark's ``PropagateEmptyRelation`` drops a marker over an input found
+empty while planning (its count is then missing, not wrong); the sessions the engine creates with
+``spark.drill.keepEmptyRelations`` leave that rule out (:mod:`engine.exec.spark.session`).
 
 The status store is read by a few lines of Java compiled in the driver by Janino, the compiler
 Spark uses for its own generated code: a walk of an execution's plan in Python costs one py4j
@@ -43,6 +45,8 @@ from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+
+from engine.exec.spark.settings import ROW_MARKERS, enabled
 
 _READER_SOURCE = """
 // Let Spark's listener record what has run (it waits 10 s at most; then: what is recorded).
@@ -234,11 +238,13 @@ def parse_counts(text: str, wanted: Collection[int]) -> dict[int, int]:
 
 
 def row_markers(spark: Any) -> RowMarkers | None:
-    """Markers for a run on ``spark``, or None where they cannot be read (Spark Connect, or a
-    Spark whose status store this module does not know: the run observes instead)."""
+    """Markers for a run on ``spark``, or None where the session does not opt in
+    (``spark.drill.rowMarkers``, :mod:`engine.exec.spark.settings`) or they cannot be read
+    (Spark Connect, or a Spark whose status store this module does not know): the run observes
+    instead."""
     from pyspark.sql.utils import is_remote
 
-    if is_remote():
+    if is_remote() or not enabled(spark, ROW_MARKERS):
         return None
     try:
         sc = spark.sparkContext

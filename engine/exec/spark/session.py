@@ -1,11 +1,10 @@
 """The SparkSession a run uses, built from a :class:`SparkConfig`.
 
 Defaults suit one machine: ``local[*]``, the UI off, quiet logs, and Python workers that run this
-interpreter (else they may lack pyarrow); PySpark's call-site capture (DataFrame debugging) is off;
-adaptive execution keeps the stages an empty result would drop (their row-count observations
-with them), and the optimizer the scans under a filter it finds always false and the operators
-over an input it finds empty. Any Spark setting
-passes through ``conf``: a cluster master (``spark://host:7077``) or Spark Connect
+interpreter (else they may lack pyarrow); PySpark's call-site capture (DataFrame debugging) is off.
+Spark's optimizer rules are Spark's own, unless ``conf`` sets ``spark.drill.keepEmptyRelations``
+to ``true`` (:mod:`engine.exec.spark.settings`): the optimizer then keeps the operators over an
+input it proves empty, and they count their rows. Any Spark setting passes through ``conf``: a cluster master (``spark://host:7077``) or Spark Connect
 (``remote="sc://host:15002"``).
 
 >>> SparkConfig().settings()["spark.master"]
@@ -20,10 +19,13 @@ import logging
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from engine.exec.spark.settings import KEEP_EMPTY_RELATIONS, enabled_in
 
 _LOG4J = """\
 rootLogger.level = error
@@ -58,13 +60,28 @@ def _log4j_file() -> Path:
 
 
 EXCLUDED_AQE_RULES = "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation"
-"""The adaptive rules the sessions leave out (``spark.sql.adaptive.optimizer.excludedRules``)."""
+"""The adaptive rules a session keeping empty relations leaves out
+(``spark.sql.adaptive.optimizer.excludedRules``)."""
 
 EXCLUDED_RULES = ",".join(
     f"org.apache.spark.sql.catalyst.optimizer.{rule}"
     for rule in ("PruneFilters", "PropagateEmptyRelation")
 )
-"""The optimizer rules the sessions leave out (``spark.sql.optimizer.excludedRules``)."""
+"""The optimizer rules a session keeping empty relations leaves out
+(``spark.sql.optimizer.excludedRules``)."""
+
+KEEP_EMPTY_RELATIONS_RULES = {
+    # Adaptive execution replaces a stage whose input turned out empty, and the observations in
+    # the stages below it are dropped with it: the row counts of the operators under an empty
+    # result would never arrive.
+    "spark.sql.adaptive.optimizer.excludedRules": EXCLUDED_AQE_RULES,
+    # Likewise, a filter the optimizer finds always false (a column no file holds, compared)
+    # replaces its input with an empty relation: the scans below it unread and uncounted, where
+    # the local executor reads and counts them. And an input found empty while planning takes
+    # the operators over it away, their row counters with them.
+    "spark.sql.optimizer.excludedRules": EXCLUDED_RULES,
+}
+"""What ``spark.drill.keepEmptyRelations`` sets (a user's own ``conf`` for them still wins)."""
 
 
 SERVER_SETTINGS = frozenset(
@@ -114,18 +131,9 @@ class SparkConfig(BaseModel):
             # dozen py4j calls each, so thousands per plan compiled); the engine names the
             # operator and expression of a failure itself.
             "spark.python.sql.dataFrameDebugging.enabled": "false",
-            # Adaptive execution replaces a stage whose input turned out empty, and the
-            # observations in the stages below it are dropped with it: the row counts of the
-            # operators under an empty result would never arrive.
-            "spark.sql.adaptive.optimizer.excludedRules": EXCLUDED_AQE_RULES,
-            # Likewise, a filter the optimizer finds always false (a column no file holds,
-            # compared) would replace its input with an empty relation: the scans below it
-            # unread and uncounted, where the local executor reads and counts them. Left in,
-            # it reads them and keeps nothing (the benchmark queries' plans are the same). And
-            # an input found empty while planning would take the operators over it away, their
-            # row-count markers with them (engine.exec.spark.row_markers), where they count 0.
-            "spark.sql.optimizer.excludedRules": EXCLUDED_RULES,
         }
+        if enabled_in(self.conf, KEEP_EMPTY_RELATIONS):
+            settings.update(KEEP_EMPTY_RELATIONS_RULES)
         if self.quiet:
             settings["spark.ui.enabled"] = "false"
             settings["spark.ui.showConsoleProgress"] = "false"
@@ -164,3 +172,20 @@ def create_session(config: SparkConfig | None = None) -> Any:
     if config.quiet and not config.remote:
         session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def running_session() -> Any:
+    """The session already running in this process (a notebook's, a script's), or None."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
+def session_for_run(conf: Mapping[str, str] | None = None) -> tuple[Any, bool]:
+    """The session a run given none uses, and whether the run started it (and stops it): the
+    session already running in this process, used as it is (building one would set the
+    engine's defaults on it), else a new one from :class:`SparkConfig`'s defaults and ``conf``."""
+    running = running_session()
+    if running is not None:
+        return running, False
+    return create_session(SparkConfig(conf=dict(conf or {}))), True

@@ -20,6 +20,9 @@ time.
 ``UNSUPPORTED`` lists functions with no native form (with the reason); ``PARTIAL`` lists argument
 forms a native builder refuses; ``AGGREGATE_NAMES`` are compiled by the aggregate operators.
 
+The module is longer than most (about 780 lines) because it is one table: a builder of a few lines
+per registry function, grouped by family as above, and the coercions they share.
+
 >>> sorted(AGGREGATE_NAMES)[:3]
 ['avg', 'count', 'count_distinct']
 >>> like_to_java("a%b_")
@@ -35,7 +38,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.errors import DrillError
+from engine.errors import UnsupportedOnSpark
 from engine.exec.spark.paths import Typed, cast_column, null_typed, same_type
 from engine.expr.like import like_to_java
 from engine.types import MajorType, MinorType, from_spark, to_spark
@@ -53,10 +56,6 @@ TIME = T.TimestampNTZType()  # engine.types maps Drill TIME to TIMESTAMP_NTZ on 
 
 class ArgumentError(Exception):
     """Arguments a function can never work on (``'a' + 1``); names the types."""
-
-
-class UnsupportedOnSpark(DrillError):
-    """A function or argument form the Spark executor has no native translation for."""
 
 
 AGGREGATE_NAMES: frozenset[str] = frozenset(

@@ -37,8 +37,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.utils import is_remote
 
+from engine.errors import NestedFilterError
 from engine.exec.spark.columns import compile_predicate
-from engine.exec.spark.nested_filter import NestedFilterError, array_levels
+from engine.exec.spark.nested_filter import array_levels
 from engine.exec.spark.paths import Typed, column_of, get_typed, make_struct, null_typed
 from engine.expr.nodes import Expr, FieldRef, common_path_prefix, field_refs
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.errors import DrillError
+from engine.errors import EvaluationError
 from engine.expr.arrow.kernels import (
     ARROW_FUNCTIONS,
     ArgumentError,
@@ -41,17 +41,6 @@ from engine.types import is_union, to_arrow, union_text
 
 FieldResolver = Callable[[FieldRef], pa.Array]
 """Where field references read their values: the batch, or a prepared view (nested filtering)."""
-
-
-class EvaluationError(DrillError):
-    """An expression that cannot be evaluated on the data it meets (``'a' + 1`` at run time).
-
-    ``expression`` is the text of the (sub)expression that failed.
-    """
-
-    def __init__(self, message: str, *, expression: str | None = None, hint: str | None = None):
-        self.expression = expression
-        super().__init__(message, hint=hint)
 
 
 def evaluate(expr: Expr, batch: pa.RecordBatch) -> pa.Array:

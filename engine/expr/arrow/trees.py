@@ -26,14 +26,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.errors import DrillError
+from engine.errors import TreePathError
 
 Path = tuple[str | int, ...]
 Batch = pa.RecordBatch
-
-
-class TreePathError(DrillError):
-    """A write to a path that cannot be written (a list index, an empty path)."""
 
 
 def null_array(length: int, dtype: pa.DataType | None = None) -> pa.Array:

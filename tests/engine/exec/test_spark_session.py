@@ -15,16 +15,9 @@ def test_defaults_are_local_quiet_and_use_this_interpreter() -> None:
     assert settings["spark.ui.enabled"] == "false"
     assert settings["spark.pyspark.python"] == sys.executable
     assert "log4j2.configurationFile" in settings["spark.driver.extraJavaOptions"]
-    # adaptive execution keeps the stages below an empty result, and their observations
-    assert settings["spark.sql.adaptive.optimizer.excludedRules"].endswith(
-        "AQEPropagateEmptyRelation"
-    )
-    # nor does the optimizer drop what a filter it finds always false reads
-    excluded = settings["spark.sql.optimizer.excludedRules"].split(",")
-    assert {rule.rsplit(".", 1)[1] for rule in excluded} == {
-        "PruneFilters",
-        "PropagateEmptyRelation",
-    }
+    # Spark's optimizer rules are Spark's own (spark.drill.keepEmptyRelations opts out of three)
+    assert "spark.sql.optimizer.excludedRules" not in settings
+    assert "spark.sql.adaptive.optimizer.excludedRules" not in settings
 
 
 def test_any_setting_passes_through_and_wins() -> None:
@@ -51,7 +44,6 @@ def test_a_connect_client_sets_only_session_settings() -> None:
         settings
     )
     assert settings["spark.sql.session.timeZone"] == "UTC"
-    assert settings["spark.sql.optimizer.excludedRules"]
 
 
 def test_unknown_fields_are_rejected() -> None:
@@ -62,9 +54,7 @@ def test_unknown_fields_are_rejected() -> None:
 def test_session_runs_a_query(spark) -> None:
     assert spark.range(5).selectExpr("sum(id) AS s").collect()[0]["s"] == 10
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
-    assert "AQEPropagateEmptyRelation" in spark.conf.get(
-        "spark.sql.adaptive.optimizer.excludedRules"
-    )
+    assert not spark.conf.get("spark.sql.optimizer.excludedRules", None)
 
 
 def test_the_postgresql_driver_is_on_spark_jars_where_installed(tmp_path, monkeypatch) -> None:

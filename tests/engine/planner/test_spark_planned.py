@@ -11,10 +11,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from spark_settings import spark_setting
 
 from engine import explain, parse_plan, run_plan
-from engine.exec.spark import sources
+from engine.exec.spark import stores
 from engine.exec.spark.executor import SparkPlanRun
+from engine.exec.spark.settings import ROW_MARKERS
 from engine.run import build_engines
 
 
@@ -187,7 +189,7 @@ def test_reader_tests_and_what_is_left_to_drills_test(
 ) -> None:
     from pyspark.sql import types as T
 
-    from engine.exec.spark.sources import _reader_tests
+    from engine.exec.spark.native_scan import _reader_tests
     from engine.expr import parse_expression
 
     schema = T.StructType(
@@ -224,8 +226,8 @@ def test_the_spark_plan_shows_records_as_stores_write_them(spark, data: Path) ->
 def test_an_observed_side_feeds_its_broadcast_with_no_inferred_filter(
     spark, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Both scans are counted as their rows flow (their filters make footers useless; a marker
-    filter each, ``row_markers``), and a join on ``==`` lets Spark infer no ``isnotnull`` filter
+    """Both scans are counted as their rows flow (their filters make footers useless; with the
+    ``spark.drill.rowMarkers`` opt-in, a marker filter each), and a join on ``==`` lets Spark infer no ``isnotnull`` filter
     above them: the build side's count feeds the broadcast with no filter of its own between.
     Null keys still match nothing."""
     pq.write_table(
@@ -254,11 +256,12 @@ def test_an_observed_side_feeds_its_broadcast_with_no_inferred_filter(
          "target": {"path": "joined", "format": "parquet"}},
     ]})  # fmt: skip
     written = []
-    write = sources._spark_write
+    write = stores._spark_write
     monkeypatch.setattr(
-        sources, "_spark_write", lambda df, *args: (written.append(df), write(df, *args))
+        stores, "_spark_write", lambda df, *args: (written.append(df), write(df, *args))
     )
-    result = run_plan(plan, executor="spark", spark=spark)
+    with spark_setting(spark, ROW_MARKERS, "true"):
+        result = run_plan(plan, executor="spark", spark=spark)
     physical = written[0]._jdf.queryExecution().executedPlan().toString()
     assert physical.count("SPARK_PARTITION_ID() >= -") == 2, physical  # row_markers
     assert "isnotnull(id" not in physical

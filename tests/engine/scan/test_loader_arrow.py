@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from engine.errors import SchemaConflictError, StorageError
-from engine.scan.loader import LoaderStateError, ResultSetLoader, batch_schema_version
+from engine.errors import LoaderStateError, SchemaConflictError, StorageError
+from engine.scan.loader import ResultSetLoader, batch_schema_version
 from engine.scan.vector_cache import VectorCache
 
 

@@ -7,8 +7,8 @@ import datetime
 import pyarrow as pa
 import pytest
 
-from engine.errors import SchemaConflictError, StorageError
-from engine.scan.loader import LoaderStateError, ResultSetLoader, batch_schema_version
+from engine.errors import LoaderStateError, SchemaConflictError, StorageError
+from engine.scan.loader import ResultSetLoader, batch_schema_version
 from engine.types import BIGINT, FLOAT8, VARCHAR, DataMode, MajorType, MinorType
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from engine.errors import SchemaConflictError
-from engine.scan.loader import LoaderStateError, ResultSetLoader, batch_schema_version
+from engine.errors import LoaderStateError, SchemaConflictError
+from engine.scan.loader import ResultSetLoader, batch_schema_version
 from engine.types import MinorType
 
 

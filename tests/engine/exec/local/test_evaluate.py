@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.errors import DrillError
+from engine.errors import DrillError, EvaluationError
 from engine.expr import parse_expression
-from engine.expr.arrow.evaluate import EvaluationError, evaluate, evaluate_predicate
+from engine.expr.arrow.evaluate import evaluate, evaluate_predicate
 
 NESTED = pa.RecordBatch.from_pylist(
     [

@@ -189,7 +189,7 @@ def _same(actual: Any, expected: Any) -> bool:
 @pytest.mark.parametrize(("function", "expression", "expected"), GOLDEN, ids=[g[1] for g in GOLDEN])
 def test_golden(function: str, expression: str, expected: Any) -> None:
     if expected == "error":
-        from engine.expr.arrow.evaluate import EvaluationError
+        from engine.errors import EvaluationError
 
         with pytest.raises(EvaluationError):
             _values(expression)

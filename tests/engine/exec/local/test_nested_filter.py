@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.errors import EvaluationError
 from engine.exec.local.nested_filter import NestedFilter, array_levels
 from engine.expr import parse_expression
-from engine.expr.arrow.evaluate import EvaluationError
 
 
 def run(records: list[dict], expression: str, schema: pa.Schema | None = None) -> list[dict]:

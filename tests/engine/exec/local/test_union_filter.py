@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.errors import EvaluationError
 from engine.exec.local.nested_filter import NestedFilter
 from engine.exec.local.union_filter import UnionFilter, filter_for_schema
 from engine.expr import parse_expression
-from engine.expr.arrow.evaluate import EvaluationError
 from engine.types import union_array
 
 _X = st.one_of(st.none(), st.integers(0, 6))

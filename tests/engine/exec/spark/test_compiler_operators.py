@@ -12,7 +12,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.exec.spark.compiler_aggregate import AggregateError, collapse_rows, running_columns
+from engine.errors import AggregateError
+from engine.exec.spark.compiler_aggregate import collapse_rows, running_columns
 from engine.exec.spark.compiler_flatten import Flattened, element_type, flatten_rows
 from engine.exec.spark.compiler_join import join_rows, union_rows
 from engine.exec.spark.compiler_order import (

@@ -12,19 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.errors import SchemaConflictError, StorageError
-from engine.exec.spark.datasource import (
-    DATA_SOURCE_NAME,
-    EngineSpec,
-    ScanRequest,
-    SchemaSampling,
-    conform_batch,
-    decode_error,
-    encode_error,
-    read_file,
-    register_data_source,
-    resolve_scan,
-)
-from engine.exec.spark.sources import SEQ_COLUMN, scan_dataframe, translate_spark_error
+from engine.exec.spark.datasource import decode_error, encode_error, read_file, register_data_source
+from engine.exec.spark.names import SEQ_COLUMN
+from engine.exec.spark.scan_request import DATA_SOURCE_NAME, EngineSpec, ScanRequest, SchemaSampling
+from engine.exec.spark.scan_resolution import resolve_scan
+from engine.exec.spark.sources import scan_dataframe
+from engine.exec.spark.spark_errors import translate_spark_error
+from engine.exec.spark.spark_types import conform_batch
 from engine.scan.framework import FileScan, PartitionLayout
 from engine.storage.engines import create_engine
 
@@ -88,7 +82,7 @@ def test_large_selection_commits_a_sample_of_each_file(tmp_path: Path) -> None:
     ids=["json-lines", "pretty", "two-per-line"],
 )
 def test_a_sample_holds_the_first_records_whole(tmp_path: Path, text: str, first_two: str) -> None:
-    from engine.exec.spark.datasource import _record_prefix
+    from engine.exec.spark.scan_resolution import _record_prefix
 
     (tmp_path / "s.json").write_text(text)
     engine = fs(tmp_path)

@@ -1,11 +1,14 @@
 """The driver's fixed cost per Spark run, counted (never timed): py4j calls made by the run's own
 thread, and DataFrames built (each one an analysis on the JVM). The bounds are this branch's counts
 with a little room; before it, q6 made 403 calls, topn 484 and left_join_filter 503 (warm runs at
-scale 0.1, same plans; the counts do not depend on the data's size)."""
+scale 0.1, same plans; the counts do not depend on the data's size). The bounds hold with the
+opt-in shortcuts on (``spark.drill.py4jShortcuts``, ``spark.drill.rowMarkers``): each test here
+turns them on, and takes py4j's patch out after it."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,8 @@ from pyspark.sql import types as T
 
 from engine.exec.spark.columns import compile_typed
 from engine.exec.spark.paths import cast_column, top_column
+from engine.exec.spark.py4j_round_trips import fewer_round_trips, restore_py4j
+from engine.exec.spark.settings import PY4J_SHORTCUTS, ROW_MARKERS
 from engine.expr import parse_expression
 
 BENCHMARKS = Path(__file__).resolve().parents[4] / "benchmarks"
@@ -23,6 +28,21 @@ sys.path.insert(0, str(BENCHMARKS))
 
 from spark_queries.check import run_ours  # noqa: E402
 from spark_queries.data import generate  # noqa: E402
+from spark_settings import spark_setting  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def shortcuts(spark: Any) -> Iterator[None]:
+    """The opt-in shortcuts on for the test (py4j's own classes again after it)."""
+    fewer_round_trips()  # for the tests counting calls outside a run too
+    try:
+        with (
+            spark_setting(spark, PY4J_SHORTCUTS, "true"),
+            spark_setting(spark, ROW_MARKERS, "true"),
+        ):
+            yield
+    finally:
+        restore_py4j()
 
 
 @pytest.fixture(scope="module")

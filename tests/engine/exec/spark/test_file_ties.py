@@ -25,7 +25,7 @@ from engine.exec.spark.file_ties import (
     key_range,
     shared_values,
 )
-from engine.exec.spark.sources import spark_input_file_name
+from engine.exec.spark.read_paths import spark_input_file_name
 from engine.plan import parse_plan
 from engine.run import run_plan
 

@@ -1,8 +1,10 @@
-"""Fewer py4j round trips: classes, packages and static methods are looked up once (fields and
-names the JVM does not know every time), and lists pass ten elements a call."""
+"""Fewer py4j round trips (the ``spark.drill.py4jShortcuts`` opt-in): classes, packages and static
+methods are looked up once (fields and names the JVM does not know every time), and lists pass
+ten elements a call. Each test installs them and takes them out again."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -10,13 +12,16 @@ from py4j.protocol import Py4JError
 from py4j_calls import counted
 from pyspark.sql import functions as F
 
-from engine.exec.spark.py4j_round_trips import fewer_round_trips
+from engine.exec.spark.py4j_round_trips import fewer_round_trips, restore_py4j
 
 
 @pytest.fixture
-def jvm(spark: Any) -> Any:
+def jvm(spark: Any) -> Iterator[Any]:
     fewer_round_trips()
-    return spark.sparkContext._jvm
+    try:
+        yield spark.sparkContext._jvm
+    finally:
+        restore_py4j()
 
 
 def test_a_sql_function_costs_the_call_alone_once_looked_up(jvm: Any) -> None:
@@ -56,10 +61,15 @@ def test_the_shortcuts_are_installed_once() -> None:
     from py4j.java_collections import ListConverter
     from py4j.java_gateway import JavaClass
 
+    original = JavaClass.__getattr__, ListConverter.convert
     fewer_round_trips()
-    installed = JavaClass.__getattr__, ListConverter.convert
-    fewer_round_trips()
-    assert (JavaClass.__getattr__, ListConverter.convert) == installed
+    try:
+        installed = JavaClass.__getattr__, ListConverter.convert
+        fewer_round_trips()
+        assert (JavaClass.__getattr__, ListConverter.convert) == installed
+    finally:
+        restore_py4j()
+    assert (JavaClass.__getattr__, ListConverter.convert) == original
 
 
 @pytest.mark.parametrize(

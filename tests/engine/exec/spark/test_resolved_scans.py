@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.exec.spark import datasource
-from engine.exec.spark.datasource import resolve_scan
+from engine.exec.spark import scan_resolution
 from engine.exec.spark.resolved_scans import SETTLED_SECONDS, ResolvedScans
+from engine.exec.spark.scan_resolution import resolve_scan
 from engine.storage.engines import create_engine
 
 NOW = 1_800_000_000.0
@@ -116,7 +116,7 @@ def test_resolve_scan_samples_settled_files_once_per_process(tmp_path: Path) -> 
     old = os.stat(path).st_mtime - 60
     os.utime(path, (old, old))
     engine = create_engine("fs", {"type": "fs", "root": str(tmp_path)})
-    datasource._RESOLVED.clear()
+    scan_resolution._RESOLVED.clear()
     first = resolve_scan(engine, {"path": "events.json"})
     assert str(first.output_types["x"]) == "BIGINT"
 

@@ -2,10 +2,11 @@
 join flows, a filter that keeps every row counts them in Spark's own SQL metrics, with no
 ``CollectMetrics`` node in the plan, and the counts are the local executor's. Where a marker
 cannot count (local rows only, a limit reading the operator, a scan counting skipped records),
-the run observes."""
+the run observes. Markers are an opt-in (``spark.drill.rowMarkers``): every test here turns it on."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,20 @@ from engine.exec.spark.row_markers import (
     parse_counts,
     row_markers,
 )
+from engine.exec.spark.session import KEEP_EMPTY_RELATIONS_RULES
+from engine.exec.spark.settings import ROW_MARKERS
 from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
+
+
+@pytest.fixture(autouse=True)
+def markers_on(request: pytest.FixtureRequest) -> Any:
+    """The session opts in to markers for each test that uses it."""
+    if "spark" not in request.fixturenames:
+        yield
+        return
+    with spark_setting(request.getfixturevalue("spark"), ROW_MARKERS, "true"):
+        yield
 
 
 @pytest.fixture
@@ -128,12 +141,16 @@ def test_a_join_pipeline_counts_its_flowing_rows_with_markers_as_the_local_execu
 
 
 def test_a_join_with_an_empty_scan_still_counts_zero_rows(spark: Any, data: Path) -> None:
-    """The sessions leave ``PropagateEmptyRelation`` out: the join over a scan of no files is
-    planned, not replaced by an empty relation that would take its marker with it."""
+    """A session leaving ``PropagateEmptyRelation`` out (``spark.drill.keepEmptyRelations``):
+    the join over a scan of no files is planned, not replaced by an empty relation that would
+    take its marker with it."""
     ops = [dict(op) for op in JOIN_PIPELINE]
     ops[2] = scan(3, "none", "c")
     ops[4] = {"@id": 5, "op": "filter", "input": 4, "expr": "o.o_key > 6"}
-    run, result = spark_run(spark, data, ops)
+    with contextlib.ExitStack() as kept:
+        for key, rules in KEEP_EMPTY_RELATIONS_RULES.items():
+            kept.enter_context(spark_setting(spark, key, rules))
+        run, result = spark_run(spark, data, ops)
     assert "4" in run.metrics.counting()
     assert result.metrics["4"]["rows"] == 0
     assert spark_rows(result) == local_rows(data, ops)

@@ -114,6 +114,7 @@ def test_a_session_the_run_started_is_stopped_and_a_given_one_is_not(
 ) -> None:
     started = _RecordingSession(spark)
     monkeypatch.setattr("engine.exec.spark.session.create_session", lambda *a, **k: started)
+    monkeypatch.setattr("engine.exec.spark.session.running_session", lambda: None)
     plan = parse_plan(
         plan_of(
             {"@id": 1, "op": "constant", "content": RECORDS[:1]},

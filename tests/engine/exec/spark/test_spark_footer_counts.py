@@ -14,15 +14,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql.classic import dataframe as classic
+from spark_settings import spark_setting
 
 from engine.errors import ExecutionError
 from engine.exec.spark.executor import SparkPlanRun
-from engine.exec.spark.sources import (
-    constant_dataframe,
-    plan_scan,
-    scan_plan_dataframe,
-    store_dataframe,
-)
+from engine.exec.spark.settings import ROW_MARKERS
+from engine.exec.spark.sources import constant_dataframe, plan_scan, scan_plan_dataframe
+from engine.exec.spark.stores import store_dataframe
 from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
 from engine.storage.engines import create_engine
@@ -162,12 +160,13 @@ def test_a_parquet_scan_with_a_pushed_filter_still_counts_its_rows_as_they_flow(
     spark: Any, data: Path
 ) -> None:
     filtered = {"@id": 2, "op": "filter", "input": 1, "expr": "t.x > 2"}
-    run, result = run_of(spark, data, SCAN, filtered, COUNT, STORE)
+    with spark_setting(spark, ROW_MARKERS, "true"):
+        run, result = run_of(spark, data, SCAN, filtered, COUNT, STORE)
     assert run.planned.operator("1").pushed_filter is not None
     assert result.records() == [{"n": 5}]
     assert result.metrics["1"]["rows"] == result.metrics["2"]["rows"] == 5
     assert run.ctx.read_rows == {}
-    # Every record reaches the aggregate: a marker on its input counts them (row_markers).
+    # Every record reaches the aggregate: a marker on its input counts them (the opt-in).
     assert "1" in run.metrics._marked and not run.metrics._observations
     assert not observed_in(run, "1") and not observed_in(run, "3")
     # With a second reader the scan counts its rows as read.
@@ -238,7 +237,8 @@ def test_a_parquet_scan_a_limit_reads_still_observes(spark: Any, data: Path) -> 
 
 def test_a_json_scan_still_counts_its_rows_as_they_flow(spark: Any, data: Path) -> None:
     scan = {**SCAN, "selection": {"path": "j", "format": "json"}}
-    run, result = run_of(spark, data, scan, PROJECT, COUNT, STORE)
+    with spark_setting(spark, ROW_MARKERS, "true"):
+        run, result = run_of(spark, data, scan, PROJECT, COUNT, STORE)
     assert result.metrics["1"]["rows"] == 3
     assert run.ctx.read_rows == {}
     assert "1" in run.metrics._marked and not observed_in(run, "3")  # at the aggregate's input

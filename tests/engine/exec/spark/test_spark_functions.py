@@ -9,8 +9,8 @@ import operator
 import pytest
 from pyspark.sql import types as T
 
+from engine.errors import UnsupportedOnSpark
 from engine.exec.spark.columns import compile_expression
-from engine.exec.spark.spark_functions import UnsupportedOnSpark
 from engine.expr import ExpressionTypeError, parse_expression
 from engine.expr.like import like_to_java
 

@@ -6,15 +6,18 @@ less on the driver; so are the group numbers of segments nothing reads
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from spark_settings import spark_setting
 
 from engine.exec.spark.executor import SparkPlanRun
 from engine.exec.spark.plan_decisions import fused_operators, unnumbered_segments
+from engine.exec.spark.session import KEEP_EMPTY_RELATIONS_RULES
 from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
 
@@ -199,15 +202,27 @@ def test_a_fused_windowframe_counts_its_members_as_the_local_executor(
 ) -> None:
     """The rows of a windowframe whose members are never built, and of the segment that
     groups them, are the local executor's: every member of every frame, empty frames and
-    frames without a target included."""
+    frames without a target included. Where the aggregate keeps no record ("target"), Spark's
+    optimizer drops the observation summing them with the empty result: they have no count
+    on a session keeping Spark's rules, and the local executor's where the session leaves the
+    empty-relation rules out (``spark.drill.keepEmptyRelations``)."""
     windows = {k: v for k, v in {**FRAME, **frame}.items() if v is not None}  # None: absent
     plan = plan_of(SCAN, ORDER, USER, windows, PAIR, {**PAIRS, **collapse}, root=root)
     assert fused_operators(plan) == {"4", "5"}
     on_spark = run_plan(plan, executor="spark", spark=spark)
     local = run_plan(plan, executor="local")
     assert on_spark.records() == local.records()
+    kept_nothing = local.metrics["6"]["rows"] == 0
     for op_id in ("4", "5", "6"):
-        assert on_spark.metrics[op_id]["rows"] == local.metrics[op_id]["rows"], op_id
+        if op_id in on_spark.metrics or not kept_nothing:
+            assert on_spark.metrics[op_id]["rows"] == local.metrics[op_id]["rows"], op_id
+    if kept_nothing:
+        with contextlib.ExitStack() as kept:
+            for key, rules in KEEP_EMPTY_RELATIONS_RULES.items():
+                kept.enter_context(spark_setting(spark, key, rules))
+            on_spark = run_plan(plan, executor="spark", spark=spark)
+        for op_id in ("4", "5", "6"):
+            assert on_spark.metrics[op_id]["rows"] == local.metrics[op_id]["rows"], op_id
     assert on_spark.metrics["4"]["rows"] > 0
 
 

@@ -8,8 +8,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from engine.errors import NestedFilterError
 from engine.exec.local.nested_filter import NestedFilter
-from engine.exec.spark.nested_filter import NestedFilterError, array_levels, filter_records
+from engine.exec.spark.nested_filter import array_levels, filter_records
 from engine.expr import parse_expression
 
 pytestmark = pytest.mark.spark

@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from engine.errors import TreePathError
 from engine.exec.spark.paths import (
     TopColumns,
     Typed,
@@ -18,7 +19,6 @@ from engine.exec.spark.paths import (
     with_path,
 )
 from engine.expr.arrow import trees
-from engine.expr.arrow.trees import TreePathError
 
 pytestmark = pytest.mark.spark
 

@@ -1,8 +1,8 @@
 """Spark's reader is given a directory instead of its files where they are all it would list
-there (:func:`engine.exec.spark.sources.spark_read_paths`): one listing instead of a file status
+there (:func:`engine.exec.spark.read_paths.spark_read_paths`): one listing instead of a file status
 per file. Anything else in the directory keeps the files named one by one. Files in several
 directories are read from their common root, listed recursively, where they are all Spark lists
-below it (:func:`engine.exec.spark.sources.spark_read_root`)."""
+below it (:func:`engine.exec.spark.read_paths.spark_read_root`)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def write(path: Path, text: str = "{}\n") -> Path:
 
 
 def test_a_directory_replaces_files_that_are_all_spark_lists_in_it(tmp_path: Path) -> None:
-    from engine.exec.spark.sources import spark_read_paths
+    from engine.exec.spark.read_paths import spark_read_paths
 
     a, b = write(tmp_path / "d" / "a.json"), write(tmp_path / "d" / "b.json")
     write(tmp_path / "d" / "_SUCCESS")  # Spark skips these, as it does hidden names
@@ -48,7 +48,7 @@ def test_a_directory_replaces_files_that_are_all_spark_lists_in_it(tmp_path: Pat
 def test_files_are_named_when_spark_would_list_more_in_their_directory(
     tmp_path: Path, extra: str
 ) -> None:
-    from engine.exec.spark.sources import spark_read_paths
+    from engine.exec.spark.read_paths import spark_read_paths
 
     a, b = write(tmp_path / "d" / "a.json"), write(tmp_path / "d" / "b.json")
     if extra == "link.json":
@@ -59,7 +59,7 @@ def test_files_are_named_when_spark_would_list_more_in_their_directory(
 
 
 def test_files_in_several_directories_are_read_from_their_root(tmp_path: Path) -> None:
-    from engine.exec.spark.sources import spark_read_root
+    from engine.exec.spark.read_paths import spark_read_root
 
     a, b = write(tmp_path / "t" / "d=1" / "a.json"), write(tmp_path / "t" / "d=2" / "b.json")
     c = write(tmp_path / "t" / "d=2" / "deeper" / "c.json")
@@ -79,7 +79,7 @@ def test_files_in_several_directories_are_read_from_their_root(tmp_path: Path) -
 def test_files_keep_their_paths_where_spark_would_list_more_below_their_root(
     tmp_path: Path, extra: str
 ) -> None:
-    from engine.exec.spark.sources import spark_read_paths, spark_read_root
+    from engine.exec.spark.read_paths import spark_read_paths, spark_read_root
 
     a, b = write(tmp_path / "t" / "d=1" / "a.json"), write(tmp_path / "t" / "d=2" / "b.json")
     if extra == "link":
@@ -93,7 +93,7 @@ def test_files_keep_their_paths_where_spark_would_list_more_below_their_root(
 
 
 def test_files_in_one_directory_have_no_root_to_list(tmp_path: Path) -> None:
-    from engine.exec.spark.sources import spark_read_root
+    from engine.exec.spark.read_paths import spark_read_root
 
     a, b = write(tmp_path / "d" / "a.json"), write(tmp_path / "d" / "b.json")
     assert spark_read_root(files_in(a, b)) is None  # the directory itself is one path already

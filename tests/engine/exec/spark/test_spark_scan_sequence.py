@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 from engine.exec.spark.compiler_join import join_sequence_long
 from engine.exec.spark.compiler_order import LONG_BITS, SEQ_BITS, pair_bits
 from engine.exec.spark.executor import SparkPlanRun
-from engine.exec.spark.sources import SEQ_COLUMN
+from engine.exec.spark.names import SEQ_COLUMN
 from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
 
@@ -242,7 +242,7 @@ def test_the_row_index_column_spark_fills_is_metadata_row_index(spark: Any, data
     (``sources.ROW_INDEX_COLUMN``, Spark's internal name, cheaper than ``_metadata``): the same
     values as ``_metadata.row_index`` over row groups and files, pushed filters included, and a
     plan with a filter on the scan keeps the sequence numbers dense and non-nullable."""
-    from engine.exec.spark.sources import ROW_INDEX_COLUMN
+    from engine.exec.spark.native_scan import ROW_INDEX_COLUMN
 
     files = [str(data / "t" / f"{name}.parquet") for name in ("a", "c")]
     schema = T.StructType(

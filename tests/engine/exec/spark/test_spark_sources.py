@@ -16,16 +16,17 @@ from pyspark.sql import functions as F
 
 from engine.errors import PlanningError, StorageError
 from engine.exec.local.sources import records_to_batch
-from engine.exec.spark import sources
-from engine.exec.spark.datasource import SchemaSampling, _unread_schema
+from engine.exec.spark import native_scan
+from engine.exec.spark.names import SEQ_COLUMN
+from engine.exec.spark.scan_request import SchemaSampling
+from engine.exec.spark.scan_resolution import _unread_schema
 from engine.exec.spark.sources import (
-    SEQ_COLUMN,
     constant_dataframe,
     plan_scan,
     scan_dataframe,
     scan_plan_dataframe,
-    translate_spark_error,
 )
+from engine.exec.spark.spark_errors import translate_spark_error
 from engine.exec.spark.unread_member import without_unread
 from engine.scan.framework import FileScan
 from engine.storage.engines import create_engine
@@ -133,7 +134,7 @@ def test_records_are_built_in_the_readers_select_unless_an_observation_counts_fi
 def test_beyond_the_map_lookup_limit_files_are_joined_with_their_values(
     spark, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sources, "LITERAL_LOOKUP_FILES", 1)
+    monkeypatch.setattr(native_scan, "LITERAL_LOOKUP_FILES", 1)
     engine = engine_at(root)
     selection = {"path": "json"}
     df = scan_dataframe(spark, engine, selection, None, file_columns=["fqn"], reader="spark")
@@ -158,7 +159,7 @@ def test_a_rows_file_is_found_by_its_position_in_a_list_of_the_files(
     position in an array literal, the values at that position: records in file order, the
     JVM asked as often for twelve files as for three by the array literal, and a file the scan
     did not list fails the read by name, in each column it gives."""
-    monkeypatch.setattr(sources, "CASE_LOOKUP_FILES", 12 if lookup == "compares" else 0)
+    monkeypatch.setattr(native_scan, "CASE_LOOKUP_FILES", 12 if lookup == "compares" else 0)
 
     def write(path: Path, n: int) -> None:
         records = [{"id": i, "name": "x" * (n if sizes == "distinct" else 1)} for i in range(3)]
@@ -190,7 +191,7 @@ def test_a_rows_file_is_found_by_its_position_in_a_list_of_the_files(
     assert few == many if lookup == "array" else few < many
     # Spark reads a file the scan did not list (the listing changed under a directory read).
     unlisted = replace(plan, resolved=replace(plan.resolved, files=plan.resolved.files[:-1]))
-    monkeypatch.setattr(sources, "spark_read_paths", lambda files: [str(tmp_path / "12")])
+    monkeypatch.setattr(native_scan, "spark_read_paths", lambda files: [str(tmp_path / "12")])
     df = scan_plan_dataframe(spark, unlisted, None)
     for columns in [df.columns, file_columns]:  # the implicit values alone raise too
         if columns:
@@ -262,7 +263,7 @@ def test_a_spark_reader_failure_the_drill_reader_cannot_explain_is_sparks_reason
     def fails(*args: object, **kwargs: object) -> None:
         raise TypeError("the Drill reader failed too")
 
-    monkeypatch.setattr("engine.exec.spark.sources.read_file", fails)
+    monkeypatch.setattr("engine.exec.spark.spark_errors.read_file", fails)
     translated = translate_spark_error(caught.value)
     assert isinstance(translated, StorageError) and translated.file == str(tmp_path / "l.json")
     assert str(translated).startswith(f"{tmp_path / 'l.json'}: Spark could not read the file: ")

@@ -11,7 +11,9 @@ import pytest
 from pyspark.sql import functions as F
 
 from engine.errors import StorageError
-from engine.exec.spark.sources import SEQ_COLUMN, constant_dataframe, store_dataframe
+from engine.exec.spark.names import SEQ_COLUMN
+from engine.exec.spark.sources import constant_dataframe
+from engine.exec.spark.stores import store_dataframe
 from engine.scan.framework import FileScan
 from engine.storage.engines import ConsoleEngine, create_engine
 

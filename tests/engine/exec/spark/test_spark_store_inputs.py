@@ -21,6 +21,7 @@ from spark_settings import spark_setting
 
 from engine.exec.spark import executor
 from engine.exec.spark.executor import SparkPlanRun
+from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.one_task_sort import ONE_TASK_SORT_BYTES
 from engine.exec.spark.plan_decisions import (
     decide,
@@ -28,7 +29,6 @@ from engine.exec.spark.plan_decisions import (
     store_read_limits,
     store_sorted_orders,
 )
-from engine.exec.spark.sources import SEQ_COLUMN
 from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
 

@@ -14,8 +14,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine import run_plan
+from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.paths import TopColumns, get_typed
-from engine.exec.spark.sources import SEQ_COLUMN, plan_scan, scan_plan_dataframe
+from engine.exec.spark.sources import plan_scan, scan_plan_dataframe
 from engine.exec.spark.unread_member import UNREAD, drop_unread, with_unread, without_unread
 from engine.storage.engines import create_engine
 
