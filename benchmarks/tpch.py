@@ -39,7 +39,7 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
-from tpch import (  # the TPC-H helpers the tests use
+from tpch_suite import (  # the TPC-H helpers the tests use
     QUERIES,
     TABLES,
     answer,
