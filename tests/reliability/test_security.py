@@ -224,6 +224,21 @@ def _is_string_built(node: ast.AST) -> bool:
     )
 
 
+SQL_TEXT_FUNCTIONS = {("engine/exec/spark/catalog_tables.py", "_ddl")}
+"""The one function that hands SQL text to Spark: catalog statements PySpark's Catalog API cannot
+make, every name in them validated and quoted (see its docstring)."""
+
+
+def _allowed_sql_calls(tree: ast.AST, path: Path) -> list[ast.Call]:
+    where = str(path.relative_to(REPO))
+    return [
+        call
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and (where, node.name) in SQL_TEXT_FUNCTIONS
+        for call in _calls(node)
+    ]
+
+
 def _imports_spark(tree: ast.AST) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -240,6 +255,7 @@ def test_the_engine_never_calls_eval_a_shell_or_string_built_sql() -> None:
     problems = []
     for path in SOURCES:
         tree = ast.parse(path.read_text(), filename=str(path))
+        allowed = _allowed_sql_calls(tree, path)
         sql_front_end = path.relative_to(REPO).parts[:2] == ("engine", "sql")
         if sql_front_end and _imports_spark(tree):
             problems.append(f"{path.relative_to(REPO)}: the SQL front end imports Spark")
@@ -257,7 +273,12 @@ def test_the_engine_never_calls_eval_a_shell_or_string_built_sql() -> None:
                 owner = func.value.id if isinstance(func.value, ast.Name) else None
                 if (owner, func.attr) in DANGEROUS_ATTRIBUTES:
                     problems.append(f"{where}: calls {owner}.{func.attr}()")
-                if func.attr in SQL_CALLS and owner not in ("re", "self") and not sql_front_end:
+                if (
+                    func.attr in SQL_CALLS
+                    and owner not in ("re", "self")
+                    and not sql_front_end
+                    and call not in allowed
+                ):
                     problems.append(f"{where}: hands SQL text to Spark ({func.attr})")
                 if (
                     func.attr in ("filter", "where")

@@ -111,7 +111,8 @@ class Comparison:
     value: Any
     text: bool = False  # compared as text, byte-wise (COLLATE "C"), as the engine compares text
 
-    def sql(self, parameter: int) -> str:
+    def condition(self, parameter: int) -> str:
+        """The comparison as PostgreSQL SQL, its value the ``parameter``-th bound one."""
         column = quote(self.column) + ('::text COLLATE "C"' if self.text else "")
         return f"{column} {OPERATORS[self.op]} ${parameter}"
 
@@ -135,7 +136,7 @@ def select_sql(
             or "NULL"
         )
     origin = source.sql if isinstance(source, TableName) else f"({source}) AS q"
-    where = [c.sql(i) for i, c in enumerate(comparisons, start=1)]
+    where = [c.condition(i) for i, c in enumerate(comparisons, start=1)]
     sql = f"SELECT {listed} FROM {origin}"
     if where:
         sql += " WHERE " + " AND ".join(where)
