@@ -151,7 +151,11 @@ def test_a_file_that_vanishes_after_listing_fails_naming_it(
     (data / "a.json").write_text('{"a": 1}\n')
     (data / "b.json").write_text('{"a": 2}\n')
     listed = FsEngine.list_files
-    readers = ("engine.scan.framework", "engine.exec.spark.datasource")
+    readers = (
+        "engine.scan.framework",
+        "engine.exec.spark.datasource",
+        "engine.exec.spark.scan_resolution",
+    )
 
     def list_then_remove(self: FsEngine, selection: Any) -> Any:
         files = listed(self, selection)

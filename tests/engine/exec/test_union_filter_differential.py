@@ -10,17 +10,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from conformance_compare import records_match
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from engine import run_plan
+from engine.errors import DrillError
 
 _SCALAR = st.one_of(st.none(), st.integers(0, 6), st.sampled_from(["s", "t"]))
 _X = st.one_of(_SCALAR, st.lists(_SCALAR, max_size=3))
 _MAP = st.fixed_dictionaries({"x": _X}, optional={"b": st.integers(0, 3), "z": st.just({"x": 5})})
 _ARRAY = st.lists(st.one_of(_MAP, _SCALAR), max_size=3)
-_ARRAYS = st.lists(st.lists(_MAP, max_size=2), max_size=2)
+# Arrays of arrays hold maps with a scalar `x`: the Spark executor walks at most two nested arrays
+# (MAX_VARIANT_ARRAYS) and refuses deeper data, naming the limit.
+_FLAT_MAP = st.fixed_dictionaries({"x": _SCALAR}, optional={"b": st.integers(0, 3)})
+_ARRAYS = st.lists(st.lists(_FLAT_MAP, max_size=2), max_size=2)
 _VALUE = st.one_of(_MAP, _ARRAY, _ARRAYS, _SCALAR)
 # The first two records give `a` a map and an array, so it is a UNION whatever else is drawn.
 _RECORDS = st.lists(
@@ -89,3 +94,11 @@ def test_the_seeds_examples_on_both_executors(spark: Any) -> None:
     # Arrays of arrays inside a UNION keep their nesting; an inner array left empty goes.
     nested = [{"a": [[{"x": 1}, {"x": 4}], [{"x": 5}], [{"x": 0}]]}, {"a": {"x": 2}}]
     assert _both(_plan(nested, "a.x > 3"), spark) == [{"a": [[{"x": 4}], [{"x": 5}]]}]
+
+
+def test_deeper_arrays_than_spark_walks_are_refused_naming_the_limit(spark: Any) -> None:
+    records = [{"a": {"x": 4}, "c": 0}, {"a": [[{"x": [1, "s"]}]], "c": 1}]
+    plan = _plan(records, "a.x == 's'")
+    assert run_plan(plan, executor="local").records() == [{"a": [[{"x": ["s"]}]], "c": 1}]
+    with pytest.raises(DrillError, match=r"nested more than 2 deep in a UNION value"):
+        run_plan(plan, executor="spark", spark=spark)

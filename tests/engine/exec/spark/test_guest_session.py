@@ -130,7 +130,8 @@ def test_row_counts_by_default_are_the_local_executors(spark: Any, lake: Path) -
     spark_rows = rows_of(run_plan(plan, executor="spark", spark=spark))
     local_rows = rows_of(run_plan(plan, executor="local"))
     assert spark_rows == local_rows
-    assert {"1", "2", "3", "4", "6"} <= set(spark_rows)
+    # the filter (4) reads one input only: the planner moves it below the join, under a new id
+    assert {"1", "2", "3", "6"} <= set(spark_rows)
 
 
 def test_markers_count_as_the_default_when_opted_in(spark: Any, lake: Path) -> None:
