@@ -2,7 +2,7 @@
 
 The data, the 22 query texts and the answers come from DuckDB's tpch extension (``make tpch-data
 TPCH_SF=<sf>``, cached in ``.tpch/``; this script runs it when the scale is missing). For each
-query our SQL front end translates (the others are listed as skipped, with the reason):
+query (one the SQL front end cannot translate is listed as skipped, with the reason):
 
 * ``ours_spark``: SQL -> plan -> our Spark executor (``run_plan(..., executor="spark")``), the
   records collected; against ``spark_sql``: ``spark.sql`` of the same text over the same parquet
