@@ -34,7 +34,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from engine.errors import DrillError, StorageError
 from engine.exec.spark.columns import compile_predicate
 from engine.exec.spark.names import column
-from engine.exec.spark.sources import _unwrapped
+from engine.exec.spark.sources import unwrapped_filter
 from engine.exec.spark.unread_member import with_unread
 from engine.expr import Expr
 from engine.storage.jdbc.adbc import connect
@@ -150,7 +150,7 @@ def jdbc_scan_dataframe(
             numPartitions=str(source.num_partitions or spark.sparkContext.defaultParallelism),
         )
     df = _load(reader, engine, what).select(*[column(n) for n in names])
-    plain = None if pushed_filter is None else _unwrapped(pushed_filter, ref)
+    plain = None if pushed_filter is None else unwrapped_filter(pushed_filter, ref)
     if plain is not None:
         # The comparisons as plain Columns, which Spark pushes into the SQL it sends; then the
         # whole filter as the engine evaluates it (the same rows: its nulls are false).

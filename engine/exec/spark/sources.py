@@ -205,7 +205,7 @@ def scan_plan_dataframe(
     )
     carried = [column(SEQ_COLUMN), *([column(SKIPPED_COLUMN)] if counting else [])]
     columns = list(resolved.output_types)
-    row_filter = None if pushed_filter is None else _unwrapped(pushed_filter, ref)
+    row_filter = None if pushed_filter is None else unwrapped_filter(pushed_filter, ref)
     late_filter = pushed_filter if row_filter is None else None  # reads outside the record
     # Every row of every file: the footers count them (the native scan reads them anyway).
     whole = plan.reader == "spark-parquet" and pushed_filter is None and counted is not None
@@ -307,7 +307,7 @@ def _keeping_counts(predicate: Column, counting: bool) -> Column:
     return column(SKIPPED_COLUMN).isNotNull() | F.coalesce(predicate, F.lit(False))
 
 
-def _unwrapped(expr: Expr, ref: str | None) -> Expr | None:
+def unwrapped_filter(expr: Expr, ref: str | None) -> Expr | None:
     """``expr`` over the scan's own columns (``ref.a`` -> ``a``); None when it reads anything
     outside ``ref`` (it then cannot run before the records are wrapped)."""
     if not ref:
