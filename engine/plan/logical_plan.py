@@ -19,12 +19,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf, PrivateAttr
 
 from engine.errors import PlanError, PlanIssue
 from engine.plan.document import Head, StorageConfig
 from engine.plan.graph import topological_ids
-from engine.plan.operators import AnyOperator, Operator, OperatorKind, SingleInputOperator
+from engine.plan.operators import Operator, OperatorKind, SingleInputOperator
 from engine.plan.paths import Location
 
 
@@ -35,7 +35,7 @@ class LogicalPlan(BaseModel):
 
     head: Head = Field(default_factory=Head)
     storage: dict[str, StorageConfig] = Field(default_factory=dict)
-    query: list[AnyOperator] = Field(default_factory=list)
+    query: list[InstanceOf[Operator]] = Field(default_factory=list)
     source: str | None = Field(default=None, exclude=True)
 
     _by_id: dict[str, Operator] = PrivateAttr(default_factory=dict)

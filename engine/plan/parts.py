@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from engine.expr import Expr
 
 PLAN_MODEL_CONFIG = ConfigDict(
+    defer_build=True,  # a model's validator is built when first used: a plan builds only its own
     extra="forbid",
     field_title_generator=lambda name, info: info.serialization_alias or name,
     frozen=True,

@@ -14,8 +14,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import hjson
-
 from engine.errors import PlanError, PlanIssue, PlanSyntaxError
 
 PlanSource = Path | str | dict[str, Any]
@@ -83,6 +81,8 @@ def _parse_text(text: str, name: str | None) -> Any:
         strict_error = exc
     except RecursionError:
         raise PlanSyntaxError("the plan is nested too deeply", source=name) from None
+    import hjson  # only relaxed documents need it, and importing it costs a CLI call ~0.1 s
+
     try:
         document = hjson.loads(text, parse_float=_RelaxedFloat, object_pairs_hook=dict)
     except hjson.HjsonDecodeError as exc:
