@@ -184,13 +184,25 @@ def test_run_on_spark_shows_no_java_stack_trace_when_spark_gives_up_code_generat
 
 def test_validate_loads_no_executor_dataset_or_dagster_code(tmp_path: Path) -> None:
     # What makes `drill-dagster validate` start fast: it parses and checks, and imports nothing
-    # that only running a plan needs.
+    # that only running a plan needs (nor the relaxed-JSON reader, for a strict JSON plan).
     plan = tmp_path / "p.json"
-    plan.write_text('{query: [{"@id": 1, op: "constant", content: [{a: 1}]}]}')
+    plan.write_text('{"query": [{"@id": 1, "op": "constant", "content": [{"a": 1}]}]}')
     heavy = ("pandas", "pyarrow.dataset", "pyspark", "dagster", "engine.exec", "engine.storage")
+    heavy += ("hjson", "engine.plan.json_schema")
     code = (
         "import sys; from drill_dagster.cli import run; code = run(['validate', sys.argv[1]]); "
         f"print(code, [m for m in {heavy!r} if m in sys.modules])"
     )
     done = subprocess.run([sys.executable, "-c", code, str(plan)], capture_output=True, text=True)
     assert done.stdout.split("\n")[-2] == "0 []", done.stdout + done.stderr
+
+
+def test_validate_reads_relaxed_json(tmp_path: Path) -> None:
+    plan = tmp_path / "p.json"
+    plan.write_text('{query: [{"@id": 1, op: "constant", content: [{a: 1}]}]}  // relaxed')
+    done = subprocess.run(
+        [sys.executable, "-m", "drill_dagster.cli", "validate", str(plan)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
