@@ -61,7 +61,15 @@ class LogicalPlan(BaseModel):
 
     def with_query(self, query: list[Operator]) -> LogicalPlan:
         """The same plan with its operators replaced (same ids; e.g. parameters substituted)."""
-        plan = LogicalPlan(head=self.head, storage=self.storage, query=query, source=self.source)
+        if all(isinstance(op, Operator) for op in query):
+            # validated operators (a model_copy keeps its type): no need to validate them again
+            plan = LogicalPlan.model_construct(
+                head=self.head, storage=self.storage, query=list(query), source=self.source
+            )
+        else:
+            plan = LogicalPlan(
+                head=self.head, storage=self.storage, query=query, source=self.source
+            )
         return plan._set_locations(dict(self._locations))
 
     # --- looking operators up -------------------------------------------------------------------
@@ -69,10 +77,12 @@ class LogicalPlan(BaseModel):
     def operator(self, op_id: str | int) -> Operator:
         """The operator with this id (``1`` and ``"1"`` are the same id)."""
         key = str(op_id)
-        if key not in self._by_id:
-            known = ", ".join(self._by_id) or "none"
+        # pydantic reaches a private attribute through __getattr__ (slow on this hot path)
+        by_id = self.__pydantic_private__["_by_id"]
+        if key not in by_id:
+            known = ", ".join(by_id) or "none"
             raise PlanError(f"the plan has no operator '{key}' (ids: {known})", source=self.source)
-        return self._by_id[key]
+        return by_id[key]
 
     def inputs_of(self, op: Operator | str | int) -> list[Operator]:
         """The operators ``op`` reads, in order (join: left then right)."""
