@@ -124,7 +124,8 @@ class LogicalPlan(BaseModel):
             order = topological_ids(graph)
         except ValueError as exc:
             raise PlanError(f"the operators do not form a DAG: {exc}", source=self.source) from None
-        return [self._by_id[op_id] for op_id in order]
+        by_id = self.__pydantic_private__["_by_id"]
+        return [by_id[op_id] for op_id in order]
 
     def location_of(self, op: Operator | str | int) -> Location:
         """Where the operator was written in the source document."""
