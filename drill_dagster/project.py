@@ -263,10 +263,6 @@ class ProjectConfig(_Model):
         return self.plans.get(name, PlanConfig()).with_defaults(self.defaults)
 
 
-# libyaml's safe loader where PyYAML has it (ten times faster; every run worker reads the file)
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def load_project_config(path: Path) -> ProjectConfig:
     """Read and validate ``path``; a missing file is an empty configuration.
 
@@ -275,7 +271,7 @@ def load_project_config(path: Path) -> ProjectConfig:
     if not path.is_file():
         return ProjectConfig()
     try:
-        document = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
