@@ -325,7 +325,9 @@ def load_project(
     :class:`~drill_dagster.errors.DrillDefinitionsError`.
     """
     plans_dir = Path(plans_dir).resolve()
-    _resolved_root.cache_clear()  # memoised within one load: a root may be re-pointed between loads
+    # memoised within one load: a root may be re-pointed between loads
+    _resolved_root.cache_clear()
+    _root_allowed.cache_clear()
     if not plans_dir.is_dir():
         raise DrillDefinitionsError(f"plans directory not found: {plans_dir}")
     if config is None:
@@ -394,7 +396,7 @@ def check_roots_allowed(plan: DrillPlan, allowed: Sequence[Path]) -> None:
             path=f"$.storage.{name}.root",
         )
         for name, root in plan.roots.items()
-        if not is_allowed(root, allowed)
+        if not _root_allowed(root, tuple(allowed))
     ]
     issues += [
         PlanIssue(
@@ -404,7 +406,7 @@ def check_roots_allowed(plan: DrillPlan, allowed: Sequence[Path]) -> None:
             path=f"$.storage.{name}.warehouse",
         )
         for name, warehouse in warehouses(plan).items()
-        if not is_allowed(warehouse, allowed)
+        if not _root_allowed(warehouse, tuple(allowed))
     ]
     if issues:
         raise PlanError(issues, source=str(plan.path))
@@ -445,6 +447,13 @@ def warehouses(plan: DrillPlan) -> dict[str, Path]:
         except DrillError as err:
             raise PlanError(str(err), source=str(plan.path)) from None
     return found
+
+
+@lru_cache(maxsize=1024)
+def _root_allowed(root: Path, allowed: tuple[Path, ...]) -> bool:
+    # Memoised like _resolved_root: the plans of a directory share a few roots, and each check
+    # resolves the root's links again.
+    return is_allowed(root, allowed)
 
 
 @lru_cache(maxsize=1024)

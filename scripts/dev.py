@@ -9,6 +9,11 @@
 3. on exit, Ctrl-C, SIGTERM or SIGHUP, and when either process ends, stops both: SIGTERM to each
    process group, SIGKILL only if it has not exited after 30 s. No JVM is left behind.
 
+The Dagster instance is the repository's ``dagster.yaml`` (queued runs are taken off the queue
+every second): ``dagster dev`` reads it from the repository root when ``DAGSTER_HOME`` is not set,
+and it is copied into a ``DAGSTER_HOME`` that has no ``dagster.yaml`` of its own (one that has is
+used as it is).
+
 ``--no-warm-spark`` runs ``dagster dev`` alone (each run starts its own Spark, as without this
 script). Run from the repository root::
 
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -133,6 +139,19 @@ def _raise_stopped(signum: int, frame: FrameType | None) -> None:
     raise Stopped(signal.Signals(signum).name)
 
 
+def instance_settings(env: dict[str, str]) -> None:
+    """Copy the repository's ``dagster.yaml`` into ``DAGSTER_HOME`` when it has none."""
+    home = env.get("DAGSTER_HOME")
+    if not home:
+        return  # dagster dev reads dagster.yaml from the directory it starts in
+    target = Path(home) / "dagster.yaml"
+    if target.exists() or (Path(home) / "dagster.yml").exists():
+        return
+    Path(home).mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(ROOT / "dagster.yaml", target)
+    print(f"Dagster instance settings: {target} (from {ROOT / 'dagster.yaml'})", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], add_help=False)
     parser.add_argument("--help", action="help")
@@ -148,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_stopped)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    instance_settings(env)
     connect: subprocess.Popen[bytes] | None = None
     dagster: subprocess.Popen[bytes] | None = None
     with tempfile.TemporaryDirectory(prefix="drill-dev-") as tmp:

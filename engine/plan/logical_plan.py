@@ -61,6 +61,7 @@ class LogicalPlan(BaseModel):
 
     def with_query(self, query: list[Operator]) -> LogicalPlan:
         """The same plan with its operators replaced (same ids; e.g. parameters substituted)."""
+        # ``query`` is checked by instance only, so the operators are not validated again
         plan = LogicalPlan(head=self.head, storage=self.storage, query=query, source=self.source)
         return plan._set_locations(dict(self._locations))
 
@@ -69,10 +70,12 @@ class LogicalPlan(BaseModel):
     def operator(self, op_id: str | int) -> Operator:
         """The operator with this id (``1`` and ``"1"`` are the same id)."""
         key = str(op_id)
-        if key not in self._by_id:
-            known = ", ".join(self._by_id) or "none"
+        # pydantic reaches a private attribute through __getattr__ (slow on this hot path)
+        by_id = self.__pydantic_private__["_by_id"]
+        if key not in by_id:
+            known = ", ".join(by_id) or "none"
             raise PlanError(f"the plan has no operator '{key}' (ids: {known})", source=self.source)
-        return self._by_id[key]
+        return by_id[key]
 
     def inputs_of(self, op: Operator | str | int) -> list[Operator]:
         """The operators ``op`` reads, in order (join: left then right)."""
@@ -114,7 +117,8 @@ class LogicalPlan(BaseModel):
             order = topological_ids(graph)
         except ValueError as exc:
             raise PlanError(f"the operators do not form a DAG: {exc}", source=self.source) from None
-        return [self._by_id[op_id] for op_id in order]
+        by_id = self.__pydantic_private__["_by_id"]
+        return [by_id[op_id] for op_id in order]
 
     def location_of(self, op: Operator | str | int) -> Location:
         """Where the operator was written in the source document."""

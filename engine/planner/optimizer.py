@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
+from functools import cache
 
 from engine.errors import DrillError, PlanningError
 from engine.plan import LogicalPlan
@@ -59,8 +60,7 @@ def optimize(
     """``plan`` rewritten by ``rules`` in order (see the module docstring)."""
     for rule in rules:
         try:
-            wants_stats = len(inspect.signature(rule).parameters) > 1
-            plan = rule(plan, stats) if wants_stats else rule(plan)
+            plan = rule(plan, stats) if _wants_stats(rule) else rule(plan)
         except DrillError:
             raise
         except Exception as error:  # a rule bug must not look like the user's mistake
@@ -70,3 +70,9 @@ def optimize(
                 "bypasses the rules; please file an issue with the plan",
             ) from error
     return plan
+
+
+@cache
+def _wants_stats(rule: Rule) -> bool:
+    # inspect.signature is slow beside a rule on a small plan, and plans load by the thousand
+    return len(inspect.signature(rule).parameters) > 1

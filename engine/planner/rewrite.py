@@ -53,14 +53,17 @@ def consumers(plan: LogicalPlan) -> dict[str, list[Operator]]:
 
 def with_inputs_renamed(op: Operator, old: str, new: str) -> Operator:
     """``op`` reading ``new`` wherever it read ``old``."""
-    update: dict[str, Any] = {}
-    for key in ("input", "left", "right"):
-        if getattr(op, key, None) == old:
-            update[key] = new
-    inputs = getattr(op, "inputs", None)
+    if old not in op.input_ids():
+        return op
+    # a missing attribute of a pydantic model is slow to miss: look only at the model's fields
+    fields = op.__dict__
+    update: dict[str, Any] = {
+        key: new for key in ("input", "left", "right") if fields.get(key) == old
+    }
+    inputs = fields.get("inputs")
     if inputs is not None and old in inputs:
         update["inputs"] = [new if ref == old else ref for ref in inputs]
-    return op.model_copy(update=update) if update else op
+    return op.model_copy(update=update)
 
 
 def replace_operators(plan: LogicalPlan, changed: dict[str, Operator]) -> LogicalPlan:

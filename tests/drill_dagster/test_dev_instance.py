@@ -1,0 +1,46 @@
+"""`make dev`'s Dagster instance: the repository's dagster.yaml, in the DAGSTER_HOME that
+scripts/dev.py gives `dagster dev`."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from dagster import DagsterInstance
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _dev_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("drill_dev_script", ROOT / "scripts" / "dev.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_home_without_settings_gets_the_repository_dagster_yaml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    _dev_script().instance_settings({"DAGSTER_HOME": str(home)})
+    assert (home / "dagster.yaml").read_text() == (ROOT / "dagster.yaml").read_text()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    with DagsterInstance.get() as instance:
+        # queued runs leave the queue every second, not every five
+        assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
+        assert instance.run_coordinator.dequeue_interval_seconds == 1
+
+
+def test_a_home_with_its_own_settings_is_left_alone(tmp_path: Path) -> None:
+    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    _dev_script().instance_settings({"DAGSTER_HOME": str(tmp_path)})
+    assert (tmp_path / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
+
+
+def test_without_a_home_nothing_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    _dev_script().instance_settings({})
+    assert list(tmp_path.iterdir()) == []
