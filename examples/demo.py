@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -41,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     summary = generate(EXAMPLES / "data")
     day = args.day or summary.start
     os.environ.setdefault("DAGSTER_HOME", tempfile.mkdtemp(prefix="drill-dagster-home-"))
+    # SIGTERM and SIGHUP end the demo as Ctrl-C does: the database it started is stopped.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.default_int_handler)
     server, skipped = None, {}
     plans = EXAMPLES / "plans"
     if args.executor == "local":
