@@ -23,7 +23,7 @@ from dagster import AssetsDefinition, Definitions
 
 from drill_dagster.assets import AssetKeys, build_plan_assets
 from drill_dagster.errors import DrillDefinitionsError
-from drill_dagster.plans import DrillProject, load_project
+from drill_dagster.plans import DrillPlan, DrillProject, load_project, warehouses
 from drill_dagster.project import PROJECT_FILE, load_project_config
 from drill_dagster.resource import default_resources
 from drill_dagster.schedules import plan_job, plan_schedule
@@ -147,6 +147,7 @@ def definitions_for_project(
             executor=executor,
             spark_config=spark_config,
             classpath=[str(Path(p).resolve()) for p in classpath],
+            catalog_config=catalog_settings(chosen),
         ),
         **(resources or {}),
     }
@@ -156,3 +157,16 @@ def definitions_for_project(
         schedules=schedules,
         resources=all_resources,
     )
+
+
+def catalog_settings(plans: Sequence[DrillPlan]) -> dict[str, str]:
+    """The session settings of the plans' ``catalog`` engines: Hive support with the Derby
+    metastore under the first warehouse (:func:`engine.storage.catalog.session_settings`)."""
+    from engine.storage.catalog import CatalogEngine, session_settings
+
+    engines = {
+        f"{plan.name}.{name}": CatalogEngine(name, warehouse=warehouse)
+        for plan in plans
+        for name, warehouse in warehouses(plan).items()
+    }
+    return session_settings(engines)

@@ -226,7 +226,8 @@ def store_checks(
 
 
 def data_version(written: Sequence[WrittenStore]) -> DataVersion | None:
-    """The commit version(s) the store wrote; else a hash of the files it wrote (each commit
+    """The commit version(s) the store wrote (of files, or of a table: see
+    :class:`~engine.storage.store.StoreResult`); else a hash of the files it wrote (each commit
     names its files anew); None when it wrote neither (a queue, a console)."""
     versions = [w.version for w in written if w.version]
     if versions:

@@ -11,6 +11,12 @@ environment variable (``sc://127.0.0.1:15002``) makes it connect to that Spark C
 ``make dev`` (``scripts/dev.py``) starts one and sets it, so the UI's runs share a warm Spark
 instead of each starting a JVM.
 
+``catalog_config`` holds the settings of the plans' ``catalog`` engines
+(:func:`engine.storage.catalog.session_settings`: Hive support, the Derby metastore under the
+warehouse), which :func:`~drill_dagster.load_definitions` fills in. A local session the resource
+starts itself gets them, under ``spark_config`` (which wins), so that catalog tables outlive the
+run; a running session and a Spark Connect server keep their own catalog.
+
 >>> resource = DrillSparkResource(spark_config={"spark.sql.shuffle.partitions": "4"})
 >>> settings = resource.session_config().settings()
 >>> settings["spark.master"], settings["spark.sql.shuffle.partitions"]
@@ -46,6 +52,10 @@ class DrillSparkResource(LazyPySparkResource):
         default_factory=dict,
         description="Spark settings, e.g. spark.master or spark.remote (Spark Connect)",
     )
+    catalog_config: dict[str, str] = Field(
+        default_factory=dict,
+        description="the catalog engines' session settings, for a local session it starts",
+    )
     _started: bool = PrivateAttr(default=False)
 
     def session_config(self) -> SparkConfig:
@@ -56,6 +66,8 @@ class DrillSparkResource(LazyPySparkResource):
             options["remote"] = conf.pop("spark.remote")
         elif "spark.master" not in conf and os.environ.get(REMOTE_ENV):
             options["remote"] = os.environ[REMOTE_ENV]
+        if "remote" not in options:
+            conf = {**self.catalog_config, **conf}
         if "spark.master" in conf:
             options["master"] = conf.pop("spark.master")
         if "spark.app.name" in conf:
@@ -74,8 +86,13 @@ class DrillSparkResource(LazyPySparkResource):
             self._spark_session = running  # someone else's (a notebook's, a test's): used as is
             self._started = False
             return
-        self._spark_session = create_session(self.session_config())
+        config = self.session_config()
+        self._spark_session = create_session(config)
         self._started = running is None
+        if self._started and config.remote is None:
+            from engine.exec.spark.catalog_tables import keep_derby_log
+
+            keep_derby_log(self._spark_session, config.settings())
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         if self._spark_session is not None and self._started:
@@ -143,12 +160,15 @@ def default_resources(
     executor: str | None = None,
     spark_config: Mapping[str, Any] | None = None,
     classpath: list[str] | None = None,
+    catalog_config: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The resources a Drill code location needs, by key: ``drill``, the IO managers."""
     from drill_dagster.handoff import drill_op_io_manager
     from drill_dagster.io_manager import DrillStoreIOManager
 
-    spark = DrillSparkResource(spark_config=dict(spark_config or {}))
+    spark = DrillSparkResource(
+        spark_config=dict(spark_config or {}), catalog_config=dict(catalog_config or {})
+    )
     drill = DrillResource(
         executor=executor or DEFAULT_EXECUTOR,  # type: ignore[arg-type]
         classpath=list(classpath or []),

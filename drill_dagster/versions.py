@@ -5,7 +5,8 @@
   engines they use, the plan's fixed ``params`` and its partition settings. A changed upstream
   filter changes it; a reformatted plan file does not.
 * **Data version** of a materialization: the commit version the store wrote (a new one per
-  write), given to Dagster as the output's ``DataVersion``.
+  write), given to Dagster as the output's ``DataVersion``; for a ``jdbc`` table the
+  transaction that swapped its rows in, for a ``catalog`` table a hash of its files.
 * **Inputs' version** (only with ``skip_unchanged``): a hash of the files every scan of the store
   reads (their paths, sizes and modification times, after ``${...}`` parameters are
   substituted); another plan's store read by a scan is files too, and each of its commits

@@ -30,6 +30,7 @@ class StoreSummary:
     row_count: int
     schema: pa.Schema
     files: tuple[str, ...] = ()
+    version: str | None = None
 
 
 @dataclass
@@ -73,6 +74,7 @@ def collect_result(
                 row_count=written.row_count,
                 schema=written.schema,
                 files=tuple(written.files),
+                version=written.version,
             )
         )
     result._sink_records.extend(sink_records)

@@ -135,7 +135,8 @@ class StoreResult:
 
     ``files`` are the files this store wrote (absolute paths through the target, for ``fs``);
     ``partitions`` the partition directories it wrote or replaced; ``version`` the committed
-    version's id (``fs`` only).
+    version's id: an ``fs`` commit's, a ``jdbc`` store's transaction and token, a ``catalog``
+    table's files after the store (None for queues and consoles).
     """
 
     location: str

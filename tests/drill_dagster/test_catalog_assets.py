@@ -75,6 +75,12 @@ def test_catalog_table_asset_and_a_sql_step_reading_it(tmp_path: Path, spark: An
         )
         assert result.success
         event = instance.get_latest_materialization_event(table)
+        again = materialize([*defs.assets], resources=defs.resources, instance=instance)  # type: ignore[list-item]
+        assert again.success
+        latest = instance.get_latest_materialization_event(table)
+    # A data version per store: the table's files, which each store writes anew.
+    versions = [e.asset_materialization.tags["dagster/data_version"] for e in (event, latest)]  # type: ignore[union-attr]
+    assert all(versions) and versions[0] != versions[1]
     metadata = event.asset_materialization.metadata  # type: ignore[union-attr]
     assert metadata["dagster/row_count"].value == 3
     columns = [c.name for c in metadata["dagster/column_schema"].value.columns]

@@ -42,6 +42,7 @@ from drill_dagster import load_definitions
 from drill_dagster.metadata import column_type
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TABLES = ("business_customers.json",)
 DAYS = ("2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04")
 FIRST = DAYS[0]
 STORES = {
@@ -88,7 +89,8 @@ class Example:
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Example]:
     root = tmp_path_factory.mktemp("example_dagster")
-    shutil.copytree(EXAMPLES / "plans", root / "plans")
+    # The plan reading PostgreSQL into a catalog table has its own test (test_example_tables).
+    shutil.copytree(EXAMPLES / "plans", root / "plans", ignore=shutil.ignore_patterns(*TABLES))
     _generator().generate(root / "data", days=len(DAYS), scale=0.25)
     with DagsterInstance.ephemeral() as instance:
         yield Example(root, instance)

@@ -87,6 +87,16 @@ def test_tables_and_files_materialize_with_lineage(postgres, tmp_path: Path, cap
     deps = lineage.deps_by_column["big_amount"]
     assert [(d.asset_key, d.column_name) for d in deps] == [(AssetKey("customers_copy"), "amount")]
     assert postgres.query("SELECT id FROM analytics.big_customers ORDER BY id") == [(2,), (3,)]
+    # Each store of the table is a new data version: the transaction that swapped it in.
+    first = events[store_key].tags["dagster/data_version"]
+    again = materialize_ok(defs, DagsterInstance.ephemeral(), store_key)
+    (second,) = [
+        e.materialization.tags["dagster/data_version"]
+        for e in again.get_asset_materialization_events()
+        if e.asset_key == store_key
+    ]
+    xids = [int(v.split(".")[0]) for v in (first, second)]
+    assert first != second and xids[0] < xids[1]
     out, err = capfd.readouterr()
     shown = [out, err, *(repr(dict(m.metadata)) for m in events.values())]
     assert all(postgres.password not in text for text in shown)

@@ -22,11 +22,15 @@ prunes the others from the parquet read), wrapped into the scan's record like a 
 * ``error`` fails if the table exists.
 
 After a store, the engine records the table's location, partitioning, schema and row count
-(:meth:`~engine.storage.catalog.CatalogEngine.write_record`).
+(:meth:`~engine.storage.catalog.CatalogEngine.write_record`). The store's version
+(:func:`table_snapshot`) is a hash of the table's data files afterwards: Spark names every file
+it writes anew, so each store that changes the table gives a new version.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -198,7 +202,23 @@ def store_table(df: DataFrame, engine: CatalogEngine, target: Any) -> StoreResul
         files=(),
         schema=to_arrow_schema(df.schema, timezone="UTC"),
         mode=spec.mode,
+        version=table_snapshot(location),
     )
+
+
+def table_snapshot(location: Path | None) -> str:
+    """The version of a table's data: a hash of its data files' paths (relative to the table's
+    directory) and sizes; a random id where the files are not on a local file system."""
+    if location is None:
+        return uuid.uuid4().hex[:16]
+    lines = []
+    for folder, directories, names in os.walk(location):
+        directories[:] = [d for d in directories if not d.startswith(("_", "."))]
+        for file in names:
+            if not file.startswith(("_", ".")):
+                path = os.path.join(folder, file)
+                lines.append(f"{os.path.relpath(path, location)} {os.path.getsize(path)}\n")
+    return hashlib.sha256("".join(sorted(lines)).encode()).hexdigest()[:16]
 
 
 def table_uri(spark: Any, name: TableName) -> str | None:

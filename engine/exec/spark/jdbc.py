@@ -197,13 +197,13 @@ def store_jdbc(df: DataFrame, engine: JdbcEngine, target: Mapping[str, Any] | No
                 raise translated from None
             raise engine.failure(_Reason(err), doing) from None
         with connect(engine, doing=doing) as conn, conn.cursor() as cur:
-            swap_in(cur, spec, staging, df.columns)
+            version = swap_in(cur, spec, staging, df.columns)
             conn.commit()
     except BaseException:
         _drop_quietly(engine, staging.sql)
         raise
     rows = int(observation.get.get("rows", 0))
-    return result_of(engine, spec, rows, schema)
+    return result_of(engine, spec, rows, schema, version)
 
 
 def _drop_quietly(engine: JdbcEngine, table_sql: str) -> None:

@@ -139,11 +139,13 @@ def drop_leftovers(cur: Any, spec: TableTarget, staging: TableName) -> None:
             cur.execute(f"DROP TABLE IF EXISTS {spec.table.with_table(name).sql}")
 
 
-def swap_in(cur: Any, spec: TableTarget, staging: TableName, columns: Sequence[str]) -> None:
+def swap_in(cur: Any, spec: TableTarget, staging: TableName, columns: Sequence[str]) -> str:
     """Make the rows of ``staging`` the target's, as ``spec.mode`` says (in the caller's
-    transaction; ``staging`` is gone afterwards)."""
+    transaction; ``staging`` is gone afterwards). Returns the version of the table this
+    store makes: ``<transaction id>.<staging token>`` (:func:`store_version`)."""
     target = spec.table
     lock_target(cur, target)
+    version = store_version(cur, staging)
     drop_leftovers(cur, spec, staging)
     exists = table_exists(cur, target)
     if exists and spec.mode == "error":
@@ -152,7 +154,7 @@ def swap_in(cur: Any, spec: TableTarget, staging: TableName, columns: Sequence[s
         if exists:
             cur.execute(f"DROP TABLE {target.sql}")
         cur.execute(f"ALTER TABLE {staging.sql} RENAME TO {quote(target.table)}")
-        return
+        return version
     if spec.mode == "overwrite":
         keys = _actual(columns, spec)
         match = " AND ".join(f"t.{quote(c)} IS NOT DISTINCT FROM s.{quote(c)}" for c in keys)
@@ -165,6 +167,16 @@ def swap_in(cur: Any, spec: TableTarget, staging: TableName, columns: Sequence[s
     listed = ", ".join(quote(c) for c in columns)
     cur.execute(f"INSERT INTO {target.sql} ({listed}) SELECT {listed} FROM {staging.sql}")
     cur.execute(f"DROP TABLE {staging.sql}")
+    return version
+
+
+def store_version(cur: Any, staging: TableName) -> str:
+    """The id of the transaction that swaps the rows in, and the random token of the store's
+    staging table: the transaction id says which commit made the table's rows (the server's
+    logs name it), the token keeps the version new on a server whose ids started over."""
+    cur.execute("SELECT pg_current_xact_id()::text")
+    (xid,) = cur.fetchall()[0]
+    return f"{xid}.{staging.table.rsplit(STAGE_MARK, 1)[-1]}"
 
 
 def _actual(columns: Sequence[str], spec: TableTarget) -> list[str]:
@@ -172,7 +184,9 @@ def _actual(columns: Sequence[str], spec: TableTarget) -> list[str]:
     return [by_lower[c.lower()] for c in spec.partition_by]
 
 
-def result_of(engine: JdbcEngine, spec: TableTarget, rows: int, schema: pa.Schema) -> StoreResult:
+def result_of(
+    engine: JdbcEngine, spec: TableTarget, rows: int, schema: pa.Schema, version: str
+) -> StoreResult:
     """The :class:`StoreResult` of a table store (``location``: ``database.schema.table``)."""
     return StoreResult(
         location=engine.table_label(spec.table),
@@ -181,6 +195,7 @@ def result_of(engine: JdbcEngine, spec: TableTarget, rows: int, schema: pa.Schem
         files=(),
         schema=schema,
         mode=spec.mode,
+        version=version,
     )
 
 
@@ -208,6 +223,6 @@ def write_batches(
     with connect(engine, doing=f"storing into {spec.table.dotted}") as conn:
         with conn.cursor() as cur:
             cur.adbc_ingest(staging.table, reader, mode="create", db_schema_name=staging.schema)
-            swap_in(cur, spec, staging, written_schema.names)
+            version = swap_in(cur, spec, staging, written_schema.names)
         conn.commit()
-    return result_of(engine, spec, counted[0], written_schema)
+    return result_of(engine, spec, counted[0], written_schema, version)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -117,6 +119,41 @@ def test_overwrite_replaces_the_table_and_its_schema(spark, warehouse):
     # no staging or replaced table, nor their directories, is left behind
     assert [t.name for t in spark.catalog.listTables(db)] == ["t"]
     assert sorted(p.name for p in (warehouse / f"{db}.db").iterdir()) == ["t"]
+
+
+def test_a_reader_during_a_full_replace_reads_one_whole_version_or_no_table(spark, warehouse):
+    """The replace renames the old table aside and the staged one in: between the two renames
+    the name is briefly absent. A reader meanwhile reads all of the old rows, all of the new
+    ones, or fails naming the missing table (or the old files, dropped under its read), never
+    a mix or a part of either."""
+    db = _database()
+    old = [{"k": i, "v": "old"} for i in range(40)]
+    new = [{"k": i, "v": "new"} for i in range(70)]
+    run_plan(_write(warehouse, db, old, {"table": "t"}), executor="spark", spark=spark)
+    seen: list[tuple] = []
+    errors: list[str] = []
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            try:
+                seen.append(tuple(sorted((r.k, r.v) for r in spark.table(f"{db}.t").collect())))
+            except Exception as err:
+                errors.append(str(err))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        run_plan(_write(warehouse, db, new, {"table": "t"}), executor="spark", spark=spark)
+        time.sleep(1)  # a read or two of the new table
+    finally:
+        done.set()
+        reader.join(timeout=300)
+    versions = {tuple(sorted((r["k"], r["v"]) for r in rows)) for rows in (old, new)}
+    assert seen and set(seen) <= versions
+    assert seen[-1] == tuple(sorted((r["k"], r["v"]) for r in new))
+    missing = ("TABLE_OR_VIEW_NOT_FOUND", "FileNotFound", "FILE_NOT_EXIST", "does not exist")
+    assert all(any(m in e for m in missing) for e in errors), errors
 
 
 def test_append_adds_rows_and_refuses_other_columns(spark, warehouse):
