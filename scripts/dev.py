@@ -2,7 +2,8 @@
 
 1. starts a Spark Connect server from the installed pyspark (``sbin/start-connect-server.sh
    --wait``, in the foreground of its own process group) bound to 127.0.0.1 on a free port
-   (``--spark-port``), with the engine's session settings, and waits until it listens;
+   (``--spark-port``), with the engine's session settings and the catalog settings of the plans
+   in ``--plans`` (:func:`catalog_conf`), and waits until it listens;
 2. runs ``dagster dev`` in its own process group with ``DRILL_SPARK_REMOTE=sc://127.0.0.1:PORT``
    in its environment: every run's ``DrillSparkResource`` connects to that server instead of
    starting a JVM of its own (see ``drill_dagster/README.md``);
@@ -18,7 +19,7 @@ used as it is).
 script). Run from the repository root::
 
     .venv/bin/python scripts/dev.py [-w workspace.yaml] [-h 127.0.0.1] [-p 3000]
-        [--spark-port 0] [--spark-master 'local[*]'] [--no-warm-spark]
+        [--spark-port 0] [--spark-master 'local[*]'] [--plans examples/plans] [--no-warm-spark]
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -64,12 +65,13 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
-def connect_command(port: int, master: str) -> list[str]:
-    """``start-connect-server.sh --wait`` with the settings the engine's own sessions get."""
+def connect_command(port: int, master: str, extra: Mapping[str, str] | None = None) -> list[str]:
+    """``start-connect-server.sh --wait`` with the settings the engine's own sessions get, and
+    ``extra`` (the plans' catalog settings: :func:`catalog_conf`)."""
     sys.path.insert(0, str(ROOT))
     from engine.exec.spark.session import SparkConfig
 
-    settings = SparkConfig(master=master).settings()
+    settings = {**SparkConfig(master=master).settings(), **(extra or {})}
     settings.pop("spark.app.name", None)
     settings["spark.connect.grpc.binding.address"] = "127.0.0.1"
     settings["spark.connect.grpc.binding.port"] = str(port)
@@ -78,6 +80,24 @@ def connect_command(port: int, master: str) -> list[str]:
     for key, value in settings.items():
         command += ["--conf", f"{key}={value}"]
     return command
+
+
+def catalog_conf(plans_dir: Path) -> dict[str, str]:
+    """The session settings of the plans' ``catalog`` engines (Hive support, the Derby metastore
+    under their warehouse), as a local session the Dagster resource starts gets them: catalog
+    tables then outlive the server, and a restarted server finds the tables it wrote."""
+    sys.path.insert(0, str(ROOT))
+    from drill_dagster.definitions import catalog_settings
+    from drill_dagster.plans import load_project
+    from engine.errors import DrillError
+
+    try:
+        return catalog_settings(load_project(plans_dir).plans)
+    except DrillError as exc:  # dagster dev reports the plans' mistakes in full
+        print(
+            f"the plans in {plans_dir} do not load ({exc}); Spark Connect gets no catalog settings"
+        )
+        return {}
 
 
 def start(command: Sequence[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -161,6 +181,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spark-port", type=int, default=0, help="0: a free port")
     parser.add_argument("--spark-master", default="local[*]")
     parser.add_argument("--no-warm-spark", action="store_true")
+    parser.add_argument(
+        "--plans",
+        type=Path,
+        default=ROOT / "examples" / "plans",
+        help="the plans whose catalog engines the Spark Connect server serves",
+    )
     parser.add_argument("--log-dir", type=Path, help="the Spark Connect log (default: a temp dir)")
     args = parser.parse_args(argv)
 
@@ -186,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
                     "PYSPARK_DRIVER_PYTHON": sys.executable,
                 }
                 began = time.monotonic()
-                connect = start(connect_command(port, args.spark_master), connect_env, spark_log)
+                command = connect_command(port, args.spark_master, catalog_conf(args.plans))
+                connect = start(command, connect_env, spark_log)
                 wait_for_port(port, connect, spark_log)
                 env[REMOTE_ENV] = f"sc://127.0.0.1:{port}"
                 print(

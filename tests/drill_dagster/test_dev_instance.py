@@ -44,3 +44,35 @@ def test_without_a_home_nothing_is_written(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.chdir(tmp_path)
     _dev_script().instance_settings({})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_warm_spark_server_keeps_the_plans_catalog_tables(tmp_path: Path) -> None:
+    # Hive support and the Derby metastore under the plans' warehouse, as a session the Dagster
+    # resource starts gets them: a restarted server finds the catalog tables it wrote.
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    (plans / "t.json").write_text(
+        '{"storage": {"cat": {"type": "catalog", "warehouse": "../wh", "database": "a"}},'
+        ' "query": [{"@id": 1, "op": "constant", "content": [{"x": 1}]},'
+        ' {"@id": 2, "op": "store", "input": 1, "storageengine": "cat", "target": {"table": "t"}}]}'
+    )
+    dev = _dev_script()
+    command = dev.connect_command(15002, "local[1]", dev.catalog_conf(plans))
+    pairs = [value for flag, value in zip(command, command[1:]) if flag == "--conf"]
+    confs = dict(pair.split("=", 1) for pair in pairs)
+    assert confs["spark.sql.catalogImplementation"] == "hive"
+    assert confs["spark.sql.warehouse.dir"] == str((tmp_path / "wh").resolve())
+    assert (
+        str((tmp_path / "wh").resolve() / "metastore_db")
+        in confs["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    )
+
+
+def test_plans_without_a_catalog_engine_add_no_catalog_settings(tmp_path: Path) -> None:
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    (plans / "c.json").write_text(
+        '{"query": [{"@id": 1, "op": "constant", "content": [{"x": 1}]}]}'
+    )
+    command = _dev_script().connect_command(15002, "local[1]", _dev_script().catalog_conf(plans))
+    assert not any("catalogImplementation" in part for part in command)
