@@ -81,6 +81,9 @@ _SCAN_POPS = {
     "csv": "scan-text",
     "text": "scan-text",
 }
+_TABLE_ENGINES = frozenset({"jdbc", "catalog"})
+"""Engines whose scans and stores address tables: their pops are named after the engine."""
+
 _EXTENSIONS = {
     ".json": "json",
     ".parquet": "parquet",
@@ -289,8 +292,13 @@ class _Builder:
         rows = stats.row_count if stats is not None else None
         if op.pushed_limit is not None:
             rows = op.pushed_limit if rows is None else min(rows, op.pushed_limit)
+        engine = self.plan.storage.get(op.storage_engine)
+        if engine is not None and engine.type in _TABLE_ENGINES:  # a table, not files
+            pop = f"scan-{engine.type}"
+        else:
+            pop = _SCAN_POPS.get(fmt, f"scan-{fmt}")
         node = self.add(
-            _SCAN_POPS.get(fmt, f"scan-{fmt}"),
+            pop,
             [],
             op,
             parallel,
@@ -317,6 +325,9 @@ class _Builder:
         kind = engine.type if engine is not None else "unknown"
         if kind in ("queue", "console"):
             source = self.gather(inputs[0], op)  # the records are handed over in order
+            pop = f"store-{kind}"
+        elif kind in _TABLE_ENGINES:
+            source = inputs[0]
             pop = f"store-{kind}"
         else:
             source = inputs[0]
