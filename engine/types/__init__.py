@@ -83,7 +83,9 @@ class MajorType:
         return MajorType(MinorType.LIST, mode, element=element)
 
     def __repr__(self) -> str:
-        sizes = "" if self.precision is None else f", precision={self.precision}, scale={self.scale}"
+        sizes = (
+            "" if self.precision is None else f", precision={self.precision}, scale={self.scale}"
+        )
         return (
             f"MajorType(minor={self.minor!r}, mode={self.mode!r}, fields={self.fields!r}, "
             f"element={self.element!r}{sizes})"
