@@ -53,6 +53,18 @@ _STRINGS = frozenset({MinorType.VARCHAR})
 _TEMPORAL = frozenset({MinorType.DATE, MinorType.TIME, MinorType.TIMESTAMP})
 
 
+DECIMAL_OVERFLOW = "a DECIMAL result does not fit its type"
+"""How both executors' message about a DECIMAL value that does not fit its type starts."""
+
+DECIMAL_BY_ZERO = "division by zero (DECIMAL)"
+"""Both executors' message about a DECIMAL ``/`` or ``%`` by zero."""
+
+
+def overflow_message(target: MajorType, what: str) -> str:
+    """``a DECIMAL result does not fit its type DECIMAL(38, 0) (in add)``."""
+    return f"{DECIMAL_OVERFLOW} {target} (in {what})"
+
+
 class CoercionError(Exception):
     """Values of types that have no common type (a string with a number)."""
 

@@ -18,11 +18,8 @@ from engine.exec.spark.paths import Typed
 from engine.expr import coercion
 from engine.types import MajorType, from_spark, to_spark
 
-DECIMAL_OVERFLOW = "a DECIMAL result does not fit its type"
-"""What a DECIMAL operation whose result does not fit raises (the start of the message)."""
-
-DECIMAL_BY_ZERO = "division by zero (DECIMAL)"
-"""What a DECIMAL ``/`` or ``%`` by zero raises."""
+DECIMAL_OVERFLOW = coercion.DECIMAL_OVERFLOW
+DECIMAL_BY_ZERO = coercion.DECIMAL_BY_ZERO
 
 _TRY = {
     "add": F.try_add,
@@ -64,5 +61,5 @@ def fit(value: Typed, target: MajorType, what: str) -> Typed:
 
 def _fits(result: Column, target: MajorType, defined: Column, what: str) -> Column:
     fitted = result.try_cast(to_spark(target))
-    failure = F.raise_error(F.lit(f"{DECIMAL_OVERFLOW} {target} (in {what})"))
+    failure = F.raise_error(F.lit(coercion.overflow_message(target, what)))
     return F.when(fitted.isNull() & defined, failure).otherwise(fitted)

@@ -83,10 +83,7 @@ def fit(value: Value, target: MajorType, what: str) -> Value:
     try:
         return pc.cast(value, to_arrow(target))
     except pa.ArrowInvalid as err:
-        raise DecimalError(
-            f"a result of {what} does not fit {target}: it needs more than "
-            f"{target.precision - target.scale} digits before the point"
-        ) from err
+        raise DecimalError(coercion.overflow_message(target, what)) from err
 
 
 def _wide(value: Value, t: MajorType, scale: int | None, cap: int) -> Value:
@@ -113,7 +110,7 @@ def _divide(a: Value, b: Value, left: MajorType, right: MajorType, target: Major
     wide_b = _wide(b, right, None, _WIDEST)
     zero = pc.equal(wide_b, pa.scalar(0, wide_b.type))
     if pc.any(zero).as_py() if isinstance(zero, pa.Array) else zero.as_py():
-        raise DecimalError("division by zero (DECIMAL)")
+        raise DecimalError(coercion.DECIMAL_BY_ZERO)
     return _checked(lambda: pc.divide(wide_a, wide_b), "divide")
 
 
@@ -143,7 +140,7 @@ def _modulo(a: Value, b: Value, target: MajorType) -> Value:
         if x is None or y is None:
             out.append(None)
         elif y == 0:
-            raise DecimalError("division by zero (in % of DECIMAL)")
+            raise DecimalError(coercion.DECIMAL_BY_ZERO)
         else:
             out.append(x.__mod__(y) if isinstance(x, decimal.Decimal) else decimal.Decimal(x) % y)
     result = pa.array(out, pa.decimal256(_WIDEST // 2, target.scale or 0))
