@@ -121,6 +121,7 @@ def _running(draw: Any) -> dict[str, Any]:
                 "max(x)",
                 "min(s)",
                 "sum(cast(x as DECIMAL(6, 2)))",
+                "avg(cast(x as DECIMAL(4, 1)))",
             ]
         )
     )
