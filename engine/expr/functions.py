@@ -18,6 +18,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.expr import coercion
 from engine.types import (
     BIGINT,
     BIT,
@@ -28,7 +29,6 @@ from engine.types import (
     DataMode,
     MajorType,
     MinorType,
-    common_numeric,
     merge_modes,
 )
 
@@ -178,19 +178,12 @@ def _comparable(args: list[MajorType]) -> None:
 
 
 def common_type(args: list[MajorType]) -> MajorType | None:
-    """The common type of values from several branches; None when only late types are seen."""
-    known = [a for a in args if not _late(a)]
-    if not known:
-        return None
-    if all(a.is_numeric for a in known):
-        minor = known[0].minor
-        for a in known[1:]:
-            minor = common_numeric(minor, a.minor)
-        return MajorType(minor)
-    families = {_family(a) for a in known}
-    if len(families) > 1:
-        raise ArgumentTypeMismatch("incompatible types " + ", ".join(str(a) for a in known))
-    return known[0]
+    """The common type of values from several branches (:func:`engine.expr.coercion.common_type`);
+    None when only late types are seen."""
+    try:
+        return coercion.common_type(args)
+    except coercion.CoercionError as err:
+        raise ArgumentTypeMismatch(str(err)) from None
 
 
 # ---------------------------------------------------------------- return-type rules
@@ -200,27 +193,55 @@ def _of(minor: MinorType, mode: DataMode) -> MajorType:
     return MajorType(minor, mode)
 
 
-def _arithmetic(args: list[MajorType]) -> MajorType:
-    """``+ - * %``: integers give BIGINT, any float gives FLOAT8."""
-    for a in args:
-        _numeric(a)
-    if any(_late(a) for a in args):
-        return MajorType(MinorType.NULL)
-    integral = all(a.minor in _INTEGRAL for a in args)
-    return _of(MinorType.BIGINT if integral else MinorType.FLOAT8, _mode(args))
+def _arithmetic(operation: str) -> ReturnType:
+    """``+ - * / %``: :func:`engine.expr.coercion.arithmetic_type` (integers give BIGINT, ``/``
+    of integers FLOAT8, any float FLOAT8, a DECIMAL a DECIMAL)."""
+
+    def rule(args: list[MajorType]) -> MajorType:
+        for a in args:
+            _numeric(a)
+        if any(_late(a) for a in args):
+            return (
+                FLOAT8.with_mode(_mode(args))
+                if operation == "divide"
+                else _of(MinorType.NULL, DataMode.OPTIONAL)
+            )
+        left, right = args
+        return coercion.arithmetic_type(operation, left, right).with_mode(_mode(args))
+
+    return rule
 
 
 def _floating(args: list[MajorType]) -> MajorType:
-    """``/ ^ sqrt``: always FLOAT8."""
+    """``^ sqrt``: always FLOAT8."""
     for a in args:
         _numeric(a)
     return _of(MinorType.FLOAT8, _mode(args))
 
 
 def _same_number(args: list[MajorType]) -> MajorType:
-    """``negate abs ceil floor round``: the type of the first argument."""
+    """``negate abs``: the type of the argument."""
     for a in args:
         _numeric(a)
+    return args[0].with_mode(_mode(args))
+
+
+def _whole_number(args: list[MajorType]) -> MajorType:
+    """``ceil floor``: the type of the argument; a DECIMAL's becomes DECIMAL(p - s + 1, 0)."""
+    for a in args:
+        _numeric(a)
+    if coercion.is_decimal(args[0]):
+        return coercion.rounded_type(args[0], 0).with_mode(_mode(args))
+    return args[0].with_mode(_mode(args))
+
+
+def _round(args: list[MajorType]) -> MajorType:
+    """``round``: the type of the first argument; a DECIMAL keeps its scale (the digits past the
+    ones kept are zeros) with one more digit for the carry."""
+    for a in args:
+        _numeric(a)
+    if coercion.is_decimal(args[0]):
+        return coercion.round_type(args[0]).with_mode(_mode(args))
     return args[0].with_mode(_mode(args))
 
 
@@ -314,13 +335,14 @@ def _sum(args: list[MajorType]) -> MajorType:
     _numeric(a)
     if _late(a):
         return MajorType(MinorType.NULL)
-    minor = MinorType.BIGINT if a.minor in _INTEGRAL else MinorType.FLOAT8
-    return _of(minor, _mode(args))
+    return coercion.sum_type(a).with_mode(_mode(args))
 
 
 def _avg(args: list[MajorType]) -> MajorType:
     _numeric(args[0])
-    return FLOAT8.with_mode(_mode(args))
+    if _late(args[0]):
+        return FLOAT8.with_mode(_mode(args))
+    return coercion.avg_type(args[0]).with_mode(_mode(args))
 
 
 def _min_max(args: list[MajorType]) -> MajorType:
@@ -410,17 +432,29 @@ _SPECS: list[FunctionSpec] = [
     ),
     # arithmetic
     FunctionSpec(
-        "add", _S, 2, 2, _arithmetic, operator=_op("+", precedence=PREC_ADDITIVE), doc="a + b"
+        "add",
+        _S,
+        2,
+        2,
+        _arithmetic("add"),
+        operator=_op("+", precedence=PREC_ADDITIVE),
+        doc="a + b",
     ),
     FunctionSpec(
-        "subtract", _S, 2, 2, _arithmetic, operator=_op("-", precedence=PREC_ADDITIVE), doc="a - b"
+        "subtract",
+        _S,
+        2,
+        2,
+        _arithmetic("subtract"),
+        operator=_op("-", precedence=PREC_ADDITIVE),
+        doc="a - b",
     ),
     FunctionSpec(
         "multiply",
         _S,
         2,
         2,
-        _arithmetic,
+        _arithmetic("multiply"),
         operator=_op("*", precedence=PREC_MULTIPLICATIVE),
         doc="a * b",
     ),
@@ -429,16 +463,16 @@ _SPECS: list[FunctionSpec] = [
         _S,
         2,
         2,
-        _floating,
+        _arithmetic("divide"),
         operator=_op("/", precedence=PREC_MULTIPLICATIVE),
-        doc="a / b, always FLOAT8",
+        doc="a / b: FLOAT8, DECIMAL for decimals and integers with a decimal",
     ),
     FunctionSpec(
         "modulo",
         _S,
         2,
         2,
-        _arithmetic,
+        _arithmetic("modulo"),
         aliases=("mod",),
         operator=_op("%", precedence=PREC_MULTIPLICATIVE),
         doc="a % b, also mod(a, b)",
@@ -470,9 +504,9 @@ _SPECS: list[FunctionSpec] = [
     FunctionSpec("coalesce", _S, 1, None, _coalesce, doc="coalesce(a, b, ...): the first non-null"),
     # math
     FunctionSpec("abs", _S, 1, 1, _same_number, doc="abs(x)"),
-    FunctionSpec("ceil", _S, 1, 1, _same_number, aliases=("ceiling",), doc="ceil(x)"),
-    FunctionSpec("floor", _S, 1, 1, _same_number, doc="floor(x)"),
-    FunctionSpec("round", _S, 1, 2, _same_number, doc="round(x[, digits])"),
+    FunctionSpec("ceil", _S, 1, 1, _whole_number, aliases=("ceiling",), doc="ceil(x)"),
+    FunctionSpec("floor", _S, 1, 1, _whole_number, doc="floor(x)"),
+    FunctionSpec("round", _S, 1, 2, _round, doc="round(x[, digits])"),
     FunctionSpec("sqrt", _S, 1, 1, _floating, doc="sqrt(x), FLOAT8"),
     # strings
     FunctionSpec("lower", _S, 1, 1, _string_result, aliases=("lcase",), doc="lower(s)"),
@@ -508,10 +542,14 @@ _SPECS: list[FunctionSpec] = [
     FunctionSpec("extract", _S, 2, 2, _extract, doc="extract('year', t) -> BIGINT"),
     # aggregates (collapsingaggregate) and running aggregates (runningaggregate)
     FunctionSpec("count", _AR, 1, 1, _count, doc="count(x): non-null values; count(1): rows"),
-    FunctionSpec("sum", _AR, 1, 1, _sum, doc="sum(x): BIGINT for integers, else FLOAT8"),
+    FunctionSpec(
+        "sum", _AR, 1, 1, _sum, doc="sum(x): BIGINT for integers, DECIMAL(p + 10, s), else FLOAT8"
+    ),
     FunctionSpec("min", _AR, 1, 1, _min_max, doc="min(x)"),
     FunctionSpec("max", _AR, 1, 1, _min_max, doc="max(x)"),
-    FunctionSpec("avg", _AR, 1, 1, _avg, aliases=("mean",), doc="avg(x), FLOAT8"),
+    FunctionSpec(
+        "avg", _AR, 1, 1, _avg, aliases=("mean",), doc="avg(x): FLOAT8, DECIMAL(p + 4, s + 4)"
+    ),
     FunctionSpec(
         "count_distinct",
         _A,

@@ -11,8 +11,8 @@ reports unknown functions. Definite mismatches (``'a' + 1``, ``not 5``) raise Ex
 'BIGINT'
 >>> infer_type(parse_expression("a * 2"), schema.get).mode
 <DataMode.REQUIRED: 'REQUIRED'>
->>> infer_type(parse_expression("a + b"), schema.get)
-MajorType(minor=<MinorType.FLOAT8: 'FLOAT8'>, mode=<DataMode.OPTIONAL: 'OPTIONAL'>, fields=(), element=None)
+>>> str(infer_type(parse_expression("a + b"), schema.get))
+'FLOAT8'
 """
 
 from __future__ import annotations

@@ -15,8 +15,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 
-from engine.types import BIGINT, BIT, FLOAT8, NULL, VARCHAR, DataMode, MajorType, MinorType
+from engine.types import (
+    BIGINT,
+    BIT,
+    DEFAULT_DECIMAL,
+    FLOAT8,
+    NULL,
+    VARCHAR,
+    DataMode,
+    MajorType,
+    MinorType,
+)
 
 KEYWORDS = frozenset(
     {"and", "or", "not", "if", "then", "else", "elseif", "end", "case", "when", "true", "false"}
@@ -64,13 +75,17 @@ class Literal(Expr):
     (<MinorType.FLOAT8: 'FLOAT8'>, <MinorType.NULL: 'NULL'>)
     """
 
-    value: bool | int | float | str | None
+    value: bool | int | float | Decimal | str | None
     type: MajorType
     position: Position | None = field(default=None, compare=False, repr=False)
 
     @staticmethod
-    def of(value: bool | int | float | str | None, position: Position | None = None) -> Literal:
+    def of(
+        value: bool | int | float | Decimal | str | None, position: Position | None = None
+    ) -> Literal:
         required = DataMode.REQUIRED
+        if isinstance(value, Decimal):
+            return Literal(value, decimal_type_of(value).with_mode(required), position)
         if value is None:
             return Literal(None, NULL, position)
         if isinstance(value, bool):
@@ -221,6 +236,27 @@ def quote_name(name: str) -> str:
     return f"`{escaped}`"
 
 
-def cast_type(minor: MinorType) -> MajorType:
-    """The type a ``cast`` node carries: the mode comes from the input at inference time."""
+def cast_type(
+    minor: MinorType, precision: int | None = None, scale: int | None = None
+) -> MajorType:
+    """The type a ``cast`` node carries: the mode comes from the input at inference time. A
+    DECIMAL without a precision is Drill's DECIMAL(38, 0); without a scale, scale 0."""
+    if minor == MinorType.DECIMAL:
+        return MajorType.decimal(
+            precision if precision is not None else DEFAULT_DECIMAL[0],
+            scale if scale is not None else DEFAULT_DECIMAL[1],
+        )
     return MajorType(minor, DataMode.OPTIONAL)
+
+
+def decimal_type_of(value: Decimal) -> MajorType:
+    """The DECIMAL type of an exact number as written: its digits and the digits after the point.
+
+    >>> str(decimal_type_of(Decimal("0.06"))), str(decimal_type_of(Decimal("-123.4")))
+    ('DECIMAL(2, 2)', 'DECIMAL(4, 1)')
+    """
+    _sign, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int), "not a finite number"
+    scale = max(-exponent, 0)
+    precision = max(len(digits) + max(exponent, 0), scale, 1)
+    return MajorType.decimal(precision, scale)

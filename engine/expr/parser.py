@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
 from engine.errors import ExpressionSyntaxError
@@ -18,9 +19,19 @@ from engine.expr.functions import (
     lookup_function,
     unary_operators,
 )
-from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse, Literal, Position, cast_type
+from engine.expr.nodes import (
+    Call,
+    Cast,
+    Expr,
+    FieldRef,
+    IfElse,
+    Literal,
+    Position,
+    cast_type,
+    decimal_type_of,
+)
 from engine.expr.tokens import Token, TokenKind, position_at, syntax_error, tokenize
-from engine.types import type_from_name
+from engine.types import DataMode, MinorType, type_from_name
 
 _BINARY = binary_operators()
 _UNARY = unary_operators()
@@ -285,13 +296,36 @@ class _Parser:
         if minor is None:
             raise self.error(f"expected a type name such as BIGINT, found {name.describe()}")
         self.advance()
-        if self.token.is_symbol("("):  # VARCHAR(20), DECIMAL(10, 2): the size is not kept
+        sizes: list[int] = []
+        if self.token.is_symbol("("):  # VARCHAR(20) (the width is not kept), DECIMAL(10, 2)
             self.advance()
             while self.token.kind == TokenKind.NUMBER or self.token.is_symbol(","):
+                if self.token.kind == TokenKind.NUMBER and isinstance(self.token.value, int):
+                    sizes.append(self.token.value)
                 self.advance()
             self.expect_symbol(")", "after the size of the type")
         self.expect_symbol(")", "to close 'cast('")
-        return Cast(inner, cast_type(minor), self.position(start))
+        if minor != MinorType.DECIMAL:
+            return Cast(inner, cast_type(minor), self.position(start))
+        return self.decimal_cast(inner, sizes, start)
+
+    def decimal_cast(self, inner: Expr, sizes: list[int], start: Token) -> Expr:
+        """``cast(x as DECIMAL(p, s))``; of a number written as a string, the decimal literal
+        (how the printer writes one)."""
+        if len(sizes) > 2:
+            raise self.error("DECIMAL takes a precision and a scale: DECIMAL(10, 2)", start)
+        try:
+            target = cast_type(MinorType.DECIMAL, *sizes)
+        except ValueError as err:
+            raise self.error(str(err), start) from None
+        if isinstance(inner, Literal) and isinstance(inner.value, str):
+            try:
+                value = Decimal(inner.value)
+            except InvalidOperation:
+                value = None
+            if value is not None and value.is_finite() and decimal_type_of(value) == target:
+                return Literal(value, target.with_mode(DataMode.REQUIRED), self.position(start))
+        return Cast(inner, target, self.position(start))
 
     def call(self) -> Expr:
         name_token = self.advance()

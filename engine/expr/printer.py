@@ -13,10 +13,11 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 from engine.expr.functions import FUNCTIONS, PREC_UNARY, Associativity, Operator
 from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse, Literal
-from engine.types import MinorType
+from engine.types import DataMode, MajorType, MinorType
 
 _OPERATORS: dict[str, Operator] = {
     spec.name: spec.operator for spec in FUNCTIONS.values() if spec.operator is not None
@@ -37,7 +38,7 @@ def to_string(expr: Expr) -> str:
     if isinstance(expr, FieldRef):
         return str(expr)
     if isinstance(expr, Cast):
-        return f"cast({to_string(expr.expr)} as {expr.type.minor.value})"
+        return f"cast({to_string(expr.expr)} as {_type_name(expr.type)})"
     if isinstance(expr, IfElse):
         parts = []
         for i, (condition, value) in enumerate(expr.branches):
@@ -95,12 +96,18 @@ def _is_negative_number(expr: Expr) -> bool:
     return _is_number(expr) and math.copysign(1, expr.value) < 0  # type: ignore[union-attr, arg-type]
 
 
+def _type_name(t: MajorType) -> str:
+    return str(t.with_mode(DataMode.OPTIONAL)) if t.minor == MinorType.DECIMAL else t.minor.value
+
+
 def _literal(literal: Literal) -> str:
     value = literal.value
     if value is None:
         if literal.type.minor == MinorType.NULL:
             return "null"
-        return f"cast(null as {literal.type.minor.value})"
+        return f"cast(null as {_type_name(literal.type)})"
+    if isinstance(value, Decimal):  # an exact number: a cast the parser reads back as this literal
+        return f"cast('{value}' as {_type_name(literal.type)})"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):

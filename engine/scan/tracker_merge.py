@@ -35,9 +35,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine.errors import SchemaConflictError
+from engine.expr.coercion import numeric_common
 from engine.scan.projection import ProjectedColumn, name_key
 from engine.scan.tracker_align import check_conversion
-from engine.types import NUMERIC, UNION, DataMode, MajorType, MinorType, common_numeric
+from engine.types import NUMERIC, UNION, DataMode, MajorType, MinorType
 
 Path = tuple[str, ...]
 ELEMENT = "[]"  # the path segment of a list's elements, in messages and guessed paths
@@ -168,11 +169,11 @@ def _merge(path: Path, current: MajorType, incoming: MajorType, ctx: MergeContex
         element = merge((*path, ELEMENT), current.element, incoming.element, ctx)
         return MajorType.list_of(element, current.mode)
     if current.minor in NUMERIC and incoming.minor in NUMERIC:
-        wider = common_numeric(current.minor, incoming.minor)
-        if wider == current.minor:
+        wider = numeric_common(current, incoming)
+        if wider == current.with_mode(DataMode.OPTIONAL):
             return current
         if not ctx.frozen:
-            return MajorType(wider, current.mode)
+            return wider.with_mode(current.mode)
     raise ctx.conflict(path, current, incoming)
 
 

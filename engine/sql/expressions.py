@@ -17,6 +17,7 @@ import calendar
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from sqlglot import exp
 
@@ -24,7 +25,7 @@ from engine.errors import SqlError
 from engine.expr import Call, Cast, Expr, FieldRef, IfElse, Literal, field_refs, lookup_function
 from engine.expr.nodes import cast_type
 from engine.sql.dialect import sql_error
-from engine.types import MinorType
+from engine.types import MAX_DECIMAL_PRECISION, MinorType
 
 _BINARY: dict[type[exp.Expression], str] = {
     exp.Add: "add",
@@ -51,7 +52,8 @@ _TYPES: dict[str, MinorType] = {
     "BIGINT": MinorType.BIGINT,
     "FLOAT": MinorType.FLOAT4,
     "DOUBLE": MinorType.FLOAT8,
-    "DECIMAL": MinorType.FLOAT8,
+    "DECIMAL": MinorType.DECIMAL,
+    "NUMERIC": MinorType.DECIMAL,
     "VARCHAR": MinorType.VARCHAR,
     "CHAR": MinorType.VARCHAR,
     "TEXT": MinorType.VARCHAR,
@@ -203,7 +205,7 @@ class ExprTranslator:
             return Call("concat", (self.visit(node.this), self.visit(node.expression)))
         if isinstance(node, exp.Neg):
             inner = self.visit(node.this)
-            if isinstance(inner, Literal) and isinstance(inner.value, int | float):
+            if isinstance(inner, Literal) and isinstance(inner.value, int | float | Decimal):
                 return Literal.of(-inner.value)
             return Call("negate", (inner,))
         if isinstance(node, exp.Not):
@@ -446,15 +448,19 @@ class ExprTranslator:
         minor = _TYPES.get(type_name.upper())
         if minor is None:
             raise self.error(f"cannot cast to {type_name}", to)
-        value = Cast(self.visit(node.this), cast_type(minor))
         params = to.expressions if isinstance(to, exp.DataType) else []
-        if type_name.upper() == "DECIMAL" and len(params) == 2:
-            # Decimals compute as FLOAT8 here; the scale still rounds (half away from zero).
-            scale = params[1].this
-            if not isinstance(scale, exp.Literal) or not str(scale.this).isdigit():
-                raise self.error("a DECIMAL's scale is a whole number", params[1])
-            return Call("round", (value, Literal.of(int(scale.this))))
-        return value
+        sizes = []
+        if minor == MinorType.DECIMAL:
+            for param in params:
+                size = param.this if isinstance(param, exp.DataTypeParam) else param
+                if not isinstance(size, exp.Literal) or not str(size.this).isdigit():
+                    raise self.error("a DECIMAL's precision and scale are whole numbers", param)
+                sizes.append(int(size.this))
+        try:
+            target = cast_type(minor, *sizes[:2])
+        except ValueError as err:
+            raise self.error(str(err), to) from None
+        return Cast(self.visit(node.this), target)
 
 
 QUERIES = (exp.Subquery, exp.Exists, exp.Select)
@@ -478,10 +484,19 @@ def has_query(node: exp.Expression) -> bool:
 
 
 def _literal(node: exp.Literal) -> Literal:
+    """A SQL literal. A number with a point and no exponent (``0.06``) is an exact numeric
+    literal, DECIMAL(digits, digits after the point), as in the SQL standard, Drill (Calcite),
+    Spark and DuckDB; one with an exponent (``6e-2``) is approximate, DOUBLE; one without either
+    is BIGINT."""
     if node.is_string:
         return Literal.of(str(node.this))
     text = str(node.this)
-    if any(c in text for c in ".eE"):
+    if any(c in text for c in "eE"):
+        return Literal.of(float(text))
+    if "." in text:
+        value = Decimal(text)
+        if len(value.as_tuple().digits) <= MAX_DECIMAL_PRECISION:
+            return Literal.of(value)
         return Literal.of(float(text))
     return Literal.of(int(text))
 

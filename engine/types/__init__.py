@@ -31,6 +31,7 @@ class MinorType(enum.StrEnum):
     BIGINT = "BIGINT"
     FLOAT4 = "FLOAT4"
     FLOAT8 = "FLOAT8"
+    DECIMAL = "DECIMAL"  # exact: ``precision`` digits, ``scale`` of them after the point
     VARCHAR = "VARCHAR"
     VARBINARY = "VARBINARY"
     DATE = "DATE"
@@ -49,12 +50,29 @@ class DataMode(enum.StrEnum):
 
 @dataclass(frozen=True)
 class MajorType:
-    """A minor type with its data mode; ``fields`` for MAP, ``element`` for LIST."""
+    """A minor type with its data mode; ``fields`` for MAP, ``element`` for LIST, ``precision``
+    and ``scale`` for DECIMAL."""
 
     minor: MinorType
     mode: DataMode = DataMode.OPTIONAL
     fields: tuple[tuple[str, MajorType], ...] = field(default=())
     element: MajorType | None = None
+    precision: int | None = None
+    scale: int | None = None
+
+    @staticmethod
+    def decimal(precision: int, scale: int, mode: DataMode = DataMode.OPTIONAL) -> MajorType:
+        """DECIMAL(precision, scale): 1 <= precision <= 38, 0 <= scale <= precision.
+
+        >>> str(MajorType.decimal(15, 2))
+        'DECIMAL(15, 2)'
+        """
+        if not (1 <= precision <= MAX_DECIMAL_PRECISION and 0 <= scale <= precision):
+            raise ValueError(
+                f"DECIMAL({precision}, {scale}) is not a decimal type: the precision is 1 to "
+                f"{MAX_DECIMAL_PRECISION} digits and the scale 0 to the precision"
+            )
+        return MajorType(MinorType.DECIMAL, mode, precision=precision, scale=scale)
 
     @staticmethod
     def map(fields: dict[str, MajorType], mode: DataMode = DataMode.OPTIONAL) -> MajorType:
@@ -63,6 +81,15 @@ class MajorType:
     @staticmethod
     def list_of(element: MajorType, mode: DataMode = DataMode.OPTIONAL) -> MajorType:
         return MajorType(MinorType.LIST, mode, element=element)
+
+    def __repr__(self) -> str:
+        sizes = (
+            "" if self.precision is None else f", precision={self.precision}, scale={self.scale}"
+        )
+        return (
+            f"MajorType(minor={self.minor!r}, mode={self.mode!r}, fields={self.fields!r}, "
+            f"element={self.element!r}{sizes})"
+        )
 
     def with_mode(self, mode: DataMode) -> MajorType:
         return replace(self, mode=mode)
@@ -82,6 +109,8 @@ class MajorType:
             return f"{prefix}MAP<{inner}>"
         if self.minor == MinorType.LIST:
             return f"{prefix}LIST<{self.element}>"
+        if self.minor == MinorType.DECIMAL:
+            return f"{prefix}DECIMAL({self.precision}, {self.scale})"
         return f"{prefix}{self.minor.value}"
 
 
@@ -102,8 +131,13 @@ DATE = scalar(MinorType.DATE)
 TIME = scalar(MinorType.TIME)
 TIMESTAMP = scalar(MinorType.TIMESTAMP)
 
-NUMERIC = frozenset({MinorType.INT, MinorType.BIGINT, MinorType.FLOAT4, MinorType.FLOAT8})
-_NUMERIC_RANK = [MinorType.INT, MinorType.BIGINT, MinorType.FLOAT4, MinorType.FLOAT8]
+MAX_DECIMAL_PRECISION = 38
+DEFAULT_DECIMAL = (MAX_DECIMAL_PRECISION, 0)
+"""DECIMAL without a precision and scale: Drill's DECIMAL(38, 0)."""
+
+NUMERIC = frozenset(
+    {MinorType.INT, MinorType.BIGINT, MinorType.DECIMAL, MinorType.FLOAT4, MinorType.FLOAT8}
+)
 
 # Names a plan may use for a type (in `cast(x as T)`, `castT(x)` and provided schemas).
 TYPE_NAMES: dict[str, MinorType] = {
@@ -122,6 +156,8 @@ TYPE_NAMES: dict[str, MinorType] = {
     "VARCHAR": MinorType.VARCHAR,
     "BINARY": MinorType.VARBINARY,
     "BYTES": MinorType.VARBINARY,
+    "NUMERIC": MinorType.DECIMAL,
+    "DEC": MinorType.DECIMAL,
 }
 
 
@@ -132,11 +168,6 @@ def type_from_name(name: str) -> MinorType | None:
     <MinorType.FLOAT8: 'FLOAT8'>
     """
     return TYPE_NAMES.get(name.upper())
-
-
-def common_numeric(left: MinorType, right: MinorType) -> MinorType:
-    """The type two numbers widen to: the wider of the two (INT < BIGINT < FLOAT4 < FLOAT8)."""
-    return max(left, right, key=_NUMERIC_RANK.index)
 
 
 def merge_modes(*modes: DataMode) -> DataMode:
@@ -155,7 +186,7 @@ def json_default(value: object) -> object:
     if isinstance(value, dt.timedelta):
         return value.total_seconds()
     if isinstance(value, decimal.Decimal):
-        return float(value)
+        return float(value)  # JSON has one kind of number; text columns keep the digits
     if isinstance(value, bytes | bytearray):
         return base64.b64encode(value).decode("ascii")
     raise TypeError(f"cannot write a {type(value).__name__} as JSON")
@@ -226,6 +257,8 @@ def to_spark(t: MajorType):
         return st.ArrayType(to_spark(t.element), containsNull=t.element.mode != DataMode.REQUIRED)
     if t.minor == MinorType.UNION:
         return st.VariantType()
+    if t.minor == MinorType.DECIMAL:
+        return st.DecimalType(t.precision or DEFAULT_DECIMAL[0], t.scale or 0)
     return {
         MinorType.NULL: st.NullType(),
         MinorType.BIT: st.BooleanType(),
@@ -257,6 +290,8 @@ def from_spark(dtype, *, nullable: bool = True) -> MajorType:
         if element.mode == DataMode.REQUIRED and element.minor != MinorType.LIST:
             return element.with_mode(DataMode.REPEATED)
         return MajorType.list_of(element, mode)
+    if isinstance(dtype, st.DecimalType):
+        return MajorType.decimal(dtype.precision, dtype.scale, mode)
     scalars = {
         st.NullType: MinorType.NULL,
         st.BooleanType: MinorType.BIT,
@@ -266,7 +301,6 @@ def from_spark(dtype, *, nullable: bool = True) -> MajorType:
         st.LongType: MinorType.BIGINT,
         st.FloatType: MinorType.FLOAT4,
         st.DoubleType: MinorType.FLOAT8,
-        st.DecimalType: MinorType.FLOAT8,
         st.StringType: MinorType.VARCHAR,
         st.BinaryType: MinorType.VARBINARY,
         st.DateType: MinorType.DATE,

@@ -16,7 +16,7 @@ import json
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.types import DataMode, MajorType, MinorType, json_text
+from engine.types import MAX_DECIMAL_PRECISION, DataMode, MajorType, MinorType, json_text
 
 # ---------------------------------------------------------------- UNION
 # A UNION column holds, per record, any JSON value: a scalar, an array or a map (Drill's UNION
@@ -132,6 +132,8 @@ def to_arrow(t: MajorType) -> pa.DataType:
         return pa.list_(to_arrow_field("element", t.element))
     if t.minor == MinorType.UNION:
         return UNION_ARROW
+    if t.minor == MinorType.DECIMAL:
+        return pa.decimal128(t.precision or MAX_DECIMAL_PRECISION, t.scale or 0)
     return _TO_ARROW[t.minor]
 
 
@@ -156,7 +158,12 @@ def from_arrow(dtype: pa.DataType, *, nullable: bool = True) -> MajorType:
     if pa.types.is_time(dtype):
         return MajorType(MinorType.TIME, mode)
     if pa.types.is_decimal(dtype):
-        return MajorType(MinorType.FLOAT8, mode)
+        if dtype.precision > MAX_DECIMAL_PRECISION:
+            raise TypeError(
+                f"no Drill type for Arrow type {dtype}: a DECIMAL has at most "
+                f"{MAX_DECIMAL_PRECISION} digits"
+            )
+        return MajorType.decimal(dtype.precision, dtype.scale, mode)
     minor = _FROM_ARROW.get(str(dtype)) or _ARROW_ALIASES.get(str(dtype))
     if minor is None:
         raise TypeError(f"no Drill type for Arrow type {dtype}")

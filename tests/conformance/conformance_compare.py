@@ -1,13 +1,15 @@
 """The conformance corpus's comparison rules (``../shared/conformance/README.md``).
 
 - map key order is ignored, arrays are ordered;
-- numbers compare by value (``3 == 3.0``), floats with a relative tolerance of 1e-9;
+- numbers compare by value (``3 == 3.0``), floats with a relative tolerance of 1e-9, a DECIMAL
+  exactly with the number written (``Decimal("7.9900")`` is ``7.99``);
 - ``"k": null`` equals an absent ``k``;
 - ``ordered`` compares sequences, ``unordered`` multisets.
 """
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
 from collections.abc import Iterable
@@ -37,7 +39,16 @@ def values_equal(left: Any, right: Any) -> bool:
         return len(left) == len(right) and all(values_equal(a, b) for a, b in zip(left, right))
     if isinstance(left, float) and isinstance(right, float):
         return math.isclose(left, right, rel_tol=REL_TOL, abs_tol=0.0) or left == right
+    if isinstance(left, decimal.Decimal) or isinstance(right, decimal.Decimal):
+        return _exact(left) == _exact(right)
     return type(left) is type(right) and left == right
+
+
+def _exact(value: Any) -> Any:
+    """A number as the decimal it is written as (a float by its shortest text)."""
+    if isinstance(value, float):
+        return decimal.Decimal(repr(value))
+    return value
 
 
 def _sort_key(value: Any) -> str:

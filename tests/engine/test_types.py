@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import types as t
+from engine.expr.coercion import numeric_common
 from engine.types import DataMode, MajorType, MinorType
 
 SCALARS = [m for m in MinorType if m not in (MinorType.MAP, MinorType.LIST)]
@@ -21,9 +22,16 @@ def _normal(mode: DataMode) -> st.SearchStrategy[DataMode]:
 def drill_types() -> st.SearchStrategy[MajorType]:
     scalar = st.builds(
         MajorType,
-        st.sampled_from([m for m in SCALARS if m != MinorType.NULL]),
+        st.sampled_from([m for m in SCALARS if m not in (MinorType.NULL, MinorType.DECIMAL)]),
         _normal(DataMode.REPEATED),
     )
+    decimals = st.builds(
+        lambda precision, scale, mode: MajorType.decimal(precision, min(scale, precision), mode),
+        st.integers(1, 38),
+        st.integers(0, 38),
+        _normal(DataMode.REPEATED),
+    )
+    scalar = scalar | decimals
 
     def nested(children: st.SearchStrategy[MajorType]) -> st.SearchStrategy[MajorType]:
         maps = st.builds(
@@ -65,7 +73,7 @@ def test_arrow_aliases_widen_to_drill_types() -> None:
     assert t.from_arrow(pa.int16()) == t.INT
     assert t.from_arrow(pa.large_string()) == t.VARCHAR
     assert t.from_arrow(pa.timestamp("ns")) == t.TIMESTAMP
-    assert t.from_arrow(pa.decimal128(10, 2)) == t.FLOAT8
+    assert t.from_arrow(pa.decimal128(10, 2)) == MajorType.decimal(10, 2)
     with pytest.raises(TypeError, match="no Drill type"):
         t.from_arrow(pa.dictionary(pa.int8(), pa.string()))
 
@@ -74,8 +82,9 @@ def test_type_names_and_numeric_widening() -> None:
     assert t.type_from_name("bigint") == MinorType.BIGINT
     assert t.type_from_name("Boolean") == MinorType.BIT
     assert t.type_from_name("nonsense") is None
-    assert t.common_numeric(MinorType.INT, MinorType.FLOAT8) == MinorType.FLOAT8
-    assert t.common_numeric(MinorType.BIGINT, MinorType.INT) == MinorType.BIGINT
+    assert numeric_common(t.INT, t.FLOAT8) == t.FLOAT8
+    assert numeric_common(t.BIGINT, t.INT) == t.BIGINT
+    assert numeric_common(t.MajorType.decimal(5, 2), t.BIGINT) == t.MajorType.decimal(21, 2)
     assert t.merge_modes(DataMode.REQUIRED, DataMode.OPTIONAL) == DataMode.OPTIONAL
     assert t.merge_modes(DataMode.REQUIRED) == DataMode.REQUIRED
 

@@ -42,18 +42,29 @@ def tables(
     return repo, con
 
 
+_SIX = decimal.Decimal("0.000001")
+
+
 def _value(v: Any) -> Any:
-    if isinstance(v, decimal.Decimal):
-        v = float(v)
+    """Numbers as exact decimal text: a DECIMAL exactly (at most 6 digits after the point, else
+    rounded half up to 6), a float rounded to 6 digits (DuckDB's ``/`` and ``avg`` of decimals
+    give doubles), so that ``2.50`` and ``2.5`` match and ``2.51`` and ``2.5`` do not."""
     if isinstance(v, float) and math.isfinite(v):
-        return round(v, 6) + 0.0 if v != int(v) else int(v)
+        v = decimal.Decimal(repr(round(v, 6)))
+    if isinstance(v, int) and not isinstance(v, bool):
+        v = decimal.Decimal(v)
+    if isinstance(v, decimal.Decimal):
+        exponent = v.as_tuple().exponent
+        if isinstance(exponent, int) and exponent < -6:
+            v = v.quantize(_SIX, rounding=decimal.ROUND_HALF_UP)
+        return "n:" + format(v.normalize() + 0, "f")
     if isinstance(v, dt.date):
         return v.isoformat()
     return v
 
 
 def normal(records: list[dict[str, Any]], ordered: bool) -> list[str]:
-    """Records as comparable texts (numbers rounded, decimals as numbers, dates as text)."""
+    """Records as comparable texts (numbers as exact decimal text, dates as text)."""
     texts = [json.dumps([_value(v) for v in r.values()]) for r in records]
     return texts if ordered else sorted(texts)
 

@@ -75,8 +75,9 @@ def mismatches(
 ) -> list[str]:
     """What differs between ``records`` and the answer (empty: they match).
 
-    Texts, dates and integers must be equal; other numbers within :data:`RELATIVE` (a DECIMAL
-    result within half a unit of its last digit, when the answer has more digits)."""
+    Texts, dates, integers and DECIMAL results must be equal at the answer's scale (a DECIMAL
+    within half a unit of its last digit where the answer has more digits, a double average);
+    floating-point results within :data:`RELATIVE`."""
     problems = []
     if records and not all(map(_same_name, records[0], columns)):
         problems.append(f"columns {list(records[0])}, expected {columns}")
@@ -116,9 +117,12 @@ def value_matches(value: Any, text: str) -> bool:
     if isinstance(value, int):
         return Decimal(value) == expected
     if isinstance(value, Decimal):
-        exponent = value.as_tuple().exponent
-        half_unit = Decimal(1).scaleb(exponent) / 2 if isinstance(exponent, int) else Decimal(0)
-        return value == expected or abs(value - expected) <= half_unit
+        ours, theirs = value.as_tuple().exponent, expected.as_tuple().exponent
+        assert isinstance(ours, int) and isinstance(theirs, int)
+        if theirs >= ours:  # the answer's digits are all ours: exactly equal
+            return value == expected
+        # the answer has more digits (DuckDB's double averages): ours is it rounded
+        return abs(value - expected) <= Decimal(1).scaleb(ours) / 2
     return math.isclose(float(value), float(expected), rel_tol=RELATIVE, abs_tol=1e-12)
 
 

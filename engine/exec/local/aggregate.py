@@ -43,11 +43,13 @@ from engine.exec.local.aggregate_functions import (
 from engine.exec.local.buffering import BatchBuffer, rechunk, to_batch
 from engine.exec.local.registry import ExecContext, creator
 from engine.exec.protocol import BatchOperator, GeneratorOperator
-from engine.expr import Call, Expr, FunctionKind, parse_expression, parse_field_ref
+from engine.expr import Call, Expr, FunctionKind, coercion, parse_expression, parse_field_ref
+from engine.expr.arrow import decimals
 from engine.expr.arrow.evaluate import evaluate
 from engine.expr.arrow.trees import build_batch, get_path, set_path
 from engine.expr.rewrite import map_calls, split_calls
 from engine.plan.operators import CollapsingAggregate, RunningAggregate
+from engine.types import from_arrow
 
 Path = tuple[str, ...]
 
@@ -198,6 +200,8 @@ class RunningAggregateOperator(GeneratorOperator):
             )
             for i, a in enumerate(op.aggregations)
         ]
+        # A plain avg(x) of a DECIMAL has avg's DECIMAL type, not its ratio's (sum / count).
+        self._plain_average = [_is_average(parse_expression(a.expr)) for a in op.aggregations]
         # The within value of the last record and each call's running value there.
         self._last_key: pa.Array | None = None
         self._carry: list[list[pa.Scalar]] | None = None
@@ -230,8 +234,11 @@ class RunningAggregateOperator(GeneratorOperator):
         for a, aggregation in enumerate(self.aggregations):
             context = out
             carry.append([])
+            argument_types = []
             for c, call in enumerate(aggregation.calls):
-                values = running(call.name, _argument(call, out), starts)
+                argument = _argument(call, out)
+                argument_types.append(argument.type)
+                values = running(call.name, argument, starts)
                 if continues and self._carry is not None and n:
                     before = self._carry[a][c]
                     values = _concat(
@@ -240,7 +247,10 @@ class RunningAggregateOperator(GeneratorOperator):
                 if n:
                     carry[a].append(values[n - 1])
                 context = context.append_column(f"{aggregation.prefix}{c}", values)
-            out = set_path(out, aggregation.ref, evaluate(aggregation.scalar, context))
+            result = evaluate(aggregation.scalar, context)
+            if self._plain_average[a] and pa.types.is_decimal(argument_types[0]):
+                result = _decimal_average(result, argument_types[0])
+            out = set_path(out, aggregation.ref, result)
         if n:
             self._carry = carry
             self._last_key = keys.slice(n - 1, 1) if keys is not None else None
@@ -269,6 +279,19 @@ def _concat(head: pa.Array, tail: pa.Array) -> pa.Array:
                 f"running values changed type from {head.type} to {tail.type} between batches"
             ) from err
     return pa.concat_arrays([head, tail])
+
+
+def _is_average(expr: Expr) -> bool:
+    return isinstance(expr, Call) and expr.name == "avg"
+
+
+def _decimal_average(ratio: pa.Array, argument: pa.DataType) -> pa.Array:
+    """A running average of decimals as avg's type (:func:`engine.expr.coercion.avg_type`)."""
+    target = coercion.avg_type(from_arrow(argument))
+    try:
+        return decimals.fit(ratio, target, "avg")
+    except decimals.DecimalError as err:
+        raise AggregationError(f"avg(): {err}") from err
 
 
 def _average_as_ratio(call: Call) -> Expr:

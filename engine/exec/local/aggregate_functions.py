@@ -26,7 +26,10 @@ import pyarrow.compute as pc
 
 from engine.errors import AggregateError
 from engine.exec.local.buffering import BatchBuffer, concat_batches, to_batch
+from engine.expr import coercion
+from engine.expr.arrow import decimals
 from engine.expr.arrow.trees import get_path
+from engine.types import from_arrow, to_arrow
 
 # ---------------------------------------------------------------------------------------- runs
 
@@ -210,10 +213,35 @@ AGGREGATE_FUNCTIONS = tuple(_HASH_AGGREGATES)
 def aggregate_runs(calls: Sequence[tuple[str, pa.Array]], starts: np.ndarray) -> list[pa.Array]:
     """For every ``(function, values)``, one value per run: ``count`` counts non-null values,
     ``sum`` stays BIGINT for integers, ``avg`` is FLOAT8, nulls are skipped; a run without a
-    non-null value gives null (0 for the counts).
+    non-null value gives null (0 for the counts). A DECIMAL's ``sum`` and ``avg`` are DECIMALs
+    (:func:`engine.expr.coercion.sum_type`, :func:`~engine.expr.coercion.avg_type`).
     """
     calls, nan_flags = _nan_checks(calls)
-    return _nan_greatest(_aggregate_runs(calls, starts), nan_flags)
+    results = _nan_greatest(_aggregate_runs(calls, starts), nan_flags)
+    return _decimal_results(calls, results)
+
+
+def _decimal_results(
+    calls: Sequence[tuple[str, pa.Array | None]], results: list[pa.Array]
+) -> list[pa.Array]:
+    """Each DECIMAL ``sum`` and ``avg`` as the DECIMAL type it has (Acero sums at 38 digits)."""
+    out = []
+    for (name, values), result in zip(calls, results, strict=False):
+        target = _decimal_target(name, values)
+        if target is not None and not result.type.equals(to_arrow(target)):
+            try:
+                result = decimals.fit(result, target, name)
+            except decimals.DecimalError as err:
+                raise AggregateError(f"{name}(): {err}") from err
+        out.append(result)
+    return out + results[len(out) :]
+
+
+def _decimal_target(name: str, values: pa.Array | None):  # type: ignore[no-untyped-def]
+    if values is None or not pa.types.is_decimal(values.type) or name not in ("sum", "avg"):
+        return None
+    drill = from_arrow(values.type)
+    return coercion.sum_type(drill) if name == "sum" else coercion.avg_type(drill)
 
 
 def _aggregate_runs(calls: Sequence[tuple[str, pa.Array]], starts: np.ndarray) -> list[pa.Array]:
@@ -254,7 +282,7 @@ def aggregate_groups(
     """
     calls, nan_flags = _nan_checks(calls)
     grouped_keys, results = _aggregate_groups(calls, keys)
-    return grouped_keys, _nan_greatest(results, nan_flags)
+    return grouped_keys, _decimal_results(calls, _nan_greatest(results, nan_flags))
 
 
 def _aggregate_groups(
@@ -438,8 +466,11 @@ def aggregate_empty(calls: Sequence[tuple[str, pa.Array]]) -> list[pa.Array]:
     """The aggregates of no records at all: 0 for the counts, null for the others."""
     out = []
     for name, values in calls:
+        target = _decimal_target(name, values)
         if name in ("count", "count_distinct"):
             out.append(pa.array([0], pa.int64()))
+        elif target is not None:
+            out.append(pa.nulls(1, to_arrow(target)))
         else:
             out.append(pa.nulls(1, _aggregatable(name, values).type))
     return out
@@ -461,6 +492,10 @@ def _aggregatable(name: str, values: pa.Array) -> pa.Array:
         return values.dictionary_decode()
     if name in ("sum", "avg") and not _is_number(values.type):
         raise AggregateError(f"{name}() needs numbers, got values of type {values.type}")
+    if name == "avg" and pa.types.is_decimal(values.type):
+        # Acero's mean keeps the input's scale: widened first, it has the scale avg gives.
+        target = coercion.avg_type(from_arrow(values.type))
+        return values.cast(pa.decimal128(target.precision or 38, target.scale or 0))
     return values
 
 
@@ -536,6 +571,8 @@ def _sum(values: pa.Array, starts: np.ndarray) -> pa.Array:
         raise AggregateError(f"sum() needs numbers, got values of type {values.type}")
     valid = ~_null_mask(values)
     seen = _cumulative_sum(valid.astype(np.int64), starts) > 0
+    if pa.types.is_decimal(values.type):
+        return _decimal_running_sum(values, starts, seen)
     if pa.types.is_integer(values.type):
         numbers = pc.fill_null(values.cast(pa.int64()), 0).to_numpy()
         sums = _cumulative_sum(numbers, starts)
@@ -543,6 +580,21 @@ def _sum(values: pa.Array, starts: np.ndarray) -> pa.Array:
         numbers = pc.fill_null(values.cast(pa.float64()), 0.0).to_numpy()
         sums = _segmented_scan(numbers, starts, np.add)
     return pa.array(sums, mask=~seen)
+
+
+def _decimal_running_sum(values: pa.Array, starts: np.ndarray, seen: np.ndarray) -> pa.Array:
+    """Running sums of decimals, exact: Python decimals (there is no Arrow scan for them)."""
+    target = coercion.sum_type(from_arrow(values.type))
+    sums: list[object] = []
+    total = 0
+    for start, value in zip(starts.tolist(), values.to_pylist(), strict=True):
+        total = (0 if start else total) + (value or 0)
+        sums.append(total)
+    wide = pa.array(sums, pa.decimal256(76, target.scale or 0), mask=~seen)
+    try:
+        return decimals.fit(wide, target, "sum")
+    except decimals.DecimalError as err:
+        raise AggregateError(f"sum(): {err}") from err
 
 
 def _min(values: pa.Array, starts: np.ndarray) -> pa.Array:

@@ -112,7 +112,9 @@ class _Compiler:
             inner = self.compile(expr.expr)
             if isinstance(inner.dtype, T.VariantType):  # a UNION casts as its text
                 inner = Typed(inner.column.cast(T.StringType()), T.StringType())
-            return _guard(expr, lambda: cast_value(inner, expr.type.minor), f"cast to {expr.type}")
+            return _guard(
+                expr, lambda: cast_value(inner, expr.type.minor, expr.type), f"cast to {expr.type}"
+            )
         raise ExpressionCompileError(f"cannot compile {type(expr).__name__} `{expr}`")
 
     def call(self, expr: Call) -> Typed:

@@ -33,6 +33,8 @@ from engine.exec.spark.compiler_order import temp, with_run_numbers
 from engine.exec.spark.metrics import RowCounter
 from engine.exec.spark.names import column
 from engine.exec.spark.paths import Typed, top_column
+from engine.expr import coercion
+from engine.types import from_spark, to_spark
 
 AggregateCall = tuple[str, Sequence[Column]]
 """A registry function name and its compiled arguments."""
@@ -87,8 +89,8 @@ def aggregate_type(
     name: str, args: Sequence[T.DataType], *, over_frame: bool = False
 ) -> T.DataType | None:
     """The Spark type of the aggregate ``name`` of values of types ``args`` (as
-    :data:`AGGREGATE_FORMS` computes it; over a window frame with ``over_frame``), or None where
-    only Spark's analysis knows (decimal averages).
+    :data:`AGGREGATE_FORMS` computes it; over a window frame with ``over_frame``); a DECIMAL's
+    ``sum`` and ``avg`` as :mod:`engine.expr.coercion` gives them (Spark's own).
 
     >>> aggregate_type("sum", [T.IntegerType()]), aggregate_type("avg", [T.LongType()])
     (LongType(), DoubleType())
@@ -103,9 +105,8 @@ def aggregate_type(
         return args[0]
     dtype = args[0]
     if isinstance(dtype, T.DecimalType):
-        if name == "sum":
-            return T.DecimalType(min(38, dtype.precision + 10), dtype.scale)
-        return None
+        drill = from_spark(dtype)
+        return to_spark(coercion.sum_type(drill) if name == "sum" else coercion.avg_type(drill))
     if name == "sum":
         integral = (T.NullType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)
         return T.LongType() if isinstance(dtype, integral) else T.DoubleType()

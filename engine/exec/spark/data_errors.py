@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 
 from engine.errors import ARITHMETIC_OVERFLOW, CAST_OVERFLOW, INVALID_INPUT, RAISED, DataError
+from engine.exec.spark.spark_decimals import DECIMAL_BY_ZERO, DECIMAL_OVERFLOW
 from engine.exec.spark.spark_functions import MODULO_BY_ZERO, no_unit
 from engine.expr import Call, Cast, Expr, walk
 from engine.plan import LogicalPlan
@@ -56,6 +57,8 @@ _DATE_TYPES = {"DATE", "TIMESTAMP", "TIMESTAMP_NTZ"}
 # The functions whose compiled form raises a message starting so.
 _RAISED_BY = {
     MODULO_BY_ZERO: {"modulo"},
+    DECIMAL_BY_ZERO: {"divide", "modulo"},
+    DECIMAL_OVERFLOW: {"add", "subtract", "multiply", "divide", "modulo", "round", "ceil", "floor"},
     no_unit("date_trunc"): {"date_trunc"},
     no_unit("extract"): {"extract"},
 }

@@ -71,7 +71,7 @@ from engine.storage.engines import FileEngine
 from engine.storage.formats.options import ReaderOptions
 from engine.storage.formats.parquet_unions import arrow_schema_of
 from engine.storage.paths import InputFile
-from engine.types import MajorType, is_union
+from engine.types import MAX_DECIMAL_PRECISION, MajorType, is_union
 
 # ---------------------------------------------------------------- schema resolution (driver)
 
@@ -83,7 +83,7 @@ class ResolvedScan:
     ``complete`` is True when the driver saw every record (or every parquet footer), False when
     it committed a sample. ``implicit`` names the implicit columns of the output.
     ``foreign_types`` lists parquet column types that Spark's reader would type differently from
-    Drill (decimals, unsigned integers, times, nanosecond timestamps).
+    Drill (decimals over 38 digits, unsigned integers, times, nanosecond timestamps).
     """
 
     request: ScanRequest
@@ -281,9 +281,10 @@ def _spark_parquet_type(dtype: pa.DataType) -> bool:
         return _spark_parquet_type(dtype.value_type)
     if pa.types.is_timestamp(dtype):
         return dtype.unit in ("ms", "us")
+    if pa.types.is_decimal(dtype):  # DECIMAL(p, s) in both, up to 38 digits
+        return dtype.precision <= MAX_DECIMAL_PRECISION
     return not (
-        pa.types.is_decimal(dtype)
-        or pa.types.is_unsigned_integer(dtype)
+        pa.types.is_unsigned_integer(dtype)
         or pa.types.is_time(dtype)
         or pa.types.is_float16(dtype)
         or pa.types.is_map(dtype)

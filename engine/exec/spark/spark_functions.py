@@ -11,7 +11,8 @@ time.
   mixes are errors; NaN compares as IEEE does (equal to nothing), as in Arrow.
 - ``+ - *``: integers as BIGINT, with a float FLOAT8; ``/ ^ sqrt`` FLOAT8 with IEEE results
   (``1 / 0`` is infinity, also under ANSI mode); ``%`` takes the dividend's sign, an integer
-  ``% 0`` is an error and a float ``% 0`` NaN; ``round`` rounds half away from zero.
+  ``% 0`` is an error and a float ``% 0`` NaN; ``round`` rounds half away from zero. With a
+  DECIMAL and no float, ``+ - * / %`` are exact (:mod:`engine.exec.spark.spark_decimals`).
 - ``substr`` 1-based (negative start from the end, start 0 or length <= 0 give ''), ``concat``
   reads null as '', ``trim`` strips spaces, ``like`` is SQL ``%``/``_`` over the whole string
   (no escape unless given), ``regex_like`` a search (Java regex syntax on Spark).
@@ -39,7 +40,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.errors import UnsupportedOnSpark
+from engine.exec.spark import spark_decimals
 from engine.exec.spark.paths import Typed, cast_column, null_typed, same_type
+from engine.expr import coercion
 from engine.expr.like import like_to_java
 from engine.types import MajorType, MinorType, from_spark, to_spark
 
@@ -126,16 +129,14 @@ def cast(value: Typed, dtype: T.DataType) -> Typed:
 
 
 def number(value: Typed, *, keep_width: bool = False) -> Typed:
-    """A numeric argument: integers as BIGINT and other numbers as FLOAT8 (unless ``keep_width``);
-    null becomes a BIGINT null, a decimal a FLOAT8."""
+    """A numeric argument: integers as BIGINT and floats as FLOAT8 (unless ``keep_width``),
+    decimals as they are; null becomes a BIGINT null."""
     kind = family(value.dtype)
     if kind == "null":
         return cast(value, LONG)
     if kind != "number":
         raise ArgumentError(f"expected a number, got {type_name(value.dtype)}")
-    if isinstance(value.dtype, T.DecimalType):
-        return cast(value, DOUBLE)
-    if keep_width:
+    if keep_width or isinstance(value.dtype, T.DecimalType):
         return value
     return cast(value, LONG if is_integral(value.dtype) else DOUBLE)
 
@@ -164,22 +165,27 @@ def boolean(value: Typed) -> Typed:
 
 
 def common_type(types: Sequence[T.DataType], what: str) -> T.DataType:
-    """The type values from several branches (``coalesce``, ``if``) are unified to."""
+    """The type values from several branches (``coalesce``, ``if``) are unified to:
+    :func:`engine.expr.coercion.common_type` of their Drill types."""
     known = [t for t in types if family(t) != "null"]
     if not known:
         return T.NullType()
-    kinds = {family(t) for t in known}
-    if kinds == {"number"}:
-        return LONG if all(is_integral(t) for t in known) else DOUBLE
-    if kinds == {"string"}:
-        return STRING
-    if kinds == {"temporal"} and not all(same_type(t, known[0]) for t in known):
-        if any(isinstance(t, T.TimestampNTZType) for t in known):
-            raise ArgumentError(f"{what} mixes times with dates: " + _names(known))
-        return TIMESTAMP
-    if len(kinds) == 1 and all(same_type(t, known[0]) for t in known):
-        return known[0]
-    raise ArgumentError(f"{what} mixes incompatible types: " + _names(known))
+    try:
+        drill = [from_spark(t) for t in known]
+    except TypeError:
+        drill = []
+    if len(drill) != len(known):
+        if all(same_type(t, known[0]) for t in known):
+            return known[0]
+        raise ArgumentError(f"{what} mixes incompatible types: " + _names(known))
+    try:
+        common = coercion.common_type(drill)
+    except coercion.CoercionError as err:
+        raise ArgumentError(f"{what} mixes {err}") from None
+    assert common is not None
+    if common.minor in (MinorType.MAP, MinorType.LIST) or common.mode == "REPEATED":
+        return known[0]  # the same nested type in every branch
+    return to_spark(common)
 
 
 def unify(values: Sequence[Typed], what: str) -> list[Typed]:
@@ -223,6 +229,10 @@ def comparable(a: Typed, b: Typed) -> tuple[Typed, Typed]:
     if fb == "null":
         return a, cast(b, a.dtype)
     if fa == fb == "number":
+        if isinstance(a.dtype, T.DecimalType) != isinstance(b.dtype, T.DecimalType):
+            if is_floating(a.dtype) or is_floating(b.dtype):
+                return cast(a, DOUBLE), cast(b, DOUBLE)
+            return spark_decimals.as_decimal(a), spark_decimals.as_decimal(b)
         return number(a, keep_width=True), number(b, keep_width=True)
     if {fa, fb} <= {"string", "binary"}:
         return string(a), string(b)
@@ -291,9 +301,26 @@ def _not(a: Typed) -> Typed:
 # ---------------------------------------------------------------- arithmetic
 
 
-def _arithmetic(operator: Callable[[Column, Column], Column]) -> Builder:
+def _exact(operation: str, a: Typed, b: Typed) -> Typed | None:
+    """``a <operation> b`` when a decimal meets a decimal or an integer, else None."""
+    decimal = isinstance(a.dtype, T.DecimalType) or isinstance(b.dtype, T.DecimalType)
+    if not decimal or is_floating(a.dtype) or is_floating(b.dtype):
+        return None
+    return spark_decimals.arithmetic(operation, a, b)
+
+
+def _plain(value: Typed) -> Typed:
+    """A number as BIGINT or FLOAT8 (a decimal meeting a float becomes a FLOAT8)."""
+    return cast(value, DOUBLE) if isinstance(value.dtype, T.DecimalType) else value
+
+
+def _arithmetic(operation: str, operator: Callable[[Column, Column], Column]) -> Builder:
     def run(a: Typed, b: Typed) -> Typed:
         a, b = number(a), number(b)
+        exact = _exact(operation, a, b)
+        if exact is not None:
+            return exact
+        a, b = _plain(a), _plain(b)
         if is_integral(a.dtype) and is_integral(b.dtype):
             return _typed(operator(a.column, b.column), LONG)
         return _typed(operator(cast(a, DOUBLE).column, cast(b, DOUBLE).column), DOUBLE)
@@ -306,6 +333,9 @@ _NAN = float("nan")
 
 
 def _divide(a: Typed, b: Typed) -> Typed:
+    exact = _exact("divide", number(a), number(b))
+    if exact is not None:
+        return exact
     x, y = floating(a).column, floating(b).column
     # IEEE division by (signed) zero, whatever spark.sql.ansi.enabled says.
     zero_sign = F.when(y.cast(STRING).startswith("-"), F.lit(-1.0)).otherwise(F.lit(1.0))
@@ -327,6 +357,10 @@ def no_unit(function: str) -> str:
 
 def _modulo(a: Typed, b: Typed) -> Typed:
     a, b = number(a), number(b)
+    exact = _exact("modulo", a, b)
+    if exact is not None:
+        return exact
+    a, b = _plain(a), _plain(b)
     if is_integral(a.dtype) and is_integral(b.dtype):
         failure = F.raise_error(F.lit(MODULO_BY_ZERO))
         by_zero = (b.column == 0) & a.column.isNotNull()
@@ -363,6 +397,9 @@ def _whole(function: Callable[[Column], Column]) -> Builder:
         a = number(a, keep_width=True)
         if is_integral(a.dtype):
             return a
+        if isinstance(a.dtype, T.DecimalType):
+            target = coercion.rounded_type(from_spark(a.dtype), 0)
+            return spark_decimals.fit(_typed(function(a.column), a.dtype), target, "ceil/floor")
         x = cast(a, DOUBLE).column
         # NaN is not < 2**52 in Spark's ordering, so NaN and infinities pass through unchanged.
         whole = F.when(F.abs(x) < F.lit(_EXACT_WHOLE), function(x).cast(DOUBLE)).otherwise(x)
@@ -382,6 +419,9 @@ def _round(a: Typed, digits: Typed | None = None) -> Typed:
         places = int(places)
     if is_integral(a.dtype) and places >= 0:
         return a
+    if isinstance(a.dtype, T.DecimalType):
+        target = coercion.round_type(from_spark(a.dtype))
+        return spark_decimals.fit(_typed(F.round(a.column, places), a.dtype), target, "round")
     return _typed(F.round(a.column, places), a.dtype)  # HALF_UP: half away from zero
 
 
@@ -671,12 +711,15 @@ _FLOAT_TARGETS: dict[MinorType, T.DataType] = {
 }
 
 
-def cast_value(value: Typed, target: MinorType) -> Typed:
+def cast_value(value: Typed, target: MinorType, decimal: MajorType | None = None) -> Typed:
     """``cast(value as target)``: strings read as numbers, booleans and dates; floats truncate
-    toward zero into integers; dates cast to integers count days, timestamps microseconds."""
+    toward zero into integers; dates cast to integers count days, timestamps microseconds; a
+    DECIMAL (``decimal`` gives its precision and scale) rounds half away from zero."""
     kind = family(value.dtype)
     if kind in ("map", "list", "other"):
         raise ArgumentError(f"cannot cast a {type_name(value.dtype)} value to {target}")
+    if target == MinorType.DECIMAL:
+        return _to_decimal(value, kind, decimal or MajorType.decimal(38, 0))
     if kind == "null" and target != MinorType.NULL:
         return null_typed(to_spark(MajorType(target)))
     if target in _INTEGER_TARGETS:
@@ -719,6 +762,25 @@ def cast_value(value: Typed, target: MinorType) -> Typed:
     raise ArgumentError(f"cannot cast a {type_name(value.dtype)} value to {target}")
 
 
+def _to_decimal(value: Typed, kind: str, target: MajorType) -> Typed:
+    dtype = to_spark(target)
+    if kind == "null":
+        return null_typed(dtype)
+    if kind in ("string", "binary"):  # malformed text fails as any cast of text does
+        return cast(_typed(F.trim(string(value).column), STRING), dtype)
+    if kind == "bool":
+        value = cast(value, LONG)
+    elif kind != "number":
+        raise ArgumentError(f"cannot cast a {type_name(value.dtype)} value to {target}")
+    if is_floating(value.dtype):
+        finite = ~F.isnan(value.column) & (F.abs(value.column) < F.lit(float("inf")))
+        failure = F.raise_error(F.lit(f"{spark_decimals.DECIMAL_OVERFLOW} {target} (NaN or inf)"))
+        value = _typed(
+            F.when(finite | value.column.isNull(), value.column).otherwise(failure), DOUBLE
+        )
+    return spark_decimals.fit(value, target, f"cast to {target}")
+
+
 # ---------------------------------------------------------------- the table
 
 SPARK_FUNCTIONS: dict[str, Builder] = {
@@ -731,9 +793,9 @@ SPARK_FUNCTIONS: dict[str, Builder] = {
     "less_than_or_equal": _comparison(lambda a, b: a <= b, nan_result=False, nan_agrees="left"),
     "greater_than": _comparison(lambda a, b: a > b, nan_result=False, nan_agrees="right"),
     "greater_than_or_equal": _comparison(lambda a, b: a >= b, nan_result=False, nan_agrees="right"),
-    "add": _arithmetic(lambda a, b: a + b),
-    "subtract": _arithmetic(lambda a, b: a - b),
-    "multiply": _arithmetic(lambda a, b: a * b),
+    "add": _arithmetic("add", lambda a, b: a + b),
+    "subtract": _arithmetic("subtract", lambda a, b: a - b),
+    "multiply": _arithmetic("multiply", lambda a, b: a * b),
     "divide": _divide,
     "modulo": _modulo,
     "power": _power,

@@ -107,7 +107,7 @@ def _eval(expr: Expr, length: int, resolve: FieldResolver) -> Value:
         inner = _eval(expr.expr, length, resolve)
         if is_union(inner.type):
             inner = union_text(inner)  # a UNION casts as its text (strings as themselves)
-        return _guard(expr, lambda: cast_value(inner, expr.type.minor))
+        return _guard(expr, lambda: cast_value(inner, expr.type.minor, expr.type))
     raise EvaluationError(f"cannot evaluate {type(expr).__name__} `{expr}`", expression=str(expr))
 
 

@@ -8,9 +8,12 @@ Semantics (Drill's, on Arrow):
 
 - Comparisons: null gives null; numbers compare by value whatever their width; strings compare with
   dates and times by reading the string as one; other mixes (a string with a number) are errors.
-- ``+ - *`` of integers give BIGINT (int64, overflow is an error), with a float FLOAT8; ``/``, ``^``
-  and ``sqrt`` always FLOAT8 (IEEE: ``1 / 0`` is infinity, as in Java); ``%`` has the sign of the
-  dividend (Java); an integer ``% 0`` is an error.
+- ``+ - *`` of integers give BIGINT (int64, overflow is an error), with a float FLOAT8; ``/`` of
+  integers or floats, ``^`` and ``sqrt`` FLOAT8 (IEEE: ``1 / 0`` is infinity, as in Java); ``%``
+  has the sign of the dividend (Java); an integer ``% 0`` is an error. With a DECIMAL (and no
+  float) ``+ - * / %`` are exact (:mod:`engine.expr.arrow.decimals`, types from
+  :mod:`engine.expr.coercion`); a result that does not fit its type or a division by zero is an
+  error.
 - ``and``/``or`` are Kleene (``null and false`` is false); ``round`` rounds half away from zero.
 - ``substr`` is 1-based, a negative start counts from the end, start 0 or a length <= 0 give '';
   ``concat`` reads null as ''; ``trim`` strips spaces; ``like`` is SQL ``%``/``_`` (whole string),
@@ -36,8 +39,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.expr import coercion
+from engine.expr.arrow import decimals
 from engine.expr.like import like_to_re2
-from engine.types import MinorType, from_arrow
+from engine.types import MajorType, MinorType, from_arrow, to_arrow
 
 Value = pa.Array | pa.Scalar
 ArrowFunction = Callable[..., Value]
@@ -101,16 +106,14 @@ def _is_integer(dtype: pa.DataType) -> bool:
 
 
 def number(value: Value, *, keep_width: bool = False) -> Value:
-    """A numeric argument: integers as int64 and other numbers as float64 (unless ``keep_width``);
-    null becomes a typed null."""
+    """A numeric argument: integers as int64 and floats as float64 (unless ``keep_width``),
+    decimals as they are; null becomes a typed null."""
     kind = family(value.type)
     if kind == "null":
         return cast(value, pa.int64())
     if kind != "number":
         raise ArgumentError(f"expected a number, got {type_name(value.type)}")
-    if pa.types.is_decimal(value.type):
-        return cast(value, pa.float64())
-    if keep_width:
+    if keep_width or pa.types.is_decimal(value.type):
         return value
     return cast(value, pa.int64() if _is_integer(value.type) else pa.float64())
 
@@ -139,22 +142,27 @@ def boolean(value: Value) -> Value:
 
 
 def common_type(values: list[Value], what: str) -> pa.DataType:
-    """The type values from several branches (``coalesce``, ``if``) are unified to."""
+    """The type values from several branches (``coalesce``, ``if``) are unified to:
+    :func:`engine.expr.coercion.common_type` of their Drill types."""
     known = [v.type for v in values if family(v.type) != "null"]
     if not known:
         return pa.null()
-    kinds = {family(t) for t in known}
-    if kinds == {"number"}:
-        return pa.int64() if all(_is_integer(t) for t in known) else pa.float64()
-    if kinds == {"string"}:
-        return pa.string()
-    if kinds == {"temporal"} and not all(t.equals(known[0]) for t in known):
-        if any(pa.types.is_time(t) for t in known):
-            raise ArgumentError(f"{what} mixes times with dates: " + _names(known))
-        return TIMESTAMP_TYPE
-    if len(kinds) == 1 and all(t.equals(known[0]) for t in known):
-        return known[0]
-    raise ArgumentError(f"{what} mixes incompatible types: " + _names(known))
+    try:
+        types = [from_arrow(t) for t in known]
+    except TypeError:
+        types = []
+    if len(types) != len(known):
+        if all(t.equals(known[0]) for t in known):
+            return known[0]
+        raise ArgumentError(f"{what} mixes incompatible types: " + _names(known))
+    try:
+        common = coercion.common_type(types)
+    except coercion.CoercionError as err:
+        raise ArgumentError(f"{what} mixes {err}") from None
+    assert common is not None
+    if common.minor in (MinorType.MAP, MinorType.LIST) or common.mode == "REPEATED":
+        return known[0]  # the same nested type in every branch
+    return to_arrow(common)
 
 
 def unify(values: list[Value], what: str) -> list[Value]:
@@ -232,6 +240,8 @@ def comparable(a: Value, b: Value) -> tuple[Value, Value]:
     if fb == "null":
         return a, cast(b, a.type)
     if fa == fb == "number":
+        if pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type):
+            return _mixed_numbers(a, b)
         return number(a, keep_width=True), number(b, keep_width=True)
     if {fa, fb} <= {"string", "binary"}:
         return string(a), string(b)
@@ -248,6 +258,14 @@ def comparable(a: Value, b: Value) -> tuple[Value, Value]:
     if fa == fb:
         return a, b
     raise ArgumentError(f"cannot compare {type_name(a.type)} with {type_name(b.type)}")
+
+
+def _mixed_numbers(a: Value, b: Value) -> tuple[Value, Value]:
+    """A decimal with a float (both as float64), or with an integer or a decimal (both as one
+    decimal256 type, where Arrow's own common type can pass 38 digits)."""
+    if pa.types.is_floating(a.type) or pa.types.is_floating(b.type):
+        return cast(a, pa.float64()), cast(b, pa.float64())
+    return decimals.comparable(a, b)
 
 
 def _comparison(kernel: ArrowFunction) -> ArrowFunction:
@@ -273,20 +291,50 @@ def _not(a: Value) -> Value:
 # ---------------------------------------------------------------- arithmetic
 
 
-def _arithmetic(kernel: ArrowFunction) -> ArrowFunction:
+def _exact(operation: str, a: Value, b: Value) -> Value | None:
+    """``a <operation> b`` when a decimal meets a decimal or an integer, else None."""
+    if not (pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type)):
+        return None
+    if pa.types.is_floating(a.type) or pa.types.is_floating(b.type):
+        return None
+    try:
+        return decimals.arithmetic(operation, a, b)
+    except decimals.DecimalError as err:
+        raise ArgumentError(str(err)) from err
+
+
+def _arithmetic(operation: str, kernel: ArrowFunction) -> ArrowFunction:
     def run(a: Value, b: Value) -> Value:
-        return kernel(number(a), number(b))
+        a, b = number(a), number(b)
+        exact = _exact(operation, a, b)
+        if exact is not None:
+            return exact
+        return kernel(_plain(a), _plain(b))
 
     run.__name__ = kernel.__name__
     return run
 
 
+def _plain(value: Value) -> Value:
+    """A number as int64 or float64 (a decimal meeting a float becomes a float64)."""
+    if pa.types.is_decimal(value.type):
+        return cast(value, pa.float64())
+    return value
+
+
 def _divide(a: Value, b: Value) -> Value:
+    exact = _exact("divide", number(a), number(b))
+    if exact is not None:
+        return exact
     return pc.divide(floating(a), floating(b))
 
 
 def _modulo(a: Value, b: Value) -> Value:
     a, b = number(a), number(b)
+    exact = _exact("modulo", a, b)
+    if exact is not None:
+        return exact
+    a, b = _plain(a), _plain(b)
     if _is_integer(a.type) and _is_integer(b.type):
         try:
             quotient = pc.divide_checked(a, b)  # truncates toward zero, like Java
@@ -332,12 +380,26 @@ def _sqrt(a: Value) -> Value:
 
 def _ceil(a: Value) -> Value:
     a = number(a, keep_width=True)
-    return a if _is_integer(a.type) else pc.ceil(a)
+    return a if _is_integer(a.type) else _whole_decimal(pc.ceil(a), a)
 
 
 def _floor(a: Value) -> Value:
     a = number(a, keep_width=True)
-    return a if _is_integer(a.type) else pc.floor(a)
+    return a if _is_integer(a.type) else _whole_decimal(pc.floor(a), a)
+
+
+def _whole_decimal(result: Value, given: Value) -> Value:
+    """ceil/floor of a decimal as DECIMAL(p - s + 1, 0) (:func:`coercion.rounded_type`)."""
+    if not pa.types.is_decimal(given.type):
+        return result
+    return _fit(result, coercion.rounded_type(from_arrow(given.type), 0), "ceil/floor")
+
+
+def _fit(value: Value, target: MajorType, what: str) -> Value:
+    try:
+        return decimals.fit(value, target, what)
+    except decimals.DecimalError as err:
+        raise ArgumentError(str(err)) from err
 
 
 def _round(a: Value, digits: Value | None = None) -> Value:
@@ -349,6 +411,11 @@ def _round(a: Value, digits: Value | None = None) -> Value:
         d = int(d)
         if _is_integer(a.type) and d >= 0:
             return a
+        if pa.types.is_decimal(a.type):  # DECIMAL(p + 1, s): one more digit for the carry
+            target = coercion.round_type(from_arrow(a.type))
+            widened = cast(a, pa.decimal256(target.precision or 1, target.scale or 0))
+            rounded = pc.round(widened, ndigits=d, round_mode="half_towards_infinity")
+            return _fit(rounded, target, "round")
         return pc.round(a, ndigits=d, round_mode="half_towards_infinity")
 
     if digits is None:
@@ -719,7 +786,7 @@ _INTEGER_TARGETS = {MinorType.INT: pa.int32(), MinorType.BIGINT: pa.int64()}
 _FLOAT_TARGETS = {MinorType.FLOAT4: pa.float32(), MinorType.FLOAT8: pa.float64()}
 
 
-def cast_value(value: Value, target: MinorType) -> Value:
+def cast_value(value: Value, target: MinorType, decimal: MajorType | None = None) -> Value:
     """``cast(value as target)``: strings read as numbers, booleans, dates; numbers truncate toward
     zero into integers (Java); a string that is not a number is an error naming it.
 
@@ -735,6 +802,8 @@ def cast_value(value: Value, target: MinorType) -> Value:
     kind = family(value.type)
     if kind in ("map", "list", "other"):
         raise ArgumentError(f"cannot cast a {type_name(value.type)} value to {target}")
+    if target == MinorType.DECIMAL:
+        return _to_decimal(value, kind, decimal or MajorType.decimal(38, 0))
     if target in _INTEGER_TARGETS:
         return _to_integer(value, kind, _INTEGER_TARGETS[target])
     if target in _FLOAT_TARGETS:
@@ -762,6 +831,52 @@ def cast_value(value: Value, target: MinorType) -> Value:
     if target == MinorType.NULL:
         return _nulls_like(value, pa.null())
     raise ArgumentError(f"cannot cast a {type_name(value.type)} value to {target}")
+
+
+def _to_decimal(value: Value, kind: str, target: MajorType) -> Value:
+    """``cast(value as DECIMAL(p, s))``: rounded half away from zero to the scale; a value with
+    more integer digits than ``p - s`` is an error, as is text that is not a number."""
+    what = f"cast to {target}"
+    if kind == "null":
+        return _nulls_like(value, to_arrow(target))
+    if kind == "bool":
+        value = pc.cast(value, pa.int64())
+    elif kind in ("string", "binary"):
+        value = _parse_decimals(string(value), target.scale or 0)
+    elif kind == "number" and pa.types.is_floating(value.type):
+        finite = pc.is_finite(value)
+        if not pc.all(finite if isinstance(finite, pa.Array) else pa.array([finite])).as_py():
+            raise ArgumentError(f"cannot cast NaN or infinity to {target}")
+        rounded = pc.round(value, ndigits=target.scale or 0, round_mode="half_towards_infinity")
+        value = _strict_cast(rounded, pa.decimal256(76, target.scale or 0), target)
+    elif kind != "number":
+        raise ArgumentError(f"cannot cast a {type_name(value.type)} value to {target}")
+    return _fit(decimals.as_decimal(value), target, what)
+
+
+def _parse_decimals(text: Value, scale: int) -> Value:
+    """Numbers written as text, exactly, rounded half away from zero to ``scale`` digits."""
+    import decimal
+
+    quantum = decimal.Decimal(1).scaleb(-scale)
+    scalar = isinstance(text, pa.Scalar)
+    out = []
+    for item in [text.as_py()] if scalar else text.to_pylist():
+        if item is None:
+            out.append(None)
+            continue
+        try:
+            number = decimal.Decimal(item.strip())
+        except decimal.InvalidOperation:
+            number = None
+        if number is None or not number.is_finite():
+            raise ArgumentError(f"cannot read {item!r} as a DECIMAL")
+        try:
+            out.append(number.quantize(quantum, rounding=decimal.ROUND_HALF_UP))
+        except decimal.InvalidOperation as err:
+            raise ArgumentError(f"cannot read {item!r} as a DECIMAL: too many digits") from err
+    array = pa.array(out, pa.decimal256(76, scale))
+    return array[0] if scalar else array
 
 
 def _to_integer(value: Value, kind: str, dtype: pa.DataType) -> Value:
@@ -817,9 +932,9 @@ ARROW_FUNCTIONS: dict[str, ArrowFunction] = {
     "less_than_or_equal": _comparison(pc.less_equal),
     "greater_than": _comparison(pc.greater),
     "greater_than_or_equal": _comparison(pc.greater_equal),
-    "add": _arithmetic(pc.add_checked),
-    "subtract": _arithmetic(pc.subtract_checked),
-    "multiply": _arithmetic(pc.multiply_checked),
+    "add": _arithmetic("add", pc.add_checked),
+    "subtract": _arithmetic("subtract", pc.subtract_checked),
+    "multiply": _arithmetic("multiply", pc.multiply_checked),
     "divide": _divide,
     "modulo": _modulo,
     "power": _power,

@@ -35,9 +35,11 @@ scalar streams and for fields whose type changes, and reports syntax errors with
 from __future__ import annotations
 
 import codecs
+import decimal
 import json
 import re
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
@@ -340,10 +342,41 @@ def to_json_line(record: Any) -> str:
 
 
 def write_json(table: pa.Table, path: Path) -> None:
-    """``table`` as JSON lines, one object per row (nulls written as ``null``)."""
+    """``table`` as JSON lines, one object per row (nulls written as ``null``); a DECIMAL as the
+    number with its digits (``7.90``, not a double's ``7.9``)."""
+    line = _decimal_json_lines() if _has_decimal(table.schema) else to_json_line
     with open(path, "w", encoding="utf-8", newline="\n") as out:
         for batch in table.to_batches(max_chunksize=8192):
             rows = batch.to_pylist()
             if rows:
-                out.write("\n".join(map(to_json_line, rows)))
+                out.write("\n".join(map(line, rows)))
                 out.write("\n")
+
+
+def _has_decimal(schema: pa.Schema) -> bool:
+    return any(pa.types.is_decimal(t) for f in schema for t in _types(f.type))
+
+
+def _types(dtype: pa.DataType) -> list[pa.DataType]:
+    if pa.types.is_struct(dtype):
+        return [dtype, *(t for f in dtype for t in _types(f.type))]
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return [dtype, *_types(dtype.value_type)]
+    return [dtype]
+
+
+def _decimal_json_lines() -> Callable[[Any], str]:
+    """:func:`to_json_line` with each Decimal written as its digits: marked as a string first
+    (with a mark no value of this store holds: NUL and a random token), then unquoted."""
+    token = uuid.uuid4().hex
+    marked = re.compile(r'"\\u0000' + token + r':(-?[0-9.E+-]+)\\u0000"')
+
+    def default(value: object) -> object:
+        if isinstance(value, decimal.Decimal):
+            return f"\x00{token}:{value}\x00"
+        return json_default(value)
+
+    def line(record: Any) -> str:
+        return marked.sub(r"\1", json.dumps(record, default=default, ensure_ascii=False))
+
+    return line

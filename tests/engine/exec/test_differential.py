@@ -84,6 +84,14 @@ def _windowframe(draw: Any) -> dict[str, Any]:
     return op
 
 
+# DECIMAL aggregates: sum widens the precision, avg adds 4 digits of scale.
+_DEC = [
+    "sum(cast(x as DECIMAL(6, 2)))",
+    "avg(cast(x as DECIMAL(4, 1)))",
+    "max(cast(x as DECIMAL(3, 1)))",
+]
+
+
 @st.composite
 def _collapse(draw: Any) -> dict[str, Any]:
     op: dict[str, Any] = {
@@ -91,7 +99,7 @@ def _collapse(draw: Any) -> dict[str, Any]:
         "carryovers": ["g"],
         "aggregations": [
             {"ref": "n", "expr": draw(st.sampled_from(["count(1)", "count(x)"]))},
-            {"ref": "total", "expr": draw(st.sampled_from(["sum(x)", "max(x)", "min(s)"]))},
+            {"ref": "total", "expr": draw(st.sampled_from(["sum(x)", "max(x)", "min(s)", *_DEC]))},
         ],
     }
     within = draw(st.sampled_from([None, "g", "seg"]))  # "seg": a segment's groups, if any
@@ -104,7 +112,19 @@ def _collapse(draw: Any) -> dict[str, Any]:
 
 @st.composite
 def _running(draw: Any) -> dict[str, Any]:
-    expr = draw(st.sampled_from(["sum(x)", "count(x)", "row_number()", "max(x)", "min(s)"]))
+    expr = draw(
+        st.sampled_from(
+            [
+                "sum(x)",
+                "count(x)",
+                "row_number()",
+                "max(x)",
+                "min(s)",
+                "sum(cast(x as DECIMAL(6, 2)))",
+                "avg(cast(x as DECIMAL(4, 1)))",
+            ]
+        )
+    )
     op: dict[str, Any] = {"op": "runningaggregate", "aggregations": [{"ref": "r", "expr": expr}]}
     if draw(st.booleans()):
         op["within"] = "g"
@@ -117,6 +137,20 @@ SINGLE_INPUT = st.one_of(
             {"op": "filter", "expr": "x > 0"},
             {"op": "filter", "expr": "g == 1 || isnull(x)"},
             {"op": "transform", "transforms": [{"ref": "y", "expr": "x * 2"}]},
+            {
+                "op": "transform",
+                "transforms": [
+                    {
+                        "ref": "y",
+                        "expr": "cast(x as DECIMAL(5, 2)) * cast('1.25' as DECIMAL(3, 2)) + g",
+                    },
+                    {
+                        "ref": "q",
+                        "expr": "cast(x as DECIMAL(4, 1)) / 3 - cast('0.5' as DECIMAL(2, 1))",
+                    },
+                ],
+            },
+            {"op": "filter", "expr": "cast(x as DECIMAL(4, 1)) / 3 > cast('0.5' as DECIMAL(2, 1))"},
             {"op": "transform", "transforms": [{"ref": "m.z", "expr": "g + 1"}]},
             {
                 "op": "project",

@@ -3,8 +3,9 @@
 Queries come from a grammar of the constructs the SQL front end supports: NOT, NULL tests,
 LIKE, IN lists, BETWEEN, IS [NOT] DISTINCT FROM, AND/OR, IN/NOT IN and [NOT] EXISTS subqueries
 (correlated by equalities, EXISTS with another test), scalar subqueries (plain and correlated),
-outer joins, GROUP BY with decimal sums. Tables hold NULLs, duplicates and decimals; a table may
-be read as an empty input. Results are compared as multisets.
+outer joins, GROUP BY with decimal sums and averages, DECIMAL arithmetic with decimal literals
+and integers. Tables hold NULLs, duplicates and decimals; a table may be read as an empty input.
+Results are compared as multisets; decimals exactly (DuckDB's doubles at 6 digits).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ B_SOURCE = st.sampled_from(["b", "(select * from b where k > 100)"])
 @st.composite
 def simple(draw: st.DrawFn) -> str:
     """A test of one column of ``a``."""
-    form = draw(st.integers(0, 7))
+    form = draw(st.integers(0, 8))
     n = draw(NUMBER)
     maybe_not = draw(st.sampled_from(["", "not "]))
     if form == 0:
@@ -55,6 +56,9 @@ def simple(draw: st.DrawFn) -> str:
         return f"a.x is {maybe_not}distinct from {draw(st.sampled_from([n, 'null']))}"
     if form == 6:
         return f"a.d {draw(st.sampled_from(['<', '>']))} {draw(st.sampled_from(['0', '1.25']))}"
+    if form == 7:
+        arithmetic = draw(st.sampled_from(["a.d * 2", "a.d + 0.05", "a.d - a.x", "a.d / 3"]))
+        return f"{arithmetic} {draw(st.sampled_from(['<', '>=']))} {draw(st.sampled_from(['0.4', '1']))}"
     return f"(a.x > {n}) is {maybe_not}{draw(st.sampled_from(['true', 'false']))}"
 
 
@@ -95,11 +99,21 @@ def predicate(draw: st.DrawFn, depth: int = 2) -> str:
 @st.composite
 def queries(draw: st.DrawFn) -> str:
     where = draw(predicate())
-    form = draw(st.integers(0, 2))
+    form = draw(st.integers(0, 4))
     if form == 0:
         return f"select a.id, a.x, a.s, a.d from a where {where}"
     if form == 1:
         return f"select a.x, count(*) n, sum(a.d) total from a where {where} group by a.x"
+    if form == 2:
+        return (
+            "select a.id, a.d * 2 + 0.05 p, a.d * a.d q, a.d - a.x r, -a.d * 1.5 t "
+            f"from a where {where}"
+        )
+    if form == 3:
+        return (
+            "select a.s, avg(a.d) m, sum(a.d * 0.5) h, max(a.d) hi, min(a.d - 1) lo "
+            f"from a where {where} group by a.s"
+        )
     side = draw(st.sampled_from(["", " and bb.y > 0", " and bb.y is null"]))
     return (
         f"select a.id, bb.y from a left join {draw(B_SOURCE)} bb on a.x = bb.k{side} where {where}"

@@ -169,6 +169,14 @@ def json_plan(root: Path, expr: str) -> Any:
         ("cast(r.b as DATE)", r"cannot read '[xy]' as DATE in `cast\(r\.b as DATE\)`"),
         ("r.a % 0", r"integer division by zero \(in %\) in `r\.a % 0`"),
         (
+            f"cast('{'9' * 38}' as DECIMAL(38, 0)) + r.a",
+            r"a DECIMAL result does not fit its type DECIMAL\(38, 0\) \(in add\) in `.*`",
+        ),
+        (
+            "cast(r.a as DECIMAL(5, 2)) / (r.a - r.a)",
+            r"division by zero \(DECIMAL\) in `cast\(r\.a as DECIMAL\(5, 2\)\) / \(r\.a - r\.a\)`",
+        ),
+        (
             "date_trunc(r.b, cast(r.a as DATE))",
             r"date_trunc has no unit '[xy]'; use one of .* in `date_trunc\(r\.b, .*\)`",
         ),
@@ -181,6 +189,8 @@ def json_plan(root: Path, expr: str) -> Any:
         "long-overflow",
         "cast-to-date",
         "modulo-zero",
+        "decimal-overflow",
+        "decimal-by-zero",
         "unknown-unit",
     ],
 )
