@@ -28,6 +28,7 @@ from engine.exec.spark.executor import SparkPlanRun
 from engine.exec.spark.session import KEEP_EMPTY_RELATIONS_RULES
 from engine.exec.spark.settings import ROW_MARKERS
 from engine.plan import parse_plan
+from engine.planner.rules.filter_pushdown import remaining_conditions
 from engine.run import build_engines, run_plan
 
 ROWS = pa.table(
@@ -438,10 +439,6 @@ def test_a_scan_counts_its_rows_as_read_before_they_become_records(
     assert "struct(" not in optimized
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the join-conditions rule now moves this plan's filter below its join under a new operator id, which this test of the executor's internals does not expect",
-)
 def test_a_left_side_test_runs_in_the_left_reader_below_a_left_join(spark: Any, data: Path) -> None:
     from engine.run import run_plan
 
@@ -466,10 +463,14 @@ def test_a_left_side_test_runs_in_the_left_reader_below_a_left_join(spark: Any, 
     ]
     plan = plan_of(*ops, root=data)
     run = run_of(spark, plan)
-    assert run.planned.operator("1").pushed_filter == "o.d >= to_date('2020-01-01')"
-    rest = run.ctx.remaining["4"]
-    assert rest.scans == (("1", "o.d >= to_date('2020-01-01')"),)
-    assert rest.condition is not None and "o.d" not in str(rest.condition)
+    planned = run.planned
+    assert planned.operator("1").pushed_filter == "o.d >= to_date('2020-01-01')"
+    # The planner moves the left side's test onto the join's left input, where the scan's
+    # reader applies it (nothing is left for the filter to test) and the filter keeps the rest.
+    below = planned.operator(planned.operator("3").left)
+    assert below.op == "filter" and below.input == "1"
+    assert remaining_conditions(planned)[below.id].condition is None
+    assert "o.d" not in planned.operator("4").expr
     ours = run.run()
     local = run_plan(plan, executor="local")
     assert ours.records() == local.records()
