@@ -9,8 +9,8 @@ reads (see :mod:`engine.exec.spark.unread_member`). Expressions become Columns t
 conformance corpus (CASES.md); the work per operator lives in the ``compiler_*`` modules.
 
 Nothing here runs Python per row: no UDF, no ``mapInArrow``, no SQL text. What the run decided
-about the whole plan before compiling it (which DataFrames a reader makes unnecessary) is in
-:mod:`engine.exec.spark.plan_decisions`; this module is still over 600 lines because the
+about the whole plan before compiling it (which DataFrames a reader makes unnecessary) are the
+planner's per-operator properties (:mod:`engine.planner.properties`); this module is still over 600 lines because the
 visitors share the state of the columns they leave pending for their readers
 (``SparkCompiler._pending``, ``_deferred``, ``_keys``), which has yet to become per-operator
 properties the visitors return.
@@ -58,11 +58,9 @@ from engine.exec.spark.compiler_order import (
     top_rows,
     with_run_numbers,
 )
+from engine.exec.spark.compiler_window import FrameInput as _FrameInput
+from engine.exec.spark.compiler_window import SegmentInput as _SegmentInput
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
-from engine.exec.spark.field_paths import OUTPUT, Path, output_path, writable_path
-from engine.exec.spark.field_paths import overlaps as _overlap
-from engine.exec.spark.field_paths import path_of as _path_of
-from engine.exec.spark.field_paths import under as _under
 from engine.exec.spark.file_ties import SharedValues, cross_file_ties
 from engine.exec.spark.jdbc import jdbc_scan_dataframe
 from engine.exec.spark.metrics import InputCounter, RowCounter
@@ -82,17 +80,18 @@ from engine.exec.spark.paths import (
     top_column,
     with_path,
 )
-from engine.exec.spark.plan_decisions import FrameInput as _FrameInput
-from engine.exec.spark.plan_decisions import SegmentInput as _SegmentInput
-from engine.exec.spark.plan_decisions import copied_paths as _copied_paths
 from engine.exec.spark.progress import fragment_jobs
 from engine.exec.spark.sources import constant_dataframe, plan_scan, scan_plan_dataframe
-from engine.exec.spark.spread import Member, Spread, member_of, spread
+from engine.exec.spark.spread import Spread, spread
 from engine.exec.spark.stores import store_dataframe
 from engine.exec.spark.union_filter import reaches_any_variant, union_filter
 from engine.expr import Expr, FieldRef, FunctionKind, field_refs, parse_field_ref
 from engine.expr.rewrite import split_calls
 from engine.plan.expressions import parse_cached
+from engine.plan.field_paths import OUTPUT, Member, Path, member_of, output_path, writable_path
+from engine.plan.field_paths import overlaps as _overlap
+from engine.plan.field_paths import path_of as _path_of
+from engine.plan.field_paths import under as _under
 from engine.plan.operators import (
     OPERATORS,
     CollapsingAggregate,
@@ -112,6 +111,8 @@ from engine.plan.operators import (
     WindowFrame,
 )
 from engine.plan.parts import Ordering
+from engine.plan.traits import traits
+from engine.planner.properties.decisions import copied_paths as _copied_paths
 from engine.planner.rules.filter_pushdown import Remaining
 from engine.storage.catalog import CatalogEngine
 from engine.storage.engines import ConsoleEngine, QueueEngine
@@ -140,12 +141,12 @@ class SparkRunContext:
     remaining: dict[str, Remaining] = field(default_factory=dict)
     unordered: set[str] = field(default_factory=set)  # operators whose order nothing observes
     total: set[str] = field(default_factory=set)  # orders under which no two records tie
-    # scan id -> the order reading it whose ties are equal records (:func:`tie_free_orders`)
+    # scan id -> the order reading it whose ties are equal records (planner property ``tie_free_order``)
     tie_free: dict[str, str] = field(default_factory=dict)
-    # scan id -> the keys of the one order reading it (:func:`scans_ordered_by_keys`)
+    # scan id -> the keys of the one order reading it (planner property ``ordered_by_keys``)
     ordered_by_keys: dict[str, frozenset[str]] = field(default_factory=dict)
     # operators whose rows a `limit` cuts short, so Spark reads only part of them (but an order
-    # a top-N reads: it sorts every record of its input; see metrics.limit_inputs)
+    # a top-N reads: it sorts every record of its input; see planner property ``cut_by_limit``)
     cut_by_limit: set[str] = field(default_factory=set)
     read_by_limit: set[str] = field(default_factory=set)  # operators any `limit` reads
     # scan id -> the rows it reads, from its parquet footers (a whole read: no filter, no limit)
@@ -156,7 +157,7 @@ class SparkRunContext:
     unnumbered: set[str] = field(default_factory=set)
     # fused windowframe id -> the aggregate giving a record per record of its input
     frame_passes: dict[str, str] = field(default_factory=dict)
-    # joins whose inputs share no operator upstream (:func:`~.compiler_join.related_joins`)
+    # joins whose inputs share no operator upstream (planner property ``unrelated_inputs``)
     unrelated: set[str] = field(default_factory=set)
     # projects whose one reader is a store (:func:`store_inputs`)
     store_inputs: set[str] = field(default_factory=set)
@@ -249,7 +250,11 @@ class SparkCompiler:
             raise PlanningError(f"the Spark executor cannot run '{op.op}': {UNSUPPORTED[op.op]}")
         visit: Callable[[Any, list[DataFrame]], DataFrame] = getattr(self, f"visit_{op.op}")
         input_ids = op.input_ids()
-        carries = op.op in _DEFERRED_CARRIERS and op.id not in self.ctx.fused
+        # An operator extending its input's records passes on the counts they carry in columns
+        # (``_deferred``), a fused segment excepted (its reader reads its input); any other
+        # observes them over its input and drops the columns, but a project a store reads, which
+        # observes them over its own output.
+        carries = traits(op.op).extends_records and op.id not in self.ctx.fused
         flushes = any(ref in self._deferred for ref in input_ids) and not (
             carries or (op.op == "project" and op.id in self.ctx.store_inputs)
         )
@@ -285,9 +290,9 @@ class SparkCompiler:
             self._reading, self._sides = None, []
         if kept:
             self._keys[op.id] = {**kept, **self._keys.get(op.id, {})}
-        if op.op in ("order", "limit") or any(i in self._ordered for i in input_ids):
+        if traits(op.op).orders or any(i in self._ordered for i in input_ids):
             self._ordered.add(op.id)
-        if op.op in _KEEPS_PARTITION_ORDER and input_ids and input_ids[0] in self._sorted:
+        if traits(op.op).keeps_partitions and input_ids and input_ids[0] in self._sorted:
             self._sorted.add(op.id)
         return frame
 
@@ -301,7 +306,7 @@ class SparkCompiler:
         base and passes them on to the project); any other order no limit reads selects them
         with its sequence, an unordered flatten with its elements (over their base exploded),
         and a store that sorts nothing without the sequence."""
-        if op.op in ("project", "transform"):
+        if traits(op.op).projects:
             return True
         if op.op == "segment":  # its aggregates group their base (see _SegmentInput)
             return op.id in self.ctx.fused
@@ -344,7 +349,7 @@ class SparkCompiler:
 
     def flushed(self, op_id: str, df: DataFrame) -> DataFrame:
         """``df``, operator ``op_id``'s DataFrame, with the counts it carries for operators
-        before it observed, and their columns dropped (see :data:`_DEFERRED_CARRIERS`)."""
+        before it observed, and their columns dropped (see :meth:`compile`)."""
         for column, counter in self._take_deferred(op_id):
             df = (df if counter is None else counter(df, column)).drop(column)
         return df
@@ -1053,7 +1058,7 @@ class SparkCompiler:
             df = with_path(df, path, _scalar_column(scalar, by_name, df.schema, resolve))
         if spread_out is None:
             return df.drop(run) if run else df
-        # Counts the rows carry (see _DEFERRED_CARRIERS) are observed here, over the leaves, and
+        # Counts the rows carry (see compile) are observed here, over the leaves, and
         # the rebuild leaves their columns out, with the run numbers: no step drops them.
         counts = self._deferred.pop(op.id, [])
         for column, counter in counts:
@@ -1134,23 +1139,9 @@ def _copies(op: Project, out: DataFrame) -> dict[Member, Column]:
     }
 
 
-_DEFERRED_CARRIERS = frozenset({"transform", "segment", "runningaggregate"})
-"""Operators that pass on a count their input carries in a column (``SparkCompiler._deferred``):
-one record per record, every column kept (a fused segment does not: its reader reads its input).
-Any other observes it over its input and drops the column, but a project a store reads, which
-observes it over its own output."""
-
-_KEEPS_PARTITION_ORDER = frozenset({"filter", "project", "transform", "flatten"})
-"""Operators whose output rows keep their input's partitions and order within them."""
-
-
-_KEY_KEEPERS = frozenset({"transform", "segment", "runningaggregate"})
-"""Operators that keep their input's top-level columns (see ``SparkCompiler._keys``)."""
-
-
 def _keeps_key(op: Any, expr: Expr) -> bool:
     """Whether ``op``'s output keeps ``expr``'s value of its input in the same column."""
-    if op.op not in _KEY_KEEPERS:
+    if not traits(op.op).extends_records:
         return False
     if isinstance(op, Transform):
         written = [writable_path(t.ref, "transform ref") for t in op.transforms]

@@ -62,6 +62,7 @@ from engine.expr.rewrite import conjuncts
 from engine.plan import Filter, Join, LogicalPlan, Operator, Scan
 from engine.plan.expressions import parse_cached
 from engine.plan.parts import JoinCondition
+from engine.plan.traits import traits
 from engine.planner.rewrite import consumers, top_names, with_inputs_renamed
 from engine.planner.statistics import Statistics
 
@@ -74,7 +75,6 @@ _CALLS = {
     ">=": "greater_than_or_equal",
 }
 _FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-_PASS_THROUGH = ("filter", "project", "transform", "order", "limit")
 
 
 def plan_joins(plan: LogicalPlan, stats: Statistics | None = None) -> LogicalPlan:
@@ -317,8 +317,8 @@ def _describe(plan: LogicalPlan, op_id: str, stats: Statistics | None, tests: li
             break
         if isinstance(op, Filter):
             tests = [*tests, *conjuncts(parse_cached(op.expr))]
-        renamed |= op.op in ("project", "transform")
-        if op.op not in _PASS_THROUGH or not op.input_ids():
+        renamed |= traits(op.op).projects
+        if not traits(op.op).record_wise or not op.input_ids():
             break
         op = plan.operator(op.input_ids()[0])
     for test in tests:

@@ -17,17 +17,17 @@ import pytest
 from grouped_join import grouped_join_query
 from spark_settings import spark_setting
 
-from engine.exec.spark.compiler_order import (
+from engine.exec.spark.executor import SparkPlanRun
+from engine.exec.spark.session import KEEP_EMPTY_RELATIONS_RULES
+from engine.exec.spark.settings import ROW_MARKERS
+from engine.plan import parse_plan
+from engine.planner.properties.order_needs import (
     left_grouped_joins,
     tie_free_orders,
     top_names,
     total_orders,
     unordered_outputs,
 )
-from engine.exec.spark.executor import SparkPlanRun
-from engine.exec.spark.session import KEEP_EMPTY_RELATIONS_RULES
-from engine.exec.spark.settings import ROW_MARKERS
-from engine.plan import parse_plan
 from engine.planner.rules.filter_pushdown import remaining_conditions
 from engine.run import build_engines, run_plan
 

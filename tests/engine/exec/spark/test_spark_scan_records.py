@@ -22,8 +22,8 @@ from pyspark.sql import types as T
 from engine.exec.spark.compiler import SparkRunContext
 from engine.exec.spark.executor import SparkPlanRun
 from engine.exec.spark.paths import PendingColumns, Typed, get_in, read_in, record_value
-from engine.exec.spark.plan_decisions import paired_scans, read_through
 from engine.plan import parse_plan
+from engine.planner.properties.decisions import paired_scans, read_through
 from engine.run import build_engines, run_plan
 
 

@@ -12,8 +12,8 @@ from py4j_calls import counted
 
 from engine.exec.spark.compiler import SparkCompiler, SparkRunContext
 from engine.exec.spark.executor import SparkPlanRun
-from engine.exec.spark.plan_decisions import top_n_orders
 from engine.plan import parse_plan
+from engine.planner.properties.decisions import top_n_orders
 from engine.run import build_engines, run_plan
 
 RECORDS = [
