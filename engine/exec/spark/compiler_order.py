@@ -15,8 +15,8 @@ first record) stay hash aggregates; anything else pairs into a struct.
 :func:`renumber` (sort, then ``monotonically_increasing_id``, increasing in sort order because a
 sort's partitions are ranges in order) is left for where a dense order is needed.
 
-The module is longer than most (about 660 lines): the sequence column's values, its pairs and the
-operators that build or read it are one concept, and each relies on the others' widths.
+Which operators' order is observed at all is the planner's
+(:mod:`engine.planner.properties.order_needs`).
 
 >>> temp("run")
 '__drill_run'

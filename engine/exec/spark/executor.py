@@ -40,8 +40,9 @@ from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
 from engine.exec.result import RunResult, collect_result
 from engine.exec.spark.bad_records import file_of_value
-from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
+from engine.exec.spark.compiler import SparkCompiler, SparkRunContext
 from engine.exec.spark.compiler_order import TEMP_PREFIX, sequence_order
+from engine.exec.spark.compiler_visit_sources import nullable_everywhere
 from engine.exec.spark.data_errors import DataError, locate
 from engine.exec.spark.metrics import (
     ONE_TO_ONE,

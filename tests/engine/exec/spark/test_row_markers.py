@@ -230,7 +230,7 @@ def test_rows_a_store_sorts_in_one_task_are_marked(spark: Any, data: Path) -> No
         assert {"1", "4"} <= set(run.metrics._marked) and not run.metrics._observations
         assert spark_rows(result) == local_rows(data, ops)
         assert result.metrics["4"]["rows"] == 25
-    assert "8" in run.ctx.store_sorted
+    assert run.properties["8"].store_sorted
 
 
 AGGREGATE_PIPELINE = [

@@ -18,6 +18,7 @@ from spark_settings import spark_setting
 from engine.exec.spark.executor import SparkPlanRun
 from engine.exec.spark.session import KEEP_EMPTY_RELATIONS_RULES
 from engine.plan import parse_plan
+from engine.planner.properties import ids_where
 from engine.planner.properties.decisions import fused_operators, unnumbered_segments
 from engine.run import build_engines, run_plan
 
@@ -356,7 +357,7 @@ def test_unnumbered_segments_give_the_local_records(
     run = SparkPlanRun(
         plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
     )
-    assert run.ctx.unnumbered == {"3"}
+    assert ids_where(run.properties, lambda p: p.unnumbered) == {"3"}
     (frame,) = run.compile_frames().values()
     assert ("dense_rank" in frame._jdf.queryExecution().analyzed().toString()) is numbered
     on_spark = run_plan(plan, executor="spark", spark=spark)
