@@ -22,6 +22,7 @@ from typing import Any
 from engine.expr import Expr, field_refs, parse_field_ref
 from engine.plan import LogicalPlan, Operator
 from engine.plan.expressions import parse_cached
+from engine.plan.traits import traits
 
 Path = tuple[str, ...]
 
@@ -133,10 +134,7 @@ def top_names(op: Any, by_id: Mapping[str, Any]) -> frozenset[str] | None:
         if any(names is None for names in inputs):
             return None
         return frozenset().union(*inputs)
-    if kind in (
-        "filter", "order", "limit", "segment", "windowframe", "transform", "runningaggregate",
-        "flatten",
-    ):  # fmt: skip
+    if traits(kind).keeps_names:
         names = top_names(by_id.get(op.input or ""), by_id)
         if names is None:
             return None

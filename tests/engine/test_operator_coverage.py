@@ -12,6 +12,7 @@ from engine.exec.spark.compiler import SparkCompiler
 from engine.lineage import column_lineage
 from engine.plan import parse_plan
 from engine.plan.operators import OPERATORS
+from engine.plan.traits import described_operators
 from engine.planner.physical import to_physical
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,6 +38,11 @@ def _plans_using_every_operator() -> dict[str, Path]:
 
 def test_every_operator_has_a_local_operator() -> None:
     assert [op for op in OPS if op not in local_operators()] == []
+
+
+def test_every_operator_has_a_row_of_traits() -> None:
+    """What it preserves of its input (engine/plan/traits.py), read by every analysis."""
+    assert sorted(described_operators()) == OPS
 
 
 def test_every_operator_has_a_spark_visitor() -> None:

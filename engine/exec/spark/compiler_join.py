@@ -23,7 +23,6 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -124,9 +123,9 @@ def join_rows(
     sides: tuple[PendingColumns | None, PendingColumns | None] = (None, None),
 ) -> DataFrame | PendingColumns:
     """``left`` joined with ``right`` (see the module docstring); ``how`` is a Drill join type.
-    ``related``: the inputs may derive from one DataFrame (:func:`related_joins`). With
-    ``pending``, the records of sides with no field in common, where their sequence is a long or
-    a decimal pair, are left unselected (:class:`~engine.exec.spark.paths.PendingColumns` over
+    ``related``: the inputs may derive from one DataFrame (planner property
+    ``unrelated_inputs``). With ``pending``, the records of sides with no field in common, where
+    their sequence is a long or a decimal pair, are left unselected (:class:`~engine.exec.spark.paths.PendingColumns` over
     the join). ``sides``: an input's own pending columns named apart (``PendingColumns.apart``),
     read over their base (``left`` or ``right``; not for ``related`` inputs), so that plain
     columns are joined, not records."""
@@ -197,29 +196,6 @@ def _named(column: Column, name: str) -> Column:
     """``column`` as top-level column ``name`` (unaliased where it already reads that column:
     each alias is a py4j call)."""
     return column if column is top_column(name) else column.alias(name)
-
-
-def related_joins(operators: Sequence[Any]) -> set[str]:
-    """The ids of the joins among ``operators`` (topological order) whose inputs read a common
-    operator, or are one: their DataFrames may share a relation, whose columns Spark cannot
-    tell apart by the DataFrame they are read from.
-
-    >>> from types import SimpleNamespace as Op
-    >>> ops = [Op(id="1", op="scan", input_ids=lambda: []),
-    ...     Op(id="2", op="scan", input_ids=lambda: []),
-    ...     Op(id="3", op="filter", input_ids=lambda: ["1"]),
-    ...     Op(id="4", op="join", left="1", right="2", input_ids=lambda: ["1", "2"]),
-    ...     Op(id="5", op="join", left="3", right="1", input_ids=lambda: ["3", "1"])]
-    >>> sorted(related_joins(ops))
-    ['5']
-    """
-    upstream: dict[str, set[str]] = {}  # an operator and the operators it reads, through any
-    related = set()
-    for op in operators:
-        upstream[op.id] = {op.id}.union(*(upstream[i] for i in op.input_ids()))
-        if op.op == "join" and upstream[op.left] & upstream[op.right]:
-            related.add(op.id)
-    return related
 
 
 def _relation(left: Column, relationship: str, right: Column) -> Column:

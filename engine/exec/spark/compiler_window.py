@@ -25,13 +25,18 @@ partitioned window where the runs are a segment's groups.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.exec.spark.compiler_order import sequence_pair, temp, with_row_index, with_run_numbers
-from engine.exec.spark.paths import quote_name
+from engine.exec.spark.paths import PendingColumns, quote_name
+from engine.expr import Expr
+from engine.plan.field_paths import Path
+from engine.plan.operators import CollapsingAggregate, WindowFrame
+from engine.planner.properties.decisions import SegmentShape, frame_fuses_with
 
 
 def segment_rows(
@@ -88,3 +93,42 @@ def windowframe_rows(
         (j - F.col(segment)).alias(position),
         sequence_pair(F.col(segment), T.LongType(), j, T.LongType()).alias(seq),
     )
+
+
+@dataclass(frozen=True)
+class SegmentInput:
+    """A segment's input DataFrame, its key Columns and where it writes the group number."""
+
+    input: DataFrame
+    keys: list[Column]
+    ref: Path
+    exprs: tuple[Expr, ...] = ()
+    input_id: str = ""
+    pending: PendingColumns | None = None  # the input's records, left to the segment's reader
+
+    @property
+    def shape(self) -> SegmentShape:
+        """What the planner's decisions read of the segment."""
+        return SegmentShape(self.ref, self.exprs)
+
+    def writes_over_keys(self) -> bool:
+        """Whether the group number is written over (a part of) a key it groups by."""
+        return self.shape.writes_over_keys()
+
+    def fuses_with(self, op: CollapsingAggregate) -> bool:
+        """Whether ``op`` collapses this segment's groups without reading its group number."""
+        return self.shape.fuses_with(op)
+
+
+@dataclass(frozen=True)
+class FrameInput:
+    """A windowframe, its input DataFrame and input operator id."""
+
+    op: WindowFrame
+    input: DataFrame
+    input_id: str | None
+
+    def fuses_with(self, segment: SegmentInput, op: CollapsingAggregate) -> bool:
+        """Whether ``op``'s records are aggregates over each record's frame
+        (:func:`~engine.planner.properties.decisions.frame_fuses_with`)."""
+        return frame_fuses_with(self.op, segment.shape, op)

@@ -40,14 +40,14 @@ from engine.errors import DrillError, ExecutionError
 from engine.exec.local.executor import referenced_members
 from engine.exec.result import RunResult, collect_result
 from engine.exec.spark.bad_records import file_of_value
-from engine.exec.spark.compiler import SparkCompiler, SparkRunContext, nullable_everywhere
+from engine.exec.spark.compiler import SparkCompiler, SparkRunContext
 from engine.exec.spark.compiler_order import TEMP_PREFIX, sequence_order
+from engine.exec.spark.compiler_visit_sources import nullable_everywhere
 from engine.exec.spark.data_errors import DataError, locate
 from engine.exec.spark.metrics import (
     ONE_TO_ONE,
     OperatorMetrics,
     aggregate_counted,
-    limit_inputs,
     sampled_again,
     scan_observed,
     store_counted,
@@ -55,7 +55,6 @@ from engine.exec.spark.metrics import (
 )
 from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.one_task_sort import one_task_sort_limit, one_task_sorts
-from engine.exec.spark.plan_decisions import PlanDecisions, decide
 from engine.exec.spark.py4j_round_trips import fewer_round_trips
 from engine.exec.spark.row_markers import row_markers
 from engine.exec.spark.settings import PY4J_SHORTCUTS, enabled
@@ -64,6 +63,8 @@ from engine.exec.spark.unions import collect_arrow
 from engine.exec.spark.unread_member import without_unread
 from engine.plan import LogicalPlan
 from engine.plan.operators import Operator, Store, WindowFrame
+from engine.planner.properties import OperatorProperties, ids_where, plan_properties
+from engine.planner.properties.decisions import limit_inputs
 from engine.planner.rules.filter_pushdown import remaining_conditions
 from engine.scan.framework import FILE_COLUMNS
 from engine.storage.engines import ConsoleEngine, QueueEngine
@@ -155,10 +156,8 @@ class SparkPlanRun:
         }
         order = self.planned.topological_order()
         ctx = self.ctx
-        decisions = decide(self.planned, sinks)
-        for name in PlanDecisions.__dataclass_fields__:  # the compiler's copies (sets it narrows)
-            value = getattr(decisions, name)
-            setattr(ctx, name, set(value) if isinstance(value, frozenset) else dict(value))
+        self.properties = plan_properties(self.planned, sinks)
+        _copy_properties(self.properties, ctx)
         self.compiler = SparkCompiler(spark, ctx)
         # operator id -> the scans it reads from
         self._scans_above = {
@@ -477,3 +476,37 @@ def _first_line(error: BaseException) -> str:
     if module.startswith(("pyspark", "py4j")):
         return first or type(error).__name__
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
+_SETS: dict[str, Callable[[OperatorProperties], bool]] = {
+    "unordered": lambda p: p.unordered,
+    "total": lambda p: p.total_order,
+    "unrelated": lambda p: p.unrelated_inputs,
+    "fused": lambda p: p.fused,
+    "unnumbered": lambda p: p.unnumbered,
+    "store_inputs": lambda p: p.store_input,
+    "top_n_orders": lambda p: p.top_n,
+    "store_sorted": lambda p: p.store_sorted,
+    "store_read": lambda p: p.store_read_limit,
+    "one_reader": lambda p: p.one_reader,
+    "store_read_orders": lambda p: p.store_read_order,
+    "cut_by_limit": lambda p: p.cut_by_limit,
+    "read_by_limit": lambda p: p.read_by_limit,
+    "read_through": lambda p: p.read_through,
+    "paired": lambda p: p.paired,
+}
+"""The compiler's sets of operator ids, by the property each holds."""
+
+
+def _copy_properties(properties: Mapping[str, OperatorProperties], ctx: SparkRunContext) -> None:
+    """The planner's properties as the compiler's sets and maps of operator ids: copies, which
+    a scan narrows where its data allows less (records that tie after all)."""
+    for name, test in _SETS.items():
+        setattr(ctx, name, set(ids_where(properties, test)))
+    ctx.tie_free = {i: p.tie_free_order for i, p in properties.items() if p.tie_free_order}
+    ctx.ordered_by_keys = {
+        i: p.ordered_by_keys for i, p in properties.items() if p.ordered_by_keys is not None
+    }
+    ctx.frame_passes = {
+        i: p.frame_collapsed_by for i, p in properties.items() if p.frame_collapsed_by
+    }

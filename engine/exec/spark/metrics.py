@@ -36,7 +36,7 @@ window ``count(1)`` over each record's frame, and one observation sums it
 (:meth:`OperatorMetrics.count_frames`): over its records before those with an empty frame, or
 no target, go; or, where it gives one record per record, further on, where no record is left
 whole to keep Spark from pruning (the compiler carries the column to the project a store reads,
-``compiler._DEFERRED_CARRIERS``). The segment grouping the windows is one-to-one, so it counts
+the operators that extend records, :func:`engine.plan.traits.traits`). The segment grouping the windows is one-to-one, so it counts
 the same.
 
 A scan that skips bad records (``onError: skip``) carries, from the Drill data source, rows that
@@ -71,6 +71,7 @@ from pyspark.sql import functions as F
 
 from engine.exec.spark.datasource import SKIPPED_COLUMN
 from engine.exec.spark.row_markers import RowMarkers
+from engine.plan.traits import operators_where, traits
 
 ROWS = "rows"
 """The metric name of an operator's row count."""
@@ -100,26 +101,8 @@ class InputCounter:
     observe: RowCounter | None = None
 
 
-ONE_TO_ONE = frozenset({"transform", "project", "order", "segment", "runningaggregate"})
+ONE_TO_ONE = operators_where(lambda t: t.one_to_one)
 """Operators whose row count is always their (single) input's."""
-
-
-def limit_inputs(operators: Any) -> set[str]:
-    """The ids of the operators a ``limit`` reads (Spark pushes the limit below them), but an
-    ``order`` (without ``within``) a limit with an end reads: the compiler runs the two as one
-    top-N, which reads every record of the order's input, so the order counts its input's.
-
-    >>> from types import SimpleNamespace as Op
-    >>> limit_inputs([Op(id="1", op="scan", input=None),
-    ...     Op(id="2", op="order", input="1", within=None), Op(id="3", op="limit", input="2", last=5),
-    ...     Op(id="4", op="limit", input="1", last=None)])
-    {'1'}
-    """
-    ops = list(operators)
-    top_n = {op.input for op in ops if op.op == "limit" and op.last is not None}
-    orders = {op.id for op in ops if op.op == "order" and op.within is None}
-    read = {op.input for op in ops if op.op == "limit" and op.input}
-    return read - (top_n & orders)
 
 
 def sampled_again(
@@ -162,7 +145,7 @@ def sampled_again(
         if op.op == "order":
             return op.id not in top_n and not sorted_in_one_task(op)
         if op.op == "store":
-            keeps_order = op.id in sinks or bool({"order", "limit"} & upstream[op.input])
+            keeps_order = op.id in sinks or any(traits(k).orders for k in upstream[op.input])
             return keeps_order and op.id not in one_task
         return not readers.get(op.id)  # an output, collected in order
 

@@ -10,6 +10,9 @@ null parent map becomes a map holding the new member exactly where the written v
 Values travel as :class:`Typed` (a Column with its Spark type), so every step knows the shape it
 works on without asking Spark to analyse a plan.
 
+The module is a little over 600 lines because reading, writing and removing at a path, and the
+columns left pending for a reader (:class:`PendingColumns`), are one walk over the same trees.
+
 Example (with a SparkSession)::
 
     df = spark.createDataFrame([({"id": 1, "tags": ["x"]},), (None,)], "e struct<id:bigint,tags:array<string>>")

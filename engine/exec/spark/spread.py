@@ -34,18 +34,7 @@ from pyspark.sql import types as T
 from engine.exec.spark.compiler_order import temp
 from engine.exec.spark.paths import PendingColumns, Typed, get_typed, read_in, top_column
 from engine.expr import FieldRef
-
-Member = tuple[str, str]
-"""A record's member: the record's top-level column and the member's name."""
-
-
-def member_of(expr: object) -> Member | None:
-    """The record member ``expr`` reads, if it reads one directly (``e.ts``)."""
-    if isinstance(expr, FieldRef) and len(expr.path) == 2:
-        record, name = expr.path
-        if isinstance(record, str) and isinstance(name, str):
-            return record, name
-    return None
+from engine.plan.field_paths import Member, member_of
 
 
 @dataclass(frozen=True)

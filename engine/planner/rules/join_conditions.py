@@ -8,7 +8,8 @@ read by nothing else; filters between them are taken in too), this rule:
   conditions of the join where those sides meet, so it is a hash join on both executors;
 - puts each conjunct reading one input only (``a.x > 1``) in a new filter right above that input,
   below the joins (an ``(p && q) || (p && r)`` is first factored into ``p && (q || r)``, as
-  Calcite does, so a ``p`` repeated in every branch of an OR counts too);
+  Calcite does, so a ``p`` repeated in every branch of an OR counts too); a filter whose every
+  conjunct moves to the same input keeps its id there, so its row count follows its records;
 - keeps every other conjunct in a filter above the lowest join that has all it reads (the
   original filter, with its id, when that is the top join); a filter left with nothing is removed.
 
@@ -26,9 +27,10 @@ have conditions keeps its shape: its conditions only gain the filter's equalitie
 
 Inner joins only: a filter above a ``left`` join moves to the left input only the conjuncts
 reading nothing but the left input's records (every left record reaches the output unchanged, so
-testing it before the join keeps the same rows); a test of the right side's columns stays above
-the join (it also drops the rows the join added for left records without a match, which no
-join condition would). ``outer`` joins are left alone.
+testing it before the join keeps the same rows; the filter keeps its id when all of it
+moves); a test of the right side's columns stays above the join (it also drops the rows the
+join added for left records without a match, which no join condition would). ``outer`` joins
+are left alone.
 
 Nothing changes unless the inputs' top-level names are known and distinct (scans with a ``ref``,
 projects, as the SQL front end writes them): a joined record is then its inputs' records side by
@@ -60,6 +62,7 @@ from engine.expr.rewrite import conjuncts
 from engine.plan import Filter, Join, LogicalPlan, Operator, Scan
 from engine.plan.expressions import parse_cached
 from engine.plan.parts import JoinCondition
+from engine.plan.traits import traits
 from engine.planner.rewrite import consumers, top_names, with_inputs_renamed
 from engine.planner.statistics import Statistics
 
@@ -72,7 +75,6 @@ _CALLS = {
     ">=": "greater_than_or_equal",
 }
 _FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-_PASS_THROUGH = ("filter", "project", "transform", "order", "limit")
 
 
 def plan_joins(plan: LogicalPlan, stats: Statistics | None = None) -> LogicalPlan:
@@ -315,8 +317,8 @@ def _describe(plan: LogicalPlan, op_id: str, stats: Statistics | None, tests: li
             break
         if isinstance(op, Filter):
             tests = [*tests, *conjuncts(parse_cached(op.expr))]
-        renamed |= op.op in ("project", "transform")
-        if op.op not in _PASS_THROUGH or not op.input_ids():
+        renamed |= traits(op.op).projects
+        if not traits(op.op).record_wise or not op.input_ids():
             break
         op = plan.operator(op.input_ids()[0])
     for test in tests:
@@ -401,6 +403,7 @@ class _Builder:
     def build(self, shape: object) -> LogicalPlan:
         root, _ = self.node(shape, is_root=True)
         tests = self.top_tests + [t for t, _ in self.rest]
+        self.keep_top_id(kept_above=bool(tests))
         removed = {self.top.id, *self.tree.joins, *self.tree.absorbed}
         query: list[Operator] = []
         for op in self.plan.query:
@@ -412,6 +415,21 @@ class _Builder:
             if op.id not in removed:
                 query.append(op if tests else with_inputs_renamed(op, self.top.id, root))
         return self.plan.with_query(query)
+
+    def keep_top_id(self, *, kept_above: bool) -> None:
+        """A top filter that moves whole to one input keeps its id there, so what is known of
+        operator ``top`` (its row count, the decisions keyed by its id) follows its records."""
+        made = [op for op in self.new if isinstance(op, Filter)]
+        joined = len(self.placement.candidates) > len(self.tree.conditions)  # tests now conditions
+        if kept_above or joined or self.tree.absorbed or len(made) != 1:
+            return
+        old_id = made[0].id
+        self.new = [
+            op.model_copy(update={"id": self.top.id})
+            if op.id == old_id
+            else with_inputs_renamed(op, old_id, self.top.id)
+            for op in self.new
+        ]
 
     def node(self, shape: object, *, is_root: bool = False) -> tuple[str, frozenset[int]]:
         if isinstance(shape, int):
@@ -479,7 +497,7 @@ def _below_left_join(
     if not moved:
         return None
     pushed = Filter.model_validate(
-        {"@id": ids.take(), "op": "filter", "input": join.left,
+        {"@id": ids.take() if kept else top.id, "op": "filter", "input": join.left,
          "expr": to_string(_join_all("and", moved))}
     )  # fmt: skip
     new_join = join.model_copy(update={"left": pushed.id})

@@ -219,6 +219,32 @@ def test_left_join_right_side_tests_stay_above() -> None:
     assert planned.operator("4").expr == "b.y == a.y && b.z > 2"
 
 
+def test_a_filter_moving_whole_to_one_input_keeps_its_id() -> None:
+    """Its row count and what is known of it follow its records below the join."""
+    inner = plan_of(
+        scan(1, "a"),
+        scan(2, "b"),
+        {"@id": 3, "op": "join", "left": 1, "right": 2, "conditions": [
+            {"relationship": "==", "left": "a.k", "right": "b.k"}]},
+        {"@id": 4, "op": "filter", "input": 3, "expr": "b.x > 1 && b.y < 2"},
+    )  # fmt: skip
+    planned = plan_joins(inner)
+    (join,) = joins(planned)
+    assert join.right == "4" and planned.operator("4").input == "2"
+    assert planned.operator("99").input == "3"
+    left = plan_of(
+        scan(1, "a"),
+        scan(2, "b"),
+        {"@id": 3, "op": "join", "left": 1, "right": 2, "type": "left", "conditions": [
+            {"relationship": "==", "left": "a.k", "right": "b.k"}]},
+        {"@id": 4, "op": "filter", "input": 3, "expr": "a.x > 1"},
+    )  # fmt: skip
+    planned = plan_joins(left)
+    (join,) = joins(planned)
+    assert join.left == "4" and planned.operator("4").expr == "a.x > 1"
+    assert planned.operator("99").input == "3"
+
+
 def test_outer_joins_and_unknown_names_are_left_alone() -> None:
     outer = plan_of(
         scan(1, "a"),

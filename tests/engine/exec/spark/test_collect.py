@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from engine.exec.spark import collect
 from engine.exec.spark.collect import ARROW_IPC_DEPTH, nesting_depth, to_arrow
-from engine.exec.spark.compiler import nullable_everywhere
+from engine.exec.spark.compiler_visit_sources import nullable_everywhere
 
 pytestmark = pytest.mark.spark
 

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.exec.spark.compiler_order import scans_ordered_by_keys
 from engine.exec.spark.file_ties import (
     MAX_INTERVALS,
     KeyRange,
@@ -27,6 +26,7 @@ from engine.exec.spark.file_ties import (
 )
 from engine.exec.spark.read_paths import spark_input_file_name
 from engine.plan import parse_plan
+from engine.planner.properties.order_needs import scans_ordered_by_keys
 from engine.run import run_plan
 
 # Files in path order a, b, c of growing sizes: Spark packs them biggest first (c, b, a), so its

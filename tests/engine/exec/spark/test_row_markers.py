@@ -92,7 +92,8 @@ JOIN_PIPELINE = [
     {"@id": 2, "op": "filter", "input": 1, "expr": "o.o_key > 4"},
     scan(3, "customers", "c"),
     inner_join(4, 2, 3, ("o.cust", "c.c_key")),
-    {"@id": 5, "op": "filter", "input": 4, "expr": "c.name != 'b'"},
+    # A test of both sides: it stays above the join, which then counts its own rows.
+    {"@id": 5, "op": "filter", "input": 4, "expr": "c.name != 'b' || o.o_key > 30"},
     {
         "@id": 6,
         "op": "project",
@@ -129,10 +130,6 @@ def observations_in(run: SparkPlanRun, op_id: str) -> int:
     return str(run.frames[op_id]._jdf.queryExecution().optimizedPlan()).count("CollectMetrics")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the join-conditions rule now moves this plan's filter below its join under a new operator id, which this test of the executor's internals does not expect",
-)
 def test_a_join_pipeline_counts_its_flowing_rows_with_markers_as_the_local_executor(
     spark: Any, data: Path
 ) -> None:
@@ -141,20 +138,16 @@ def test_a_join_pipeline_counts_its_flowing_rows_with_markers_as_the_local_execu
     assert {"1", "4"} <= run.metrics.counting()
     assert observations_in(run, "5") == 0
     assert spark_rows(result) == local_rows(data, JOIN_PIPELINE)
-    assert result.metrics["1"]["rows"] == 35 and result.metrics["4"]["rows"] == 20
+    assert result.metrics["1"]["rows"] == 35 and result.metrics["4"]["rows"] == 25
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the join-conditions rule now moves this plan's filter below its join under a new operator id, which this test of the executor's internals does not expect",
-)
 def test_a_join_with_an_empty_scan_still_counts_zero_rows(spark: Any, data: Path) -> None:
     """A session leaving ``PropagateEmptyRelation`` out (``spark.drill.keepEmptyRelations``):
     the join over a scan of no files is planned, not replaced by an empty relation that would
     take its marker with it."""
     ops = [dict(op) for op in JOIN_PIPELINE]
     ops[2] = scan(3, "none", "c")
-    ops[4] = {"@id": 5, "op": "filter", "input": 4, "expr": "o.o_key > 6"}
+    ops[4] = {"@id": 5, "op": "filter", "input": 4, "expr": "o.o_key > 6 || c.c_key == 3"}
     with contextlib.ExitStack() as kept:
         for key, rules in KEEP_EMPTY_RELATIONS_RULES.items():
             kept.enter_context(spark_setting(spark, key, rules))
@@ -212,10 +205,6 @@ def test_an_operator_two_stores_read_counts_once(spark: Any, data: Path) -> None
     assert spark_rows(result) == local_rows(data, ops)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the join-conditions rule now moves this plan's filter below its join under a new operator id, which this test of the executor's internals does not expect",
-)
 def test_rows_a_global_sort_may_read_twice_are_observed(spark: Any, data: Path) -> None:
     """A sink sorts its records: Spark's range partitioning samples the stage below it in a job
     of its own, which a marker would count too (twice the rows); there the run observes."""
@@ -224,13 +213,9 @@ def test_rows_a_global_sort_may_read_twice_are_observed(spark: Any, data: Path) 
         run, result = spark_run(spark, data, ops)
     assert not run.metrics._marked and {"1", "4"} <= set(run.metrics._observations)
     assert spark_rows(result) == local_rows(data, ops)
-    assert result.metrics["4"]["rows"] == 20
+    assert result.metrics["4"]["rows"] == 25
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the join-conditions rule now moves this plan's filter below its join under a new operator id, which this test of the executor's internals does not expect",
-)
 def test_rows_a_store_sorts_in_one_task_are_marked(spark: Any, data: Path) -> None:
     """A sort in one task samples nothing: the rows below it are counted once, by markers, and
     so are those of an order the store sorts for it (by its project's copies of the keys)."""
@@ -244,8 +229,8 @@ def test_rows_a_store_sorts_in_one_task_are_marked(spark: Any, data: Path) -> No
         assert "7" in run.ctx.one_task_sorts
         assert {"1", "4"} <= set(run.metrics._marked) and not run.metrics._observations
         assert spark_rows(result) == local_rows(data, ops)
-        assert result.metrics["4"]["rows"] == 20
-    assert "8" in run.ctx.store_sorted
+        assert result.metrics["4"]["rows"] == 25
+    assert run.properties["8"].store_sorted
 
 
 AGGREGATE_PIPELINE = [

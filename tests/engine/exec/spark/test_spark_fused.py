@@ -16,9 +16,10 @@ import pytest
 from spark_settings import spark_setting
 
 from engine.exec.spark.executor import SparkPlanRun
-from engine.exec.spark.plan_decisions import fused_operators, unnumbered_segments
 from engine.exec.spark.session import KEEP_EMPTY_RELATIONS_RULES
 from engine.plan import parse_plan
+from engine.planner.properties import ids_where
+from engine.planner.properties.decisions import fused_operators, unnumbered_segments
 from engine.run import build_engines, run_plan
 
 SCAN = {
@@ -166,7 +167,7 @@ def test_a_windowframe_collapsed_per_record_passes_its_inputs_count_to_the_store
     segment are never built: the aggregate sums each record's frame rows into their count, the
     run's one observation."""
     from engine.exec.spark.metrics import store_counted
-    from engine.exec.spark.plan_decisions import frame_collapses
+    from engine.planner.properties.decisions import frame_collapses
 
     running = {"@id": 7, "op": "runningaggregate", "input": 6, "aggregations": [
         {"ref": "so_far", "expr": "sum(rows)"}]}  # fmt: skip
@@ -295,7 +296,7 @@ def test_the_count_of_a_windowframe_reaching_an_output_with_no_store_is_observed
 
 
 def test_a_windowframe_whose_frames_skip_their_own_record_is_not_passed() -> None:
-    from engine.exec.spark.plan_decisions import frame_collapses
+    from engine.planner.properties.decisions import frame_collapses
 
     ahead = {**FRAME, "start": 1, "end": 2}
     plan = plan_of(SCAN, ORDER, USER, ahead, PAIR, PAIRS)
@@ -356,7 +357,7 @@ def test_unnumbered_segments_give_the_local_records(
     run = SparkPlanRun(
         plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
     )
-    assert run.ctx.unnumbered == {"3"}
+    assert ids_where(run.properties, lambda p: p.unnumbered) == {"3"}
     (frame,) = run.compile_frames().values()
     assert ("dense_rank" in frame._jdf.queryExecution().analyzed().toString()) is numbered
     on_spark = run_plan(plan, executor="spark", spark=spark)

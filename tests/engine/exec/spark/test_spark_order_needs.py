@@ -17,17 +17,19 @@ import pytest
 from grouped_join import grouped_join_query
 from spark_settings import spark_setting
 
-from engine.exec.spark.compiler_order import (
+from engine.exec.spark.executor import SparkPlanRun
+from engine.exec.spark.session import KEEP_EMPTY_RELATIONS_RULES
+from engine.exec.spark.settings import ROW_MARKERS
+from engine.plan import parse_plan
+from engine.planner.properties import ids_where
+from engine.planner.properties.order_needs import (
     left_grouped_joins,
     tie_free_orders,
     top_names,
     total_orders,
     unordered_outputs,
 )
-from engine.exec.spark.executor import SparkPlanRun
-from engine.exec.spark.session import KEEP_EMPTY_RELATIONS_RULES
-from engine.exec.spark.settings import ROW_MARKERS
-from engine.plan import parse_plan
+from engine.planner.rules.filter_pushdown import remaining_conditions
 from engine.run import build_engines, run_plan
 
 ROWS = pa.table(
@@ -126,7 +128,7 @@ def test_a_filter_its_scan_applied_whole_runs_once_and_counts_the_scans_rows(
     )
     run = run_of(spark, plan)
     assert run.planned.operator("1").pushed_filter is not None  # both conjuncts, the date too
-    assert "1" in run.ctx.unordered  # a global aggregate: the scan needs no sequence
+    assert run.properties["1"].unordered  # a global aggregate: the scan needs no sequence
     result = run.run()
     assert result.records() == [{"n": 2, "s": 12}]
     assert "2" in run.compiler.unchanged  # nothing left for the filter to test
@@ -143,7 +145,7 @@ def test_a_filter_tests_what_its_scan_did_not(spark: Any, data: Path) -> None:
         root=data,
     )
     run = run_of(spark, plan)
-    assert "1" not in run.ctx.unordered  # ordered: the sort's ties keep the scan's order
+    assert not run.properties["1"].unordered  # ordered: the sort's ties keep the scan's order
     result = run.run()
     assert [r["t"]["x"] for r in result.records()] == [5, 3]
     assert "2" not in run.compiler.unchanged
@@ -191,8 +193,12 @@ def test_an_order_by_the_unique_keys_of_a_collapse_carries_no_sequence(
     keys = [{"order": "desc", "expr": "t.h"}, {"order": "asc", "expr": "t.g"}]
     plan = grouped_plan(tmp_path, keys, ["t.g", "t.h"])
     run = run_of(spark, plan)
-    assert run.ctx.total == {"4"}  # (g, h) is unique after the collapse: no ties
-    assert {"1", "2", "3"} <= run.ctx.unordered  # so no one observes the scan's order
+    assert ids_where(run.properties, lambda p: p.total_order) == {
+        "4"
+    }  # (g, h) is unique after the collapse: no ties
+    assert {"1", "2", "3"} <= ids_where(
+        run.properties, lambda p: p.unordered
+    )  # so no one observes the scan's order
     (frame,) = run_of(spark, plan).compile_frames().values()
     text = physical_plan(frame)
     assert "monotonically_increasing_id" not in text
@@ -313,7 +319,7 @@ def test_joins_unions_and_flattens_whose_order_nothing_observes_build_no_sequenc
         engines=build_engines(parse_plan(plan), base_dir=None, classpath=[]),
         params={},
     )
-    assert {"4", "5", "8"} <= run.ctx.unordered
+    assert {"4", "5", "8"} <= ids_where(run.properties, lambda p: p.unordered)
     ours = run.run()
     for op_id in ("4", "5", "8"):  # a constant 0, not a (record, element) or (left, right) pair
         assert run.frames[op_id].schema[SEQ_COLUMN].dataType == T.LongType()
@@ -438,10 +444,6 @@ def test_a_scan_counts_its_rows_as_read_before_they_become_records(
     assert "struct(" not in optimized
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the join-conditions rule now moves this plan's filter below its join under a new operator id, which this test of the executor's internals does not expect",
-)
 def test_a_left_side_test_runs_in_the_left_reader_below_a_left_join(spark: Any, data: Path) -> None:
     from engine.run import run_plan
 
@@ -466,10 +468,14 @@ def test_a_left_side_test_runs_in_the_left_reader_below_a_left_join(spark: Any, 
     ]
     plan = plan_of(*ops, root=data)
     run = run_of(spark, plan)
-    assert run.planned.operator("1").pushed_filter == "o.d >= to_date('2020-01-01')"
-    rest = run.ctx.remaining["4"]
-    assert rest.scans == (("1", "o.d >= to_date('2020-01-01')"),)
-    assert rest.condition is not None and "o.d" not in str(rest.condition)
+    planned = run.planned
+    assert planned.operator("1").pushed_filter == "o.d >= to_date('2020-01-01')"
+    # The planner moves the left side's test onto the join's left input, where the scan's
+    # reader applies it (nothing is left for the filter to test) and the filter keeps the rest.
+    below = planned.operator(planned.operator("3").left)
+    assert below.op == "filter" and below.input == "1"
+    assert remaining_conditions(planned)[below.id].condition is None
+    assert "o.d" not in planned.operator("4").expr
     ours = run.run()
     local = run_plan(plan, executor="local")
     assert ours.records() == local.records()
@@ -725,9 +731,9 @@ def test_an_order_by_every_member_its_scan_reads_breaks_no_ties(spark: Any, even
     plan = events_plan(events, ["user", "ts"], ["ts", "user"])
     run = run_of(spark, plan)
     assert run.planned.operator("1").projection == ["ts", "user"]
-    assert run.ctx.tie_free == {"1": "2"}
-    assert "2" in run.ctx.total
-    assert "1" in run.ctx.unordered
+    assert run.properties["1"].tie_free_order == "2"
+    assert run.properties["2"].total_order
+    assert run.properties["1"].unordered
     (frame,) = run_of(spark, plan).compile_frames().values()
     text = physical_plan(frame)
     assert "_metadata" not in text
@@ -752,9 +758,9 @@ def test_an_order_whose_tied_records_may_differ_keeps_the_tie_break(
 ) -> None:
     plan = events_plan(events, ["user", "ts"], ["user", "ts", "kind"])
     run = run_of(spark, plan)
-    assert run.ctx.tie_free == {}  # kind tells tied records apart
-    assert "2" not in run.ctx.total
-    assert "1" not in run.ctx.unordered
+    assert run.properties["1"].tie_free_order is None  # kind tells tied records apart
+    assert not run.properties["2"].total_order
+    assert not run.properties["1"].unordered
     run.run()
     kinds = [r["kind"] for r in written_to_out(events)]
     run_plan(plan, executor="local")
@@ -767,11 +773,9 @@ def test_a_floating_key_keeps_the_tie_break_where_ties_may_differ_in_sign(
     # -0.0 ties 0.0: records equal in every key may still differ, so input order decides.
     plan = events_plan(events, ["user", "score"], ["user", "score"])
     run = run_of(spark, plan)
-    assert run.ctx.tie_free == {"1": "2"}  # by the plan alone
+    assert run.properties["1"].tie_free_order == "2"  # by the plan alone
     run.run()
-    assert "2" not in run.ctx.total  # by the types the scan gives
-    assert "1" not in run.ctx.unordered
-    # The rows are numbered: both files hold users 1 and 2, so their rows' files are looked up.
+    # By the types the scan gives, ties may differ: the rows are numbered: both files hold users 1 and 2, so their rows' files are looked up.
     executions = spark._jsparkSession.sharedState().statusStore().executionsList()
     written = executions.apply(executions.size() - 1).physicalPlanDescription()
     assert "input_file_name()" in written and "monotonically_increasing_id()" in written
@@ -854,8 +858,10 @@ def test_groups_their_left_records_determine_need_no_order_of_the_right_records(
 ) -> None:
     plan = grouped_join_plan(orders_and_lines, how=how)
     run = run_of(spark, plan)
-    assert "3" not in run.ctx.unordered  # the groups appear in the order of the orders
-    assert {"1", "2"} & run.ctx.unordered == {"2"}  # the lines' order is never read
+    assert not run.properties["3"].unordered  # the groups appear in the order of the orders
+    assert (
+        not run.properties["1"].unordered and run.properties["2"].unordered
+    )  # the lines' order is never read
     (frame,) = run_of(spark, plan).compile_frames().values()
     text = physical_plan(frame)
     assert "ReadSchema: struct<okey:bigint,qty:bigint>" in text  # no row index for the lines

@@ -189,7 +189,7 @@ def test_an_aggregate_two_operators_read_selects_its_records_itself(spark: Any) 
     run = SparkPlanRun(
         plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
     )
-    assert "3" not in run.ctx.one_reader
+    assert not run.properties["3"].one_reader
     assert (
         run_plan(plan, executor="spark", spark=spark).records()
         == run_plan(plan, executor="local").records()
@@ -241,7 +241,7 @@ def test_a_reader_compiled_again_reads_the_same_records(spark: Any) -> None:
     for op in plan.topological_order()[:-1]:  # all but the store
         frames[op.id] = run.compiler.compile(op, [frames[i] for i in op.input_ids()])
     again = run.compiler.compile(plan.operator("4"), [frames["3"]])
-    assert "3" in run.ctx.one_reader
+    assert run.properties["3"].one_reader
     assert sorted(map(str, again.collect())) == sorted(map(str, frames["4"].collect()))
     assert again.columns == frames["4"].columns == ["key", "twice", "x", "top"]
 

@@ -22,8 +22,9 @@ from pyspark.sql import types as T
 from engine.exec.spark.compiler import SparkRunContext
 from engine.exec.spark.executor import SparkPlanRun
 from engine.exec.spark.paths import PendingColumns, Typed, get_in, read_in, record_value
-from engine.exec.spark.plan_decisions import paired_scans, read_through
 from engine.plan import parse_plan
+from engine.planner.properties import ids_where
+from engine.planner.properties.decisions import paired_scans, read_through
 from engine.run import build_engines, run_plan
 
 
@@ -90,7 +91,7 @@ def local_records(plan: Any) -> list[Any]:
 def test_a_join_of_two_scans_joins_plain_columns(spark: Any, data: Path, how: str) -> None:
     plan = plan_of(data, scan(1, "t", "t"), scan(2, "u", "u"), join(3, how))
     run, result = run_of(spark, plan)
-    assert {"1", "2"} <= run.ctx.read_through
+    assert {"1", "2"} <= ids_where(run.properties, lambda p: p.read_through)
     below_join = below_the_join(executed(run, "3"))
     assert " struct(" not in below_join  # the records are built above the join, if at all
     assert "__drill_s" in below_join  # joined by the scans' own columns
@@ -113,7 +114,7 @@ def test_a_scan_of_one_row_an_outer_join_misses_reads_null(
          "projections": [{"ref": "output.f", "expr": "t.f"}, {"ref": "output.n", "expr": "n"}]},
     )  # fmt: skip
     run, result = run_of(spark, plan)
-    assert {"1", "2"} <= run.ctx.read_through
+    assert {"1", "2"} <= ids_where(run.properties, lambda p: p.read_through)
     records = result.records()
     assert records == local_records(plan)
     assert {"f": "e", "n": {"k": 2, "o": "z"}} in records
@@ -129,7 +130,7 @@ def test_a_filter_the_scan_applied_passes_the_records_to_the_join(spark: Any, da
         join(4, "inner", left=2, right_id=3),
     )
     run, result = run_of(spark, plan)
-    assert {"1", "3"} <= run.ctx.read_through
+    assert {"1", "3"} <= ids_where(run.properties, lambda p: p.read_through)
     assert " struct(" not in below_the_join(executed(run, "4"))
     assert result.records() == local_records(plan)
 
@@ -145,7 +146,7 @@ def test_sides_sharing_a_field_join_their_columns_selected_apart(spark: Any, dat
          "conditions": [{"relationship": "==", "left": "t.k", "right": "t.k"}]},
     )  # fmt: skip
     run, result = run_of(spark, plan)
-    assert {"1", "2"} <= run.ctx.read_through
+    assert {"1", "2"} <= ids_where(run.properties, lambda p: p.read_through)
     records = result.records()
     assert records == local_records(plan)
     assert {"t": {"k": 1, "f": "b", "r": "u"}} in records
@@ -163,7 +164,7 @@ def test_a_project_and_a_transform_read_members_and_whole_records(spark: Any, da
         join(5, "inner", right="u.r", left=2, right_id=4),
     )  # fmt: skip
     run, result = run_of(spark, plan)
-    assert {"1", "3"} <= run.ctx.read_through
+    assert {"1", "3"} <= ids_where(run.properties, lambda p: p.read_through)
     assert result.records() == local_records(plan)
     # The whole record `u` is read: built, without the member no one reads.
     assert all("__drill_unread" not in (r.get("u") or {}) for r in result.records())
@@ -259,7 +260,7 @@ def test_a_fused_segment_and_its_aggregates_group_the_scans_columns(spark: Any, 
          "aggregations": [{"ref": "n", "expr": "count(1)"}, {"ref": "last", "expr": "max(t.f)"}]},
     )  # fmt: skip
     run, result = run_of(spark, plan)
-    assert "1" in run.ctx.read_through
+    assert run.properties["1"].read_through
     assert result.records() == local_records(plan)
     assert result.records() == run_of(spark, plan, through=False)[1].records()
 
@@ -272,7 +273,7 @@ def test_an_aggregate_of_every_record_reads_the_scans_columns(spark: Any, data: 
          "carryovers": ["t"], "aggregations": [{"ref": "total", "expr": "sum(t.k * 2)"}]},
     )  # fmt: skip
     run, result = run_of(spark, plan)
-    assert "1" in run.ctx.read_through
+    assert run.properties["1"].read_through
     assert re.search(r"sum\(\(__drill_s\d+_\d+#\d+L \* 2\)\)", executed(run, "2"))
     assert result.records() == local_records(plan)
 
@@ -287,7 +288,7 @@ def test_a_scan_no_join_reads_leaves_its_reads_own_columns(spark: Any, data: Pat
          "aggregations": [{"ref": "total", "expr": "sum(t.k * 2)"}]},
     )  # fmt: skip
     run, result = run_of(spark, plan)
-    assert "1" in run.ctx.read_through and "1" not in run.ctx.paired
+    assert run.properties["1"].read_through and not run.properties["1"].paired
     text = executed(run, "2")
     assert re.search(r"sum\(\(k#\d+L \* 2\)\)", text)
     assert "__drill_s1_" not in text
@@ -317,7 +318,7 @@ def test_an_order_builds_its_sequence_over_the_scans_columns(
          "projections": [{"ref": "output.ten", "expr": "t.k * 10"}, {"ref": "output.f", "expr": "t.f"}]},
     )  # fmt: skip
     run, result = run_of(spark, plan)
-    assert "1" in run.ctx.read_through
+    assert run.properties["1"].read_through
     assert result.records() == local_records(plan)
     with counted() as selected_first:
         run_of(spark, plan, through=False)
@@ -340,7 +341,7 @@ def test_a_joins_columns_are_grouped_where_it_left_them(spark: Any, data: Path) 
         {"@id": 6, "op": "order", "input": 5, "orderings": [{"order": "asc", "expr": "n"}]},
     )  # fmt: skip
     run, result = run_of(spark, plan)
-    assert {"1", "2"} <= run.ctx.read_through
+    assert {"1", "2"} <= ids_where(run.properties, lambda p: p.read_through)
     aggregated = executed(run, "5")
     assert " struct(" not in aggregated[aggregated.index("HashAggregate") :]
     assert result.records() == local_records(plan)

@@ -83,7 +83,7 @@ def test_a_parquet_scan_numbers_its_rows_densely_in_file_order(spark: Any, data:
     )
     run = run_of(spark, plan)
     result = run.run()
-    assert "1" in run.ctx.paired
+    assert run.properties["1"].paired
     field = run.frames["2"].schema[SEQ_COLUMN]
     assert field.dataType == T.LongType()
     assert field.metadata[SEQ_BITS] == 4  # 12 rows: 0..11
@@ -109,7 +109,7 @@ def test_a_parquet_scan_nothing_pairs_numbers_its_rows_by_spark_row_ids(
     )  # fmt: skip
     run = run_of(spark, plan)
     result = run.run()
-    assert "1" not in run.ctx.paired and "1" in run.ctx.read_through
+    assert not run.properties["1"].paired and run.properties["1"].read_through
     records = run.compiler.materialized("1", run.frames["1"])
     assert SEQ_BITS not in records.schema[SEQ_COLUMN].metadata  # no width known
     assert "row_index" not in physical_plan(records)

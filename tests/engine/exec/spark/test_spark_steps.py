@@ -12,8 +12,8 @@ from py4j_calls import counted
 
 from engine.exec.spark.compiler import SparkCompiler, SparkRunContext
 from engine.exec.spark.executor import SparkPlanRun
-from engine.exec.spark.plan_decisions import top_n_orders
 from engine.plan import parse_plan
+from engine.planner.properties.decisions import top_n_orders
 from engine.run import build_engines, run_plan
 
 RECORDS = [
@@ -141,7 +141,7 @@ def test_a_join_reads_each_sides_sequence_where_spark_tells_them_apart(
     run = SparkPlanRun(
         plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
     )
-    assert ("3" not in run.ctx.unrelated) is related
+    assert (not run.properties["3"].unrelated_inputs) is related
     frames = {op.id: run.compiler.compile(op, []) for op in map(plan.operator, ("1", "5"))}
     frames["2"] = run.compiler.compile(plan.operator("2"), [frames[str(right["input"])]])
     with counted() as counts:

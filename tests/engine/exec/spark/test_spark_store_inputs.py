@@ -23,13 +23,13 @@ from engine.exec.spark import executor
 from engine.exec.spark.executor import SparkPlanRun
 from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.one_task_sort import ONE_TASK_SORT_BYTES
-from engine.exec.spark.plan_decisions import (
-    decide,
+from engine.plan import parse_plan
+from engine.planner.properties import plan_properties
+from engine.planner.properties.decisions import (
     store_inputs,
     store_read_limits,
     store_sorted_orders,
 )
-from engine.plan import parse_plan
 from engine.run import build_engines, run_plan
 
 SCAN = {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "e", "selection": {"path": "t"}}
@@ -163,16 +163,19 @@ def test_a_store_sorts_by_the_copies_of_an_orders_keys(
         with counted() as sorted_by_copies:
             run_plan(plan, executor="spark", spark=spark)
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(executor, "decide", without("store_sorted"))
+            patch.setattr(executor, "plan_properties", without("store_sorted"))
             with counted() as sorted_by_sequence:
                 run_plan(plan, executor="spark", spark=spark)
     assert sorted_by_copies.frames == sorted_by_sequence.frames - 1
 
 
-def without(decision: str) -> Any:
-    """The run's decisions (:func:`~engine.exec.spark.plan_decisions.decide`) without any
-    operator in ``decision``: to count what that decision saves."""
-    return lambda plan, sinks: dataclasses.replace(decide(plan, sinks), **{decision: frozenset()})
+def without(prop: str) -> Any:
+    """The planner's properties of a run (:func:`~engine.planner.properties.plan_properties`)
+    with ``prop`` off for every operator: to count what that decision saves."""
+    return lambda plan, sinks: {
+        op_id: dataclasses.replace(props, **{prop: False})
+        for op_id, props in plan_properties(plan, sinks).items()
+    }
 
 
 LIMIT = {"@id": 3, "op": "limit", "input": 2, "first": 1, "last": 4}
@@ -198,7 +201,7 @@ def test_a_top_n_a_stores_project_reads_is_not_numbered_again(
     assert result.metrics["3"]["rows"] == 3
     # The top rows' new numbers are the one DataFrame this saves.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(executor, "decide", without("store_read"))
+        patch.setattr(executor, "plan_properties", without("store_read_limit"))
         with counted() as numbered:
             again = run_plan(plan, executor="spark", spark=spark)
     assert stored_records(again, store) == expected.records()

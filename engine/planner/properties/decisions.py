@@ -1,24 +1,27 @@
-"""The Spark executor's whole-plan decisions: what each operator's DataFrame may leave out
+"""The plan-level decisions an executor reads of each operator: what its output may leave out
 because of who reads it (a segment its aggregates group by themselves, an order a store sorts, a
-scan whose reader selects its columns, ...), computed once per run on the planned plan, in order,
-into one frozen :class:`PlanDecisions` that the run's compiler reads.
-
-Each decision is a function of the plan (and of decisions before it), not of data or DataFrames.
-:func:`decide` runs them in the order they depend on each other.
+scan whose reader selects its columns, ...). :func:`~engine.planner.properties.plan_properties`
+runs them in the order they build on each other; each is a function of the plan (and of
+decisions before it), not of data.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from engine.exec.spark.field_paths import Path, output_path, overlaps, path_of, writable_path
-from engine.exec.spark.spread import Member, member_of
 from engine.expr import Expr, FieldRef, field_refs, parse_field_ref
 from engine.plan import LogicalPlan
 from engine.plan.expressions import parse_cached
+from engine.plan.field_paths import (
+    Member,
+    Path,
+    member_of,
+    output_path,
+    overlaps,
+    path_of,
+    writable_path,
+)
 from engine.plan.operators import (
     CollapsingAggregate,
     Filter,
@@ -37,72 +40,6 @@ from engine.plan.operators import (
 )
 from engine.planner.rewrite import consumers
 from engine.planner.rules.projection_pushdown import required_paths
-
-if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
-
-    from engine.exec.spark.paths import PendingColumns
-
-
-@dataclass(frozen=True)
-class PlanDecisions:
-    """The whole-plan decisions of one run (see each function for what a set means)."""
-
-    unordered: frozenset[str]  # operators whose order nothing observes
-    total: frozenset[str]  # orders under which no two records tie
-    unrelated: frozenset[str]  # joins whose inputs share no operator upstream
-    tie_free: Mapping[str, str]  # scan id -> the order reading it whose ties are equal records
-    ordered_by_keys: Mapping[str, frozenset[str]]  # scan id -> the keys of its one order
-    fused: frozenset[str]  # :func:`fused_operators`
-    unnumbered: frozenset[str]  # :func:`unnumbered_segments`
-    frame_passes: Mapping[str, str]  # :func:`frame_collapses`
-    store_inputs: frozenset[str]  # :func:`store_inputs`
-    top_n_orders: frozenset[str]  # :func:`top_n_orders`
-    store_sorted: frozenset[str]  # :func:`store_sorted_orders`
-    store_read: frozenset[str]  # :func:`store_read_limits`
-    one_reader: frozenset[str]  # :func:`one_reader`
-    store_read_orders: frozenset[str]  # :func:`store_read_orders`
-    cut_by_limit: frozenset[str]  # operators a limit cuts short (metrics.limit_inputs)
-    read_by_limit: frozenset[str]  # operators any limit reads
-    read_through: frozenset[str]  # :func:`read_through`
-    paired: frozenset[str]  # :func:`paired_scans`
-
-
-def decide(plan: LogicalPlan, sinks: Collection[str]) -> PlanDecisions:
-    """Every decision for ``plan`` (the planned plan of a run), in the order they build on each
-    other; ``sinks``: the stores whose records are kept in memory (a queue, the console)."""
-    from engine.exec.spark.compiler_join import related_joins
-    from engine.exec.spark.compiler_order import (
-        scans_ordered_by_keys,
-        tie_free_orders,
-        total_orders,
-        unordered_outputs,
-    )
-    from engine.exec.spark.metrics import limit_inputs
-
-    order = plan.topological_order()
-    fused = frozenset(fused_operators(plan))
-    partial: dict[str, Any] = {
-        "unordered": frozenset(unordered_outputs(order, set(sinks))),
-        "total": frozenset(total_orders(order)),
-        "unrelated": frozenset({op.id for op in order if op.op == "join"} - related_joins(order)),
-        "tie_free": {scan: order_id for order_id, scan in tie_free_orders(order).items()},
-        "ordered_by_keys": scans_ordered_by_keys(order),
-        "fused": fused,
-        "unnumbered": frozenset(unnumbered_segments(plan, set(fused))),
-        "frame_passes": frame_collapses(plan, set(fused)),
-        "store_inputs": frozenset(store_inputs(plan)),
-        "top_n_orders": frozenset(top_n_orders(plan)),
-        "store_sorted": frozenset(store_sorted_orders(plan)),
-        "store_read": frozenset(store_read_limits(plan)),
-        "one_reader": frozenset(one_reader(plan)),
-        "store_read_orders": frozenset(store_read_orders(plan)),
-        "cut_by_limit": frozenset(limit_inputs(order)),
-        "read_by_limit": frozenset(op.input for op in order if op.op == "limit" and op.input),
-        "paired": frozenset(paired_scans(plan)),
-    }
-    through = read_through(plan, SimpleNamespace(**partial))
-    return PlanDecisions(**partial, read_through=frozenset(through))
 
 
 def fused_operators(plan: LogicalPlan) -> set[str]:
@@ -130,10 +67,12 @@ def fused_operators(plan: LogicalPlan) -> set[str]:
             continue
         fused.add(op.id)
         source = by_id.get(op.input or "")
-        if isinstance(source, WindowFrame) and len(readers[source.id]) == 1:
-            frames = FrameInput(source, None, source.input)  # type: ignore[arg-type]
-            if all(frames.fuses_with(segment, r) for r in aggregates):
-                fused.add(source.id)
+        if (
+            isinstance(source, WindowFrame)
+            and len(readers[source.id]) == 1
+            and all(frame_fuses_with(source, segment, r) for r in aggregates)
+        ):
+            fused.add(source.id)
     return fused
 
 
@@ -159,20 +98,15 @@ def unnumbered_segments(plan: LogicalPlan, fused: set[str]) -> set[str]:
     return found
 
 
-def static_segment(op: Segment) -> SegmentInput:
-    """A segment's refs without DataFrames, for the static rules (:func:`fused_operators`,
-    :func:`unnumbered_segments`)."""
-    return SegmentInput(
-        None,  # type: ignore[arg-type]  # only the refs matter here
-        [],
-        writable_path(op.ref, "segment ref"),
-        tuple(parse_cached(text) for text in op.exprs),
-        op.input or "",
+def static_segment(op: Segment) -> SegmentShape:
+    """Where a segment writes its group number and what it groups by."""
+    return SegmentShape(
+        writable_path(op.ref, "segment ref"), tuple(parse_cached(text) for text in op.exprs)
     )
 
 
 def _within_keys(
-    reader: Any, segment: SegmentInput, need: frozenset[tuple[str, ...]] | None, fused: set[str]
+    reader: Any, segment: SegmentShape, need: frozenset[tuple[str, ...]] | None, fused: set[str]
 ) -> bool:
     """Whether ``reader`` runs within ``segment``'s groups by its keys (a ``runningaggregate``,
     or a windowframe whose members are never built) and neither it nor anything after it
@@ -213,7 +147,7 @@ def frame_collapses(plan: LogicalPlan, fused: set[str]) -> dict[str, str]:
 
 def store_inputs(plan: LogicalPlan) -> set[str]:
     """The ids of the projects of ``plan`` whose one reader is a store: their DataFrames carry
-    no sequence column, the store sorts by their input's (:meth:`~engine.exec.spark.compiler.SparkCompiler.visit_project`)."""
+    no sequence column, the store sorts by their input's."""
     reader = _one_reader(plan)
     return {
         op.id
@@ -245,9 +179,9 @@ def read_through(plan: LogicalPlan, ctx: Any) -> set[str]:
     unrelated inputs) or aggregating them (a segment its aggregates fuse with, an aggregate of
     every record). Then no record struct is built below that reader, a join joins and its
     observation counts plain columns, and the scan's select of its records is the reader's.
-    ``ctx`` holds the decisions it builds on (:class:`PlanDecisions`' ``store_read_orders``,
+    ``ctx`` holds the decisions it builds on (the ids of ``store_read_orders``,
     ``top_n_orders``, ``store_sorted``, ``unordered``, ``read_by_limit``, ``unrelated`` and
-    ``fused``)."""
+    ``fused`` operators)."""
     readers = _one_reader(plan)
     top_n = ctx.store_read_orders & ctx.top_n_orders
 
@@ -353,7 +287,7 @@ def store_sorted_orders(plan: LogicalPlan) -> set[str]:
     """The ids of the orders (without ``within``) of ``plan`` whose one reader is a project a
     store reads (:func:`store_inputs`) that copies each of the order's keys, a record's member,
     to a column of its own: the store sorts by those copies, then by the order's input sequence
-    where records may tie (:meth:`~engine.exec.spark.compiler.SparkCompiler.visit_project`), so the order builds no
+    where records may tie, so the order builds no
     sequence of its own (a DataFrame step less)."""
     reader, inputs = _one_reader(plan), store_inputs(plan)
     found = set()
@@ -381,15 +315,11 @@ def copied_paths(op: Project) -> dict[Member, Path]:
 
 
 @dataclass(frozen=True)
-class SegmentInput:
-    """A segment's input DataFrame, its key Columns and where it writes the group number."""
+class SegmentShape:
+    """Where a segment writes its group number (``ref``) and the expressions it groups by."""
 
-    input: DataFrame
-    keys: list[Column]
     ref: Path
     exprs: tuple[Expr, ...] = ()
-    input_id: str = ""
-    pending: PendingColumns | None = None  # the input's records, left to the segment's reader
 
     def writes_over_keys(self) -> bool:
         """Whether the group number is written over (a part of) a key it groups by."""
@@ -405,28 +335,60 @@ class SegmentInput:
         return not any(overlaps(tuple(str(p) for p in path), self.ref) for path in paths)
 
 
-@dataclass(frozen=True)
-class FrameInput:
-    """A windowframe, its input DataFrame and input operator id."""
+def frame_fuses_with(frame: WindowFrame, segment: SegmentShape, op: CollapsingAggregate) -> bool:
+    """Whether ``segment`` groups ``frame``'s windows by their target (``ref.segment``) and ``op``
+    collapses each group without reading the windowframe's refs: then ``op``'s records are
+    aggregates over each record's frame."""
+    target = writable_path(frame.segment_ref, "windowframe ref")
+    position = writable_path(frame.position_ref, "windowframe ref")
+    if len(segment.exprs) != 1 or not isinstance(segment.exprs[0], FieldRef):
+        return False
+    if path_of(segment.exprs[0]) != target or not segment.fuses_with(op):
+        return False
+    paths = [parse_field_ref(name).path for name in (*op.carryovers, op.target) if name]
+    paths += [ref.path for a in op.aggregations for ref in field_refs(a.parsed)]
+    return not any(
+        overlaps(tuple(str(p) for p in path), written)
+        for path in paths
+        for written in (target, position)
+    )
 
-    op: WindowFrame
-    input: DataFrame
-    input_id: str | None
 
-    def fuses_with(self, segment: SegmentInput, op: CollapsingAggregate) -> bool:
-        """Whether ``segment`` groups these windows by their target (``ref.segment``) and ``op``
-        collapses each group without reading the windowframe's refs: then ``op``'s records are
-        aggregates over each record's frame."""
-        target = writable_path(self.op.segment_ref, "windowframe ref")
-        position = writable_path(self.op.position_ref, "windowframe ref")
-        if len(segment.exprs) != 1 or not isinstance(segment.exprs[0], FieldRef):
-            return False
-        if path_of(segment.exprs[0]) != target or not segment.fuses_with(op):
-            return False
-        paths = [parse_field_ref(name).path for name in (*op.carryovers, op.target) if name]
-        paths += [ref.path for a in op.aggregations for ref in field_refs(a.parsed)]
-        return not any(
-            overlaps(tuple(str(p) for p in path), written)
-            for path in paths
-            for written in (target, position)
-        )
+def related_joins(operators: Any) -> set[str]:
+    """The ids of the joins among ``operators`` (topological order) whose inputs read a common
+    operator, or are one: an executor may see their inputs share a relation.
+
+    >>> from types import SimpleNamespace as Op
+    >>> ops = [Op(id="1", op="scan", input_ids=lambda: []),
+    ...     Op(id="2", op="scan", input_ids=lambda: []),
+    ...     Op(id="3", op="filter", input_ids=lambda: ["1"]),
+    ...     Op(id="4", op="join", left="1", right="2", input_ids=lambda: ["1", "2"]),
+    ...     Op(id="5", op="join", left="3", right="1", input_ids=lambda: ["3", "1"])]
+    >>> sorted(related_joins(ops))
+    ['5']
+    """
+    upstream: dict[str, set[str]] = {}  # an operator and the operators it reads, through any
+    related = set()
+    for op in operators:
+        upstream[op.id] = {op.id}.union(*(upstream[i] for i in op.input_ids()))
+        if op.op == "join" and upstream[op.left] & upstream[op.right]:
+            related.add(op.id)
+    return related
+
+
+def limit_inputs(operators: Any) -> set[str]:
+    """The ids of the operators a ``limit`` reads (an executor may stop reading them early), but
+    an ``order`` (without ``within``) a limit with an end reads: the two run as one top-N, which
+    reads every record of the order's input, so the order counts its input's.
+
+    >>> from types import SimpleNamespace as Op
+    >>> limit_inputs([Op(id="1", op="scan", input=None),
+    ...     Op(id="2", op="order", input="1", within=None), Op(id="3", op="limit", input="2", last=5),
+    ...     Op(id="4", op="limit", input="1", last=None)])
+    {'1'}
+    """
+    ops = list(operators)
+    top_n = {op.input for op in ops if op.op == "limit" and op.last is not None}
+    orders = {op.id for op in ops if op.op == "order" and op.within is None}
+    read = {op.input for op in ops if op.op == "limit" and op.input}
+    return read - (top_n & orders)

@@ -1,5 +1,5 @@
 """The paths of the fields operators write and read, as tuples of names (``a.b`` -> ``("a",
-"b")``): what the compiler and its whole-plan decisions share.
+"b")``), and the record members they read: what the planner's analyses and the executors share.
 
 >>> writable_path("a.b", "transform ref"), output_path("output.a.b"), output_path("output")
 (('a', 'b'), ('a', 'b'), ())
@@ -39,6 +39,19 @@ def under(path: Path, prefix: Path) -> bool:
 def path_of(ref: FieldRef) -> Path:
     """A field reference's path, its steps as text."""
     return tuple(str(step) for step in ref.path)
+
+
+Member = tuple[str, str]
+"""A record's member: the record's top-level column and the member's name."""
+
+
+def member_of(expr: object) -> Member | None:
+    """The record member ``expr`` reads, if it reads one directly (``e.ts``)."""
+    if isinstance(expr, FieldRef) and len(expr.path) == 2:
+        record, name = expr.path
+        if isinstance(record, str) and isinstance(name, str):
+            return record, name
+    return None
 
 
 def overlaps(path: Path, other: Path) -> bool:

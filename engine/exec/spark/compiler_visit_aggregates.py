@@ -1,0 +1,264 @@
+"""The Spark compiler's visitors of aggregates: ``collapsingaggregate``, ``runningaggregate``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from engine.exec.spark.columns import compile_typed
+from engine.exec.spark.compiler_aggregate import (
+    FRAME_ROWS,
+    FrameSpec,
+    aggregate_type,
+    collapse_rows,
+    running_columns,
+    target_is_true,
+)
+from engine.exec.spark.compiler_keys import leading_carried, unwritten_keys
+from engine.exec.spark.compiler_order import (
+    SEQ_BITS,
+    temp,
+)
+from engine.exec.spark.metrics import InputCounter
+from engine.exec.spark.names import SEQ_COLUMN
+from engine.exec.spark.paths import (
+    PendingColumns,
+    Typed,
+    get_in,
+    get_typed,
+    pending_columns,
+    with_path,
+)
+from engine.exec.spark.spread import Spread
+from engine.expr import Expr, FieldRef, FunctionKind, parse_field_ref
+from engine.expr.rewrite import split_calls
+from engine.plan.expressions import parse_cached
+from engine.plan.field_paths import Path, writable_path
+from engine.plan.operators import (
+    CollapsingAggregate,
+    RunningAggregate,
+)
+
+
+class AggregateVisitors:
+    """The visitors of ``collapsingaggregate`` and ``runningaggregate``.
+    Mixed into :class:`~engine.exec.spark.compiler.SparkCompiler`, whose state (``ctx``, the
+    columns left pending, ...) its visitors read."""
+
+    # -- aggregates ------------------------------------------------------------------------
+
+    def visit_collapsingaggregate(
+        self, op: CollapsingAggregate, inputs: list[DataFrame]
+    ) -> DataFrame:
+        (df,) = inputs
+        segment = self._segments.get(op.input or "")
+        group_by = None
+        frame = None
+        carried_keys: dict[int, int] = {}
+        counter = self.input_counters.get(op.id, InputCounter)()
+        count_input, mark_input = counter.observe, counter.mark
+        frame_rows = False
+        spread_out: Spread | None = None
+        reading = self._reading  # the input's records, if left to this aggregate
+        windows = self._frames.get(segment.input_id) if segment is not None else None
+        if segment is not None and windows is not None and windows.fuses_with(segment, op):
+            # The first aggregate over the windows counts them (an observation is used once).
+            count_input, mark_input = self.frame_counters.pop(windows.op.id, None), None
+            if count_input is not None and op.id in self.ctx.frame_passes.values():
+                # One record per record: the frame rows ride on, to be observed where no
+                # record is left whole (an observation there would keep Spark from pruning it).
+                self._deferred[op.id] = [(FRAME_ROWS, count_input)]
+                count_input, frame_rows = None, True
+            # Collapsing each window of a windowframe again: aggregates over each record's frame.
+            df, partition, run, keys, spread_out = self._runs(
+                windows.input_id, windows.op.within, windows.input
+            )
+            order = [F.col(SEQ_COLUMN)]
+            if spread_out is not None:
+                df = spread_out.frame
+                partition, order = self._spread_window(spread_out, windows.input_id, partition, run)
+            spec = (Window.partitionBy(*partition) if partition else Window).orderBy(*order)
+            frame = FrameSpec(spec, windows.op.start, windows.op.end)
+            if windows.op.end == 0 and not op.target:
+                # One record per record, in its order, carrying the record's own values.
+                carried_paths = [writable_path(name, "carryover") for name in op.carryovers]
+                written = [writable_path(a.ref, "aggregation ref") for a in op.aggregations]
+                self._key_order[op.id] = leading_carried(
+                    self._key_order.get(windows.input_id or "", []), carried_paths, written
+                )
+                valid = leading_carried(list(keys), carried_paths, written)
+                self._keys[op.id] = {e: keys[e] for e in valid}
+                self._pass_members(op.id, windows.input_id, written, carried=carried_paths)
+        elif segment is not None and segment.fuses_with(op):
+            # The runs of a segment's number are its groups: group the segment's input instead.
+            df, group_by, reading = segment.input, segment.keys, segment.pending
+            for i, name in enumerate(op.carryovers):
+                if parse_cached(name) in segment.exprs:
+                    carried_keys[i] = segment.exprs.index(parse_cached(name))
+
+        def typed(arg: Expr) -> Typed:  # window functions read a spread record's leaves
+            if spread_out is None:
+                return self._typed_over(arg, df, reading)
+            return compile_typed(arg, spread_out.schema, resolve=spread_out.resolve)
+
+        scalars: list[tuple[Path, Expr]] = []
+        calls: list[tuple[str, list[Typed]]] = []
+        names: list[str] = []
+        for i, aggregation in enumerate(op.aggregations):
+            prefix = temp(f"agg{i}_")
+            scalar, found = split_calls(aggregation.parsed, FunctionKind.AGGREGATE, prefix)
+            scalars.append((writable_path(aggregation.ref, "aggregation ref"), scalar))
+            for c, call in enumerate(found):
+                calls.append((call.name, [typed(arg) for arg in call.args]))
+                names.append(f"{prefix}{c}")
+        carry_paths = [writable_path(name, "carryover") for name in op.carryovers]
+        carry_names = [temp(f"carry{i}") for i in range(len(carry_paths))]
+        # Carried as they are: a record keeps its unread member (Spark may still prune it).
+        carried = [
+            spread_out.value(parse_field_ref(name).path, keep_unread=True)
+            if spread_out is not None
+            else reading.read(parse_field_ref(name).path, keep_unread=True)
+            if reading is not None
+            else get_typed(df.schema, parse_field_ref(name).path, keep_unread=True)
+            for name in op.carryovers
+        ]
+        sequence = None if reading is None else reading.values[SEQ_COLUMN]
+        target = target_is_true(typed(parse_field_ref(op.target))) if op.target else None
+        collapsed = collapse_rows(
+            df if mark_input is None else mark_input(df),
+            calls,
+            [value.column for value in carried],
+            within=self.field(op.within, df) if op.within else None,
+            target=target,
+            seq=SEQ_COLUMN,
+            aggregate_names=names,
+            carryover_names=carry_names,
+            group_by=group_by,
+            carried_keys=carried_keys,
+            frame=frame,
+            ordered=op.id not in self.ctx.unordered,
+            kept=[name for name, _ in self._keys.get(op.id, {}).values()],
+            count_input=count_input,
+            frame_rows=frame_rows,
+            rebuilt=spread_out.rebuilt if spread_out is not None else None,
+            sequence=None if sequence is None else (sequence.column, _bits_of(reading)),
+        )
+        # The collapsed record's schema, known without asking Spark (but for decimal averages).
+        types = [
+            aggregate_type(n, [a.dtype for a in args], over_frame=frame is not None)
+            for n, args in calls
+        ]
+        if any(t is None for t in types):
+            schema = collapsed.select().schema
+        else:
+            seq_type = (
+                spread_out.types[SEQ_COLUMN]
+                if spread_out is not None
+                else sequence.dtype
+                if sequence is not None
+                else df.schema[SEQ_COLUMN].dataType
+            )
+            if (group_by is None and op.within is None and frame is None) or (
+                group_by is not None and op.id in self.ctx.unordered
+            ):
+                seq_type = T.LongType()
+            fields = [*zip(names, types), *zip(carry_names, [c.dtype for c in carried])]
+            schema = T.StructType(
+                [T.StructField(n, t) for n, t in [*fields, (SEQ_COLUMN, seq_type)]]
+            )
+
+        def output(name: str) -> Typed:
+            return Typed(collapsed.columns[name], schema[name].dataType)
+
+        columns: list[tuple[Path, Column | Typed]] = [
+            (path, output(name)) for path, name in zip(carry_paths, carry_names)
+        ]
+        aggregates = {name: output(name) for name in names}
+        no_record = T.StructType([])  # an aggregation reads nothing of the record outside calls
+        columns += [(path, _scalar_column(s, aggregates, no_record)) for path, s in scalars]
+        kept = [
+            *self._keys.get(op.id, {}).values(),
+            *([(FRAME_ROWS, T.LongType())] if frame_rows else []),
+        ]
+        columns += [((n,), Typed(collapsed.columns[n], t)) for n, t in kept]
+        records = pending_columns(collapsed.frame, [*columns, ((SEQ_COLUMN,), output(SEQ_COLUMN))])
+        if op.id not in self.ctx.one_reader:
+            return records.select()
+        # Its one reader selects its own columns through these, or selects them first.
+        self._pending[op.id] = records
+        return collapsed.frame
+
+    def visit_runningaggregate(self, op: RunningAggregate, inputs: list[DataFrame]) -> DataFrame:
+        (df,) = inputs
+        written = [writable_path(a.ref, "aggregation ref") for a in op.aggregations]
+        # Not where an aggregation writes into a record or the sequence the spread takes apart.
+        roots = {path[0] for path in written}
+        df, partition, run, keys, spread_out = self._runs(op.input, op.within, df, keep=roots)
+        self._keys[op.id] = {e: keys[e] for e in unwritten_keys(list(keys), written)}
+        self._pass_members(op.id, op.input, written)
+        order = [F.col(SEQ_COLUMN)]
+        if spread_out is not None:
+            df = spread_out.frame
+            partition, order = self._spread_window(spread_out, op.input, partition, run)
+
+        def resolve(ref: FieldRef) -> Typed:  # leaves, then what `df` holds now
+            if spread_out is None:
+                return get_typed(df.schema, ref.path)
+            return spread_out.value(ref.path, schema=df.schema)
+
+        for i, aggregation in enumerate(op.aggregations):
+            prefix = temp(f"running{i}_")
+            scalar, found = split_calls(aggregation.parsed, FunctionKind.RUNNING, prefix)
+            calls = [
+                (call.name, [compile_typed(arg, df.schema, resolve=resolve) for arg in call.args])
+                for call in found
+            ]
+            values = running_columns(calls, partition=partition, order=order)
+            if any(dtype is None for _, dtype in values):  # typed by Spark's analysis
+                fields = df.select(*[column for column, _ in values]).schema.fields
+                values = [(c, f.dataType) for (c, _), f in zip(values, fields, strict=True)]
+            by_name = {f"{prefix}{c}": Typed(*value) for c, value in enumerate(values)}
+            path = writable_path(aggregation.ref, "aggregation ref")
+            # The window functions inside the value written: one step per aggregation.
+            df = with_path(df, path, _scalar_column(scalar, by_name, df.schema, resolve))
+        if spread_out is None:
+            return df.drop(run) if run else df
+        # Counts the rows carry (see compile) are observed here, over the leaves, and
+        # the rebuild leaves their columns out, with the run numbers: no step drops them.
+        counts = self._deferred.pop(op.id, [])
+        for column, counter in counts:
+            df = df if counter is None else counter(df, column)
+        rebuilt = spread_out.pending(df, without=[*(c for c, _ in counts), *([run] if run else [])])
+        if op.id not in self.ctx.one_reader:
+            return rebuilt.select()
+        self._pending[op.id] = rebuilt  # its one reader selects through the rebuilt columns
+        return df
+
+
+def _bits_of(pending: PendingColumns | None) -> dict[str, int]:
+    """The metadata of a pending sequence column (its width, where known)."""
+    if pending is None or pending.seq_bits is None:
+        return {}
+    return {SEQ_BITS: pending.seq_bits}
+
+
+def _scalar_column(
+    scalar: Expr,
+    calls: Mapping[str, Typed],
+    schema: T.StructType,
+    fields: Callable[[FieldRef], Typed] | None = None,
+) -> Typed:
+    """The scalar part of an aggregation: ``calls`` are the values of its aggregate calls, by
+    the names the scalar reads them as; any other field is read from ``schema`` (or by
+    ``fields``)."""
+
+    def read(ref: FieldRef) -> Typed:
+        head = ref.path[0]
+        if isinstance(head, str) and head in calls:
+            return get_in(calls[head], ref.path[1:])
+        return get_typed(schema, ref.path) if fields is None else fields(ref)
+
+    return compile_typed(scalar, schema, resolve=read)
