@@ -4,6 +4,7 @@ scripts/dev.py gives `dagster dev`."""
 from __future__ import annotations
 
 import importlib.util
+from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
 
@@ -58,7 +59,7 @@ def test_the_warm_spark_server_keeps_the_plans_catalog_tables(tmp_path: Path) ->
     )
     dev = _dev_script()
     command = dev.connect_command(15002, "local[1]", dev.catalog_conf(plans))
-    pairs = [value for flag, value in zip(command, command[1:]) if flag == "--conf"]
+    pairs = [value for flag, value in pairwise(command) if flag == "--conf"]
     confs = dict(pair.split("=", 1) for pair in pairs)
     assert confs["spark.sql.catalogImplementation"] == "hive"
     assert confs["spark.sql.warehouse.dir"] == str((tmp_path / "wh").resolve())
