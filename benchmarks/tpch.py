@@ -21,6 +21,8 @@ Run from the repository root::
     .venv/bin/python benchmarks/tpch.py --sf 0.1                 # a few minutes
     .venv/bin/python benchmarks/tpch.py --sf 1 --repeat 3         # the target scale
     .venv/bin/python benchmarks/tpch.py --sf 1 --no-spark --query 1 --query 3
+    .venv/bin/python benchmarks/tpch.py --sf 1 --data /tmp/tpch/sf1  # data generated elsewhere:
+    .venv-tpch/bin/python scripts/tpch_data.py --sf 1 --out /tmp/tpch  # makes /tmp/tpch/sf1
 """
 
 from __future__ import annotations
@@ -84,9 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-local", action="store_true", help="only Spark against spark.sql")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
+    parser.add_argument(
+        "--data", type=Path, help="the generated data of that scale (default: .tpch/sf<sf>)"
+    )
     args = parser.parse_args(argv)
 
-    data = tpch_dir(args.sf)
+    data = args.data or tpch_dir(args.sf)
     repo = repository(data, Path(tempfile.mkdtemp()) / "catalog.json")
     plans: dict[int, tuple[str, dict[str, Any]]] = {}
     for number in args.query or QUERIES:

@@ -17,7 +17,10 @@ SQL                                        operators (``outer`` is the enclosing
                                            a conjunct of WHERE needs only the left join)
 ``EXISTS (select .. where i = o)``         the distinct ``i`` left-joined on ``o == i``; EXISTS:
                                            the join found a row
-``EXISTS (.. where i = o and i2 <> o2)``   ``outer`` numbered (runningaggregate ``row_number``),
+``EXISTS (.. where i = o and i2 <> o2)``   the least and greatest ``i2`` per ``i`` (for ``<``,
+                                           ``<=``: the least; ``>``, ``>=``: the greatest)
+                                           left-joined on ``o == i``; EXISTS: a bound passes
+``EXISTS (.. i = o and other tests)``      ``outer`` numbered (runningaggregate ``row_number``),
                                            joined to the subquery on ``o == i``, filtered by the
                                            other tests, the numbers found left-joined back
 =========================================  ==========================================================
@@ -279,6 +282,10 @@ class Subqueries:
                 return Call("greater_than", (FieldRef((key, "m")), Literal.of(0)))
             return Call("isnotnull", (FieldRef((key, "m")),))
 
+        bound = _bound_test(inner.residual, {r.key for r in self.scope.relations})
+        if bound is not None:
+            return self.exists_bounded(inner, key, outer, bound)
+
         number = f"$r{self.planner._subqueries}"
 
         def step(op_id: str) -> str:
@@ -301,6 +308,29 @@ class Subqueries:
 
         self.pending.append(step)
         return Call("isnotnull", (FieldRef((key, "m")),))
+
+    def exists_bounded(
+        self, inner: Inner, key: str, outer: list[Expr], bound: tuple[str, Expr, Expr]
+    ) -> Expr:
+        """EXISTS whose one other test compares a subquery value with an enclosing one
+        (``i2 <> o2``, ``i2 < o2``, ...): some row of the group passes it exactly when the
+        group's least or greatest value does (SQL's min and max skip NULLs, as the test does:
+        a NULL compares to nothing). The group's bounds join the records as a correlated
+        aggregate does; no record is numbered (a numbering is one sequence over all of them)."""
+        name, value, enclosing = bound
+        keys = [i for i, _ in inner.pairs]
+        calls = [Call(f, (value,)) for f in _BOUNDS[name]]
+        grouped, names = self.aggregate(inner.op_id, keys, calls)
+        fields = {f"k{i}": f"$k{i}" for i in range(len(keys))}
+        bounds = {f"b{i}": n for i, n in enumerate(names)}
+        nested = self.nest(grouped, key, {**fields, **bounds})
+        pairs = [(o, FieldRef((key, f"k{i}"))) for i, o in enumerate(outer)]
+        kind = "left" if pairs else "inner"  # no correlation: one row, the bounds of all rows
+        self.pending.append(lambda op_id: self.join(op_id, nested, kind, pairs))
+        tests = [Call(name, (FieldRef((key, b)), enclosing)) for b in bounds]
+        found = tests[0] if len(tests) == 1 else Call("or", tuple(tests))
+        # A NULL bound (no row, or no value) or enclosing value passes no test: EXISTS is false.
+        return IfElse(((found, Literal.of(True)),), Literal.of(False))
 
     # -- correlation --------------------------------------------------------------------------
 
@@ -371,6 +401,39 @@ def _equality(expr: Expr, outer_keys: set[str]) -> tuple[Expr, Expr] | None:
         return b, a
     if ra and rb and rb <= outer_keys and not ra & outer_keys:
         return a, b
+    return None
+
+
+_BOUNDS = {
+    "not_equal": ("min", "max"),
+    "less_than": ("min",),
+    "less_than_or_equal": ("min",),
+    "greater_than": ("max",),
+    "greater_than_or_equal": ("max",),
+}
+_FLIPPED = {
+    "not_equal": "not_equal",
+    "less_than": "greater_than",
+    "less_than_or_equal": "greater_than_or_equal",
+    "greater_than": "less_than",
+    "greater_than_or_equal": "less_than_or_equal",
+}
+
+
+def _bound_test(residual: list[Expr], outer_keys: set[str]) -> tuple[str, Expr, Expr] | None:
+    """``(comparison, inner, outer)`` when ``residual`` is one comparison of an expression of
+    the subquery's own columns with one of enclosing columns, oriented ``inner <op> outer``."""
+    if len(residual) != 1:
+        return None
+    (expr,) = residual
+    if not (isinstance(expr, Call) and expr.name in _BOUNDS):
+        return None
+    a, b = expr.args
+    ra, rb = ({r.root for r in field_refs(x)} for x in (a, b))
+    if ra and rb and rb <= outer_keys and not ra & outer_keys:
+        return expr.name, a, b
+    if ra and rb and ra <= outer_keys and not rb & outer_keys:
+        return _FLIPPED[expr.name], b, a
     return None
 
 

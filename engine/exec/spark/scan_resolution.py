@@ -157,7 +157,7 @@ def _resolve_files(
     tracker = scan_tracker(selection, request.file_columns, layout, projection=request.projection)
     sampling = request.sampling
     complete = True
-    foreign: set[str] = set()
+    foreign: dict[str, set[str]] = {}  # column name key -> the types Spark reads otherwise
     parquet_rows: dict[str, int] = {}
     file_columns: dict[str, pa.DataType | None] = {}
     if fmt == "parquet":
@@ -166,7 +166,9 @@ def _resolve_files(
                 footer = _parquet_footer(engine, file)
                 parquet_rows[str(file.real_path)] = footer.num_rows
                 schema = arrow_schema_of(footer)
-                foreign.update(str(f.type) for f in schema if not _spark_parquet_type(f.type))
+                for f in schema:
+                    if not _spark_parquet_type(f.type):
+                        foreign.setdefault(f.name.lower(), set()).add(str(f.type))
                 tracker.apply_early_reader_schema(schema, file=str(file.path))
                 for f in schema:
                     seen = file_columns.setdefault(f.name, f.type)
@@ -192,17 +194,26 @@ def _resolve_files(
         spark_schema=spark_schema_of(types),
         complete=complete,
         warnings=tuple(tracker.warnings),
-        foreign_types=tuple(sorted(foreign)),
+        foreign_types=_read_foreign(foreign, types),
         parquet_rows=parquet_rows,
         unread_schema=_unread_schema(file_columns, types),
     )
+
+
+def _read_foreign(
+    foreign: Mapping[str, set[str]], output: Mapping[str, MajorType]
+) -> tuple[str, ...]:
+    """The foreign types of the columns the scan outputs: a column it does not read (pruned by
+    projection pushdown) is no reason to leave Spark's reader, which would not read it either."""
+    read = {name.lower() for name in output}
+    return tuple(sorted({t for name, types in foreign.items() if name in read for t in types}))
 
 
 def _unread_schema(
     file_columns: Mapping[str, pa.DataType | None], output: Mapping[str, MajorType]
 ) -> StructType:
     """The parquet files' columns that are not output (one type in every file, one Spark's
-    reader gives as Drill does), as Spark types.
+    reader gives as Drill does, or a decimal), as Spark types.
 
     Given to Spark's reader with the output columns, they are pruned from the read, but Spark
     sizes the scan as it sizes any read of these files: the files' bytes times the share of
@@ -213,7 +224,9 @@ def _unread_schema(
     taken = {name.lower() for name in output}
     fields = []
     for name, dtype in file_columns.items():
-        if dtype is None or name.lower() in taken or not _spark_parquet_type(dtype):
+        if dtype is None or name.lower() in taken:
+            continue
+        if not (_spark_parquet_type(dtype) or pa.types.is_decimal(dtype)):  # pruned: any type
             continue
         try:
             spark_type = from_arrow_type(dtype)

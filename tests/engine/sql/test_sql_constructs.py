@@ -127,6 +127,15 @@ SUBQUERIES = [
     "select id from t where 1 = (select count(*) from u where k = id)",
     "select count(*) c from t where exists (select * from u where u.k = t.id) "
     "and not exists (select * from u where u.k = t.id and u.v not like '%n%')",
+    # EXISTS with another test: by the group's bounds where it is one comparison
+    "select id from t where exists (select * from u where u.k = t.id and u.v < t.s)",
+    "select id from t where not exists (select * from u where t.s >= u.v and k = id)",
+    "select id, exists (select * from u where k = id and v <> s) x from t",
+    "select id, not exists (select * from u where k = id and v > s) x from t",
+    "select id from t where exists (select * from u where v <= s)",
+    "select id from t where exists (select * from u where k = id and v <> s and v <> 'uno')",
+    "select id from t where exists (select * from u where k = id and v <> s and k + 1 > id)",
+    "select id from t where exists (select * from e where k = id and v <> s)",
 ]
 SUPPORTED = NEGATIONS + DERIVED + DATES + OUTER_JOINS + SUBQUERIES
 ON_SPARK = [
@@ -143,6 +152,9 @@ ON_SPARK = [
     SUBQUERIES[13],
     SUBQUERIES[18],
     SUBQUERIES[19],
+    SUBQUERIES[-6],
+    SUBQUERIES[-5],
+    SUBQUERIES[-2],
 ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -332,13 +333,48 @@ def test_the_unread_columns_are_those_spark_reads_as_drill_does_with_one_type() 
         "a": pa.float64(),
         "mixed": None,  # a double in one file, a string in another
         "u": pa.uint8(),  # Spark's reader types it otherwise
+        "d": pa.decimal128(15, 2),  # so it does a decimal, but a pruned column has any type
         "t": pa.timestamp("ns"),
         "s": pa.struct([("x", pa.string())]),
     }
     unread = _unread_schema(columns, {"k": BIGINT})
     assert [(f.name, f.dataType.simpleString()) for f in unread.fields] == [
         ("a", "double"),
+        ("d", "decimal(15,2)"),
         ("s", "struct<x:string>"),
+    ]
+
+
+def test_a_column_spark_types_otherwise_keeps_spark_s_reader_only_where_it_is_read(
+    spark, tmp_path: Path
+) -> None:
+    """A decimal column (Spark's reader types it otherwise than Drill) that the scan does not
+    read leaves the other columns to Spark's reader; read, it takes the Drill reader. Both give
+    the same rows."""
+    (tmp_path / "t").mkdir()
+    table = pa.table(
+        {
+            "k": pa.array([3, 1, 2], pa.int64()),
+            "price": pa.array([Decimal("1.25"), None, Decimal("-0.10")], pa.decimal128(15, 2)),
+            "s": ["c", "a", None],
+        }
+    )
+    pq.write_table(table, tmp_path / "t" / "a.parquet")
+    engine = engine_at(tmp_path)
+    pruned = plan_scan(engine, {"path": "t"}, projection=["k", "s"])
+    assert pruned.reader == "spark-parquet", pruned.reason
+    whole = plan_scan(engine, {"path": "t"}, projection=["k", "price"])
+    assert whole.reader == "drill" and "decimal" in whole.reason
+
+    def rows(plan: Any) -> list[Any]:
+        frame = without_unread(scan_plan_dataframe(spark, plan, "r"))
+        return [r["r"].asDict() for r in frame.collect()]
+
+    assert rows(pruned) == [{"k": 3, "s": "c"}, {"k": 1, "s": "a"}, {"k": 2, "s": None}]
+    assert rows(whole) == [
+        {"k": 3, "price": 1.25},
+        {"k": 1, "price": None},
+        {"k": 2, "price": -0.1},
     ]
 
 
