@@ -38,6 +38,9 @@ min(38, s + 4)), as Spark's.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
 from engine.types import (
     FLOAT8,
     MAX_DECIMAL_PRECISION,
@@ -148,6 +151,40 @@ def common_type(args: list[MajorType]) -> MajorType | None:
 
 def _names(types: list[MajorType]) -> str:
     return ", ".join(str(t) for t in types)
+
+
+Native = TypeVar("Native")
+"""An executor's own type (an Arrow ``DataType``, a Spark ``DataType``)."""
+
+
+def common_native_type(
+    known: Sequence[Native],
+    to_drill: Callable[[Native], MajorType],
+    from_drill: Callable[[MajorType], Native],
+    same: Callable[[Native, Native], bool],
+    name: Callable[[Native], str],
+) -> Native:
+    """:func:`common_type` over an executor's own types (nulls left out, at least one): the rule
+    lives here once, each executor maps its types through ``to_drill`` and ``from_drill``. Types
+    with no Drill counterpart unify only with themselves (``same``); nested types, alike in every
+    branch, stay the first branch's. Raises :class:`CoercionError` naming the types (``name``).
+
+    >>> from engine.types import FLOAT8, INT
+    >>> common_native_type(["int", "double"], {"int": INT, "double": FLOAT8}.__getitem__,
+    ...                    str, str.__eq__, str)
+    'FLOAT8'
+    """
+    try:
+        drill = [to_drill(t) for t in known]
+    except TypeError:
+        if all(same(t, known[0]) for t in known):
+            return known[0]
+        raise CoercionError("incompatible types: " + ", ".join(name(t) for t in known)) from None
+    common = common_type(drill)
+    assert common is not None
+    if common.minor in (MinorType.MAP, MinorType.LIST) or common.mode == DataMode.REPEATED:
+        return known[0]  # the same nested type in every branch
+    return from_drill(common)
 
 
 def arithmetic_type(operation: str, left: MajorType, right: MajorType) -> MajorType:

@@ -171,21 +171,9 @@ def common_type(types: Sequence[T.DataType], what: str) -> T.DataType:
     if not known:
         return T.NullType()
     try:
-        drill = [from_spark(t) for t in known]
-    except TypeError:
-        drill = []
-    if len(drill) != len(known):
-        if all(same_type(t, known[0]) for t in known):
-            return known[0]
-        raise ArgumentError(f"{what} mixes incompatible types: " + _names(known))
-    try:
-        common = coercion.common_type(drill)
+        return coercion.common_native_type(known, from_spark, to_spark, same_type, type_name)
     except coercion.CoercionError as err:
         raise ArgumentError(f"{what} mixes {err}") from None
-    assert common is not None
-    if common.minor in (MinorType.MAP, MinorType.LIST) or common.mode == "REPEATED":
-        return known[0]  # the same nested type in every branch
-    return to_spark(common)
 
 
 def unify(values: Sequence[Typed], what: str) -> list[Typed]:

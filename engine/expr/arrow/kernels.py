@@ -148,21 +148,11 @@ def common_type(values: list[Value], what: str) -> pa.DataType:
     if not known:
         return pa.null()
     try:
-        types = [from_arrow(t) for t in known]
-    except TypeError:
-        types = []
-    if len(types) != len(known):
-        if all(t.equals(known[0]) for t in known):
-            return known[0]
-        raise ArgumentError(f"{what} mixes incompatible types: " + _names(known))
-    try:
-        common = coercion.common_type(types)
+        return coercion.common_native_type(
+            known, from_arrow, to_arrow, pa.DataType.equals, type_name
+        )
     except coercion.CoercionError as err:
         raise ArgumentError(f"{what} mixes {err}") from None
-    assert common is not None
-    if common.minor in (MinorType.MAP, MinorType.LIST) or common.mode == "REPEATED":
-        return known[0]  # the same nested type in every branch
-    return to_arrow(common)
 
 
 def unify(values: list[Value], what: str) -> list[Value]:
