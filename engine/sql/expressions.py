@@ -478,6 +478,15 @@ def own_find(node: exp.Expression, kind: type) -> exp.Expression | None:
     return next((n for n in own_nodes(node) if isinstance(n, kind)), None)
 
 
+def sql_conjuncts(node: exp.Expression) -> list[exp.Expression]:
+    """The parts of a SQL condition joined by AND (parentheses looked through)."""
+    if isinstance(node, exp.Paren):
+        return sql_conjuncts(node.this)
+    if isinstance(node, exp.And):
+        return [*sql_conjuncts(node.this), *sql_conjuncts(node.expression)]
+    return [node]
+
+
 def has_query(node: exp.Expression) -> bool:
     """Whether ``node`` holds a subquery (scalar, IN or EXISTS)."""
     return any(isinstance(n, QUERIES) for n in node.walk())

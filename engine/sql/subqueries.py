@@ -39,7 +39,7 @@ from sqlglot import exp
 
 from engine.expr import Call, Cast, Expr, FieldRef, IfElse, Literal, field_refs, to_string
 from engine.expr.nodes import cast_type
-from engine.sql.expressions import Aggregation, ExprTranslator, Scope, own_find
+from engine.sql.expressions import Aggregation, ExprTranslator, Scope, own_find, sql_conjuncts
 from engine.types import MinorType
 
 if TYPE_CHECKING:
@@ -351,7 +351,7 @@ class Subqueries:
         farther = self.scope.outer.keys() if self.scope.outer is not None else set()
         own, pairs, residual = [], [], []
         where = query.args.get("where")
-        for part in _conjuncts(where.this) if where is not None else []:
+        for part in sql_conjuncts(where.this) if where is not None else []:
             if own_find(part, exp.AggFunc) is not None:
                 raise self.error("aggregates are not allowed in WHERE; use HAVING", part)
             expr = translator.visit(part)
@@ -458,14 +458,6 @@ def _and(parts: list[Expr]) -> Expr:
     for part in parts[1:]:
         result = Call("and", (result, part))
     return result
-
-
-def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
-    if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
-    if isinstance(node, exp.And):
-        return [*_conjuncts(node.this), *_conjuncts(node.expression)]
-    return [node]
 
 
 __all__ = ["Subqueries"]

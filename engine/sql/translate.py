@@ -42,6 +42,7 @@ from engine.sql.expressions import (
     has_query,
     own_find,
     own_nodes,
+    sql_conjuncts,
 )
 from engine.sql.subqueries import Subqueries
 from engine.sql.windows import Windows
@@ -388,7 +389,7 @@ class SqlPlanner:
         conditions, residual, nullable_side = [], [], []
         translator = ExprTranslator(scope, self.sql)
         on = join.args.get("on")
-        for part in _conjuncts(on) if on is not None else []:
+        for part in sql_conjuncts(on) if on is not None else []:
             if _keys_of(translator.visit(part)) - left_keys - right_keys:
                 raise self.error(
                     "a join's ON naming a column of an enclosing query is not supported",
@@ -469,7 +470,7 @@ class SqlPlanner:
             translator = ExprTranslator(scope, self.sql, subquery=subqueries.translate)
             # The tests without subqueries first: the joins a subquery adds read fewer rows,
             # and the planner sees the FROM's equalities right above its joins.
-            parts = _conjuncts(where.this)
+            parts = sql_conjuncts(where.this)
             subqueries.only_true.update(id(p) for p in parts if isinstance(p, exp.In))
             for tests in (
                 [p for p in parts if not has_query(p)],
@@ -739,14 +740,6 @@ class SqlPlanner:
 def _window_function(node: exp.AggFunc) -> bool:
     """Whether ``node`` is the function of an OVER (...), not an aggregate of the grouping."""
     return isinstance(node.parent, exp.Window) and node.parent.this is node
-
-
-def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
-    if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
-    if isinstance(node, exp.And):
-        return [*_conjuncts(node.this), *_conjuncts(node.expression)]
-    return [node]
 
 
 def _and(parts: list[Expr]) -> Expr:
