@@ -48,10 +48,10 @@ import pyarrow as pa
 from engine.errors import StorageError
 from engine.storage.engines import Capabilities, StorageEngine
 from engine.storage.paths import parse_root
+from engine.storage.target_options import store_mode, target_partition_by
 from engine.storage.version_file import METADATA_DIR, VersionMetadata
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-MODES = ("overwrite", "append", "error")
 RECORD_VERSION = 1
 
 
@@ -129,12 +129,8 @@ class CatalogTarget:
         fmt = str(target.get("format", "parquet")).lower()
         if fmt != "parquet":
             raise StorageError(f"{where}: catalog tables are stored as parquet, not {fmt!r}")
-        mode = str(target.get("mode", "overwrite")).lower()
-        if mode not in MODES:
-            raise StorageError(f"{where}: mode must be one of {', '.join(MODES)}, not {mode!r}")
-        partition_by = target.get("partitionBy", target.get("partition_by", ()))
-        if isinstance(partition_by, str):
-            partition_by = [partition_by]
+        mode = store_mode(target, where)
+        partition_by = target_partition_by(target, where)
         if not isinstance(partition_by, Sequence) or not all(
             isinstance(c, str) and IDENTIFIER.fullmatch(c) for c in partition_by
         ):

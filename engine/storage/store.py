@@ -52,8 +52,8 @@ from engine.storage.formats import EXTENSIONS, WRITERS
 from engine.storage.partitions import Partition, split_partitions, static_prefix
 from engine.storage.paths import is_hidden, resolve_under_root
 from engine.storage.stream import STREAMED_FORMATS, StreamWriter
+from engine.storage.target_options import store_mode, target_partition_by
 
-MODES = ("overwrite", "append", "error")
 STORE_FORMATS = tuple(WRITERS)
 DEFAULT_LOCK_TIMEOUT = 60.0
 
@@ -97,12 +97,8 @@ class StoreTarget:
             raise StorageError(
                 f"{where}: cannot store format '{fmt}'; use one of {', '.join(STORE_FORMATS)}"
             )
-        mode = str(target.get("mode", "overwrite")).lower()
-        if mode not in MODES:
-            raise StorageError(f"{where}: mode must be one of {', '.join(MODES)}, not {mode!r}")
-        partition_by = target.get("partitionBy", target.get("partition_by", ()))
-        if isinstance(partition_by, str):
-            partition_by = [partition_by]
+        mode = store_mode(target, where)
+        partition_by = target_partition_by(target, where)
         if not isinstance(partition_by, Sequence) or not all(
             isinstance(c, str) and c for c in partition_by
         ):

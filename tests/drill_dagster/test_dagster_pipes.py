@@ -43,7 +43,7 @@ SAME = (
 
 
 def _command(plan: Path, *args: str) -> list[str]:
-    # The console script's module, run by this interpreter (the worktree's code on PYTHONPATH).
+    # The console script's module, run by this interpreter (the checkout's code, as PYTHONPATH gives it).
     return [sys.executable, "-m", "drill_dagster.cli", "run", "--pipes", *args, str(plan)]
 
 

@@ -32,11 +32,11 @@ from engine.errors import StorageError
 from engine.storage.jdbc.adbc import connect
 from engine.storage.jdbc.sql import TableName, check_name, quote
 from engine.storage.store import StoreResult
+from engine.storage.target_options import store_mode, target_partition_by
 
 if TYPE_CHECKING:
     from engine.storage.jdbc.engine import JdbcEngine
 
-MODES = ("overwrite", "append", "error")
 STAGE_MARK = "__drill_stage_"
 
 
@@ -67,12 +67,8 @@ class TableTarget:
         )
         if STAGE_MARK in table.table:
             raise StorageError(f"{where}: '{table.table}' looks like a staging table's name")
-        mode = str(target.get("mode", "overwrite")).lower()
-        if mode not in MODES:
-            raise StorageError(f"{where}: mode must be one of {', '.join(MODES)}, not {mode!r}")
-        partition_by = target.get("partitionBy", target.get("partition_by", ()))
-        if isinstance(partition_by, str):
-            partition_by = [partition_by]
+        mode = store_mode(target, where)
+        partition_by = target_partition_by(target, where)
         if not isinstance(partition_by, Sequence):
             raise StorageError(f"{where}: partitionBy must be a list of column names")
         for column in partition_by:
