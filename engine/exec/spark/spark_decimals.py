@@ -49,7 +49,9 @@ def arithmetic(operation: str, a: Typed, b: Typed) -> Typed:
     result = _TRY[operation](x, y)
     checked = _fits(result, target, x.isNotNull() & y.isNotNull(), operation)
     if operation in ("divide", "modulo"):
-        checked = F.when(y == 0, F.raise_error(F.lit(DECIMAL_BY_ZERO))).otherwise(checked)
+        # NULL / 0 is NULL: only a value divided by zero is an error.
+        by_zero = (y == 0) & x.isNotNull()
+        checked = F.when(by_zero, F.raise_error(F.lit(DECIMAL_BY_ZERO))).otherwise(checked)
     return Typed(checked, to_spark(target))
 
 

@@ -108,7 +108,8 @@ def _divide(a: Value, b: Value, left: MajorType, right: MajorType, target: Major
     scale = max(left.scale, target.scale + 1 + right.scale - right.precision, 0)
     wide_a = _wide(a, left, scale, _WIDEST)
     wide_b = _wide(b, right, None, _WIDEST)
-    zero = pc.equal(wide_b, pa.scalar(0, wide_b.type))
+    # NULL / 0 is NULL: only a value divided by zero is an error.
+    zero = pc.and_(pc.equal(wide_b, pa.scalar(0, wide_b.type)), pc.is_valid(wide_a))
     if pc.any(zero).as_py() if isinstance(zero, pa.Array) else zero.as_py():
         raise DecimalError(coercion.DECIMAL_BY_ZERO)
     return _checked(lambda: pc.divide(wide_a, wide_b), "divide")

@@ -9,6 +9,7 @@ Failing examples found are kept below as explicit regression cases.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -273,6 +274,17 @@ _REGRESSION_RECORDS = [
     combine={"op": "union", "distinct": False},
     dimension=[{"k": 0, "name": "u"}],
 )
+@example(  # a running decimal average over nulls only: NULL / 0 is NULL, not an error
+    records=[{"g": None, "x": None, "s": "p", "a": [0], "m": {"k": None, "t": False}}],
+    chain=[
+        {
+            "op": "runningaggregate",
+            "aggregations": [{"ref": "r", "expr": "avg(cast(x as DECIMAL(4, 1)))"}],
+        }
+    ],
+    combine=None,
+    dimension=[{"k": 0, "name": "u"}],
+)
 @example(  # an aggregate's columns left to a join: `__drill_seq` on both sides of it
     records=[{"a": [5, 1, 8], "s": "p", "m": {"t": True, "k": 2}, "g": 2, "x": None}],
     chain=[
@@ -304,6 +316,19 @@ def test_local_and_spark_agree(
     dimension: list[dict[str, Any]],
 ) -> None:
     assert_same_records(build_plan(records, chain, combine, dimension), spark)
+
+
+def test_a_null_decimal_divided_by_zero_is_null_on_both_executors(spark: Any) -> None:
+    records = [{"x": None, "z": 0}, {"x": 3, "z": 1}]
+    chain = [
+        {"op": "transform", "transforms": [{"ref": "q", "expr": "cast(x as DECIMAL(4, 1)) / z"}]}
+    ]
+    plan = build_plan(records, chain, None, [])
+    assert [r["q"] for r in run_plan(plan, executor="local").records()] == [
+        None,
+        Decimal("3.000000"),
+    ]
+    assert_same_records(plan, spark)
 
 
 @pytest.mark.parametrize(
