@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,6 +11,7 @@ from typing import Any
 import py4j.java_gateway
 from pyspark.sql.classic import dataframe as classic
 
+from engine.exec.spark import executor
 from engine.exec.spark.executor import SCAN_THREAD_PREFIX, SparkPlanRun
 from engine.run import build_engines
 
@@ -49,18 +51,38 @@ def counted() -> Iterator[Counts]:
 
 def warm_run(plan: Any, spark: Any, *, emptied: str | None = None) -> tuple[int, Any]:
     """The DataFrames a warm run of ``plan`` on the Spark executor builds (one run before it
-    warms the caches), and its result. ``emptied`` names a set of the run's context
-    (``one_reader``, ``read_through``) emptied before it runs: the compiler without what that
-    set saves."""
+    warms the caches), and its result. ``emptied`` names a property of the planner
+    (``one_reader``, ``read_through``) that no operator of the run gets: the compiler without
+    what that property saves."""
 
     def once() -> Any:
         engines = build_engines(plan, base_dir=None, classpath=[])
-        run = SparkPlanRun(plan, spark, engines=engines, params={})
-        if emptied is not None:
-            getattr(run.ctx, emptied).clear()
+        with without_property(emptied):
+            run = SparkPlanRun(plan, spark, engines=engines, params={})
         return run.run()
 
     once()
     with counted() as counts:
         result = once()
     return counts.frames, result
+
+
+@contextmanager
+def without_property(name: str | None) -> Iterator[None]:
+    """Runs planned inside the block get the planner's properties
+    (:func:`~engine.planner.properties.plan_properties`) with ``name`` off for every operator
+    (None: as they are): to compare what that decision saves."""
+    if name is None:
+        yield
+        return
+    planned = executor.plan_properties
+
+    def without(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        found = planned(*args, **kwargs)
+        return {op_id: dataclasses.replace(p, **{name: False}) for op_id, p in found.items()}
+
+    executor.plan_properties = without  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        executor.plan_properties = planned  # type: ignore[assignment]

@@ -10,12 +10,14 @@ conformance corpus (CASES.md); the work per operator lives in the ``compiler_*``
 
 Nothing here runs Python per row: no UDF, no ``mapInArrow``, no SQL text. What is known of the
 whole plan before compiling it (which DataFrames a reader makes unnecessary) is the planner's
-per-operator properties (:mod:`engine.planner.properties`), copied into :class:`SparkRunContext`.
-The visitors live by operator family in the ``compiler_visit_*`` modules, mixed into
-:class:`SparkCompiler`; this module holds what they share: the columns an operator leaves
-pending for its one reader (``_pending``), the row counts carried in columns (``_deferred``) and
-the sort keys an output keeps (``_keys``), state that has yet to become what each visitor
-returns.
+per-operator properties (:mod:`engine.planner.properties`), which a visitor reads for its
+operator (``ctx.props(op.id)``). The visitors live by operator family in the
+``compiler_visit_*`` modules, mixed into :class:`SparkCompiler`. A visitor reads its operator,
+its properties and what compiling its inputs made (:meth:`SparkCompiler.compiled`), and
+returns its DataFrame or a :class:`~engine.exec.spark.compiled.Compiled` with what its readers
+need to know (the columns it leaves pending for its one reader, the row counts it carries in
+columns, the sort keys it keeps, ...): the compiler keeps one per operator, and nothing else
+passes from one visitor to another.
 
 >>> sorted(set(OPERATORS) - set(UNSUPPORTED)) == sorted(supported_operators())
 True
@@ -27,8 +29,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -36,6 +39,7 @@ from pyspark.sql import types as T
 
 from engine.errors import PlanningError
 from engine.exec.spark.columns import compile_expression, compile_typed
+from engine.exec.spark.compiled import NOTHING, Compiled, Deferred, KeyColumns, observed
 from engine.exec.spark.compiler_keys import (
     keeps_key,
     leading_carried,
@@ -46,8 +50,6 @@ from engine.exec.spark.compiler_visit_aggregates import AggregateVisitors
 from engine.exec.spark.compiler_visit_order import OrderVisitors
 from engine.exec.spark.compiler_visit_records import RecordVisitors
 from engine.exec.spark.compiler_visit_sources import SourceVisitors
-from engine.exec.spark.compiler_window import FrameInput as _FrameInput
-from engine.exec.spark.compiler_window import SegmentInput as _SegmentInput
 from engine.exec.spark.metrics import InputCounter, RowCounter
 from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.paths import (
@@ -62,9 +64,11 @@ from engine.plan.field_paths import Member, Path, member_of
 from engine.plan.operators import (
     OPERATORS,
 )
-from engine.plan.parts import Ordering
 from engine.plan.traits import traits
+from engine.planner.properties import OperatorProperties
 from engine.planner.rules.filter_pushdown import Remaining
+
+_NO_PROPERTIES = OperatorProperties()
 
 UNSUPPORTED: dict[str, str] = {}
 """Logical operators the Spark executor cannot run, with the reason (none today)."""
@@ -87,44 +91,14 @@ class SparkRunContext:
     sink_records: list[Any] = field(default_factory=list)  # queue/console records, in order
     # filter id -> what its scan's pushed filter left it to test (planner's remaining_conditions)
     remaining: dict[str, Remaining] = field(default_factory=dict)
-    unordered: set[str] = field(default_factory=set)  # operators whose order nothing observes
-    total: set[str] = field(default_factory=set)  # orders under which no two records tie
-    # scan id -> the order reading it whose ties are equal records (planner property ``tie_free_order``)
-    tie_free: dict[str, str] = field(default_factory=dict)
-    # scan id -> the keys of the one order reading it (planner property ``ordered_by_keys``)
-    ordered_by_keys: dict[str, frozenset[str]] = field(default_factory=dict)
-    # operators whose rows a `limit` cuts short, so Spark reads only part of them (but an order
-    # a top-N reads: it sorts every record of its input; see planner property ``cut_by_limit``)
-    cut_by_limit: set[str] = field(default_factory=set)
-    read_by_limit: set[str] = field(default_factory=set)  # operators any `limit` reads
     # scan id -> the rows it reads, from its parquet footers (a whole read: no filter, no limit)
     read_rows: dict[str, int] = field(default_factory=dict)
-    # segments and windowframes whose own DataFrame no reader uses (:func:`fused_operators`)
-    fused: set[str] = field(default_factory=set)
-    # segments whose group numbers nothing reads (:func:`unnumbered_segments`)
-    unnumbered: set[str] = field(default_factory=set)
-    # fused windowframe id -> the aggregate giving a record per record of its input
-    frame_passes: dict[str, str] = field(default_factory=dict)
-    # joins whose inputs share no operator upstream (planner property ``unrelated_inputs``)
-    unrelated: set[str] = field(default_factory=set)
-    # projects whose one reader is a store (:func:`store_inputs`)
-    store_inputs: set[str] = field(default_factory=set)
-    # orders only top-N limits read (:func:`top_n_orders`)
-    top_n_orders: set[str] = field(default_factory=set)
-    # orders a store sorts by its project's copies of their keys (:func:`store_sorted_orders`)
-    store_sorted: set[str] = field(default_factory=set)
-    # limits whose records only a store's project reads (:func:`store_read_limits`)
-    store_read: set[str] = field(default_factory=set)
-    # operators one operator reads, whose last select may wait for it (:func:`one_reader`)
-    one_reader: set[str] = field(default_factory=set)
-    # orders whose one reader is such a limit (:func:`store_read_orders`)
-    store_read_orders: set[str] = field(default_factory=set)
-    # scans whose records their readers read as plain columns (:func:`read_through`)
-    read_through: set[str] = field(default_factory=set)
-    # scans whose sequence a join or a union pairs with another's (:func:`paired_scans`)
-    paired: set[str] = field(default_factory=set)
-    # stores that sort their records in one task (:func:`~.one_task_sort.one_task_sorts`)
-    one_task_sorts: set[str] = field(default_factory=set)
+    # operator id -> what the planner decided of it (:mod:`engine.planner.properties`)
+    properties: Mapping[str, OperatorProperties] = field(default_factory=dict)
+
+    def props(self, op_id: str | None) -> OperatorProperties:
+        """The planner's properties of operator ``op_id`` (none for an unknown one)."""
+        return self.properties.get(op_id or "", _NO_PROPERTIES)
 
     def engine(self, name: str) -> Any:
         try:
@@ -149,32 +123,9 @@ class SparkCompiler(SourceVisitors, RecordVisitors, OrderVisitors, AggregateVisi
     def __init__(self, spark: Any, ctx: SparkRunContext) -> None:
         self.spark = spark
         self.ctx = ctx
-        # What a consumer may fuse with: a segment's input and keys, an order's input and keys,
-        # a windowframe's input and frame.
-        self._segments: dict[str, _SegmentInput] = {}
-        # order id -> its input, keys, whether ties break by input order, which keys read fields
-        self._orders: dict[
-            str, tuple[DataFrame, list[tuple[Column, str, str]], bool, list[bool]]
-        ] = {}
-        # The expressions an operator's records are grouped by, in sequence order (equal values
-        # adjacent, in order of first appearance), most significant first.
-        self._key_order: dict[str, list[Expr]] = {}
-        # Keys of a window's partition kept as top-level columns (expression -> name, type), so
-        # that later windows partition by the same attribute and Spark reuses the shuffle.
-        self._keys: dict[str, dict[Expr, tuple[str, T.DataType]]] = {}
-        self._key_names = itertools.count()
-        self._frames: dict[str, _FrameInput] = {}
-        # project id (ctx.store_inputs) -> the sort columns of its input's sequence
-        self._store_orders: dict[str, Callable[[], list[Column]]] = {}
-        # order id (ctx.store_sorted) -> its orderings, and whether ties keep the input order
-        self._store_keys: dict[str, tuple[Sequence[Ordering], bool]] = {}
-        # Operators below an `order` or `limit` (their stores keep the order), and operators whose
-        # DataFrame is already in sequence order partition by partition (nothing to sort).
-        self._ordered: set[str] = set()
-        self._sorted: set[str] = set()
-        # The pushed filter each scan applied, and the filters that had nothing left to test.
-        self._pushed: dict[str, str | None] = {}
-        self.unchanged: set[str] = set()
+        # op id -> what compiling it made: the one thing a visitor learns of its inputs
+        self._compiled: dict[str, Compiled] = {}
+        self._key_names = itertools.count()  # unique names of key columns
         # scan id -> what counts its rows as they are read (the run's observation of the scan)
         self.scan_observers: dict[str, Callable[[DataFrame], DataFrame]] = {}
         # collapsingaggregate id -> how it counts the rows of the operator it counts (another
@@ -182,67 +133,87 @@ class SparkCompiler(SourceVisitors, RecordVisitors, OrderVisitors, AggregateVisi
         self.input_counters: dict[str, Callable[[], InputCounter]] = {}
         # fused windowframe id -> what observes its rows, summed over its aggregate's frames
         self.frame_counters: dict[str, RowCounter] = {}
-        # op id -> counts its DataFrame carries in a column, observed further on (flushed);
-        # None once a reader took the count, the column still to drop for the others
-        self._deferred: dict[str, list[tuple[str, RowCounter | None]]] = {}
-        # op id -> the record member each member of its sequence struct equals (see spread)
-        self._seq_members: dict[str, list[Member | None]] = {}
-        # op id -> its records' select, left to its one reader (its DataFrame is their base)
-        self._pending: dict[str, PendingColumns] = {}
-        self._reading: PendingColumns | None = None  # the pending input of the op compiling
-        self._sides: list[PendingColumns | None] = []  # each input's, for a join
+        # What the visitor compiling in this thread reads of its inputs (scans are compiled in
+        # threads of their own, see build_apart): see _reading, _sides and _carried.
+        self._visiting = threading.local()
+
+    @property
+    def _reading(self) -> PendingColumns | None:
+        """The select the one input of the operator compiling left pending for it, if any."""
+        return getattr(self._visiting, "reading", None)
+
+    @property
+    def _sides(self) -> list[PendingColumns | None]:
+        """The select each input of the operator compiling left pending for it (or None)."""
+        return getattr(self._visiting, "sides", [])
+
+    @property
+    def _carried(self) -> Deferred:
+        """The counts the input of the operator compiling carries, for it to carry on or
+        observe (an operator extending its records, or a project a store reads)."""
+        return getattr(self._visiting, "carried", ())
+
+    def compiled(self, op_id: str | None) -> Compiled:
+        """What compiling operator ``op_id`` made (:data:`NOTHING` before it is compiled)."""
+        return self._compiled.get(op_id or "", NOTHING)
 
     def compile(self, op: Any, inputs: list[DataFrame]) -> DataFrame:
         """``op``'s DataFrame from its inputs' DataFrames."""
         if op.op in UNSUPPORTED:
             raise PlanningError(f"the Spark executor cannot run '{op.op}': {UNSUPPORTED[op.op]}")
-        visit: Callable[[Any, list[DataFrame]], DataFrame] = getattr(self, f"visit_{op.op}")
-        input_ids = op.input_ids()
+        visit: Callable[[Any, list[DataFrame]], DataFrame | Compiled] = getattr(
+            self, f"visit_{op.op}"
+        )
+        input_ids, inputs = op.input_ids(), list(inputs)
+        found = [self.compiled(ref) for ref in input_ids]
+        props = self.ctx.props(op.id)
         # An operator extending its input's records passes on the counts they carry in columns
-        # (``_deferred``), a fused segment excepted (its reader reads its input); any other
+        # (``deferred``), a fused segment excepted (its reader reads its input); any other
         # observes them over its input and drops the columns, but a project a store reads, which
         # observes them over its own output.
-        carries = traits(op.op).extends_records and op.id not in self.ctx.fused
-        flushes = any(ref in self._deferred for ref in input_ids) and not (
-            carries or (op.op == "project" and op.id in self.ctx.store_inputs)
+        takes = (traits(op.op).extends_records and not props.fused) or (
+            op.op == "project" and props.store_input
         )
-        # Kept for a reader compiled again (a Dagster op retried).
-        pending = {ref: self._pending[ref] for ref in input_ids if ref in self._pending}
-        for i, ref in enumerate(input_ids):
-            if ref in pending and (flushes or not self._reads_pending(op, pending[ref])):
-                inputs = [*inputs[:i], pending.pop(ref).over(inputs[i]).select(), *inputs[i + 1 :]]
-        kept: dict[Expr, tuple[str, T.DataType]] = {}
+        deferred = any(c.deferred for c in found)
+        flushes = deferred and not takes
         readings: list[PendingColumns | None] = [None] * len(input_ids)
-        for i, ref in enumerate(input_ids):
-            keys = self._keys.get(ref, {})
-            kept = {e: k for e, k in keys.items() if keeps_key(op, e)}
-            dropped = [name for e, (name, _) in keys.items() if e not in kept]
+        kept: KeyColumns = {}
+        for i, c in enumerate(found):
+            kept = {e: k for e, k in c.keys.items() if keeps_key(op, e)}
+            dropped = [name for e, (name, _) in c.keys.items() if e not in kept]
+            if c.pending is not None and (flushes or not self._reads_pending(op, c.pending)):
+                inputs[i] = c.pending.over(inputs[i]).select()
+            elif c.pending is not None:
+                readings[i] = c.pending.over(inputs[i])
             # No longer the value of its expression, or a reader that would show it; a project
             # selects only what it writes.
-            if ref in pending:
-                readings[i] = pending[ref].over(inputs[i])
-                if dropped and op.op != "project":
+            if dropped and op.op != "project":
+                if readings[i] is not None:
                     readings[i] = readings[i].without(dropped)
-            elif dropped and op.op != "project":
-                inputs = [*inputs[:i], inputs[i].drop(*dropped), *inputs[i + 1 :]]
-        if any(ref in self._deferred for ref in input_ids):
-            if carries:
-                self._deferred[op.id] = self._take_deferred(input_ids[0])
-            elif flushes:
-                inputs = [self.flushed(ref, df) for ref, df in zip(input_ids, inputs)]
-        self._reading = readings[0] if len(readings) == 1 else None
-        self._sides = readings
+                else:
+                    inputs[i] = inputs[i].drop(*dropped)
+        carried: Deferred = ()
+        if deferred and takes:  # the visitor's to carry on or observe (``_carried``)
+            carried = self._take_deferred(input_ids[0])
+        elif flushes:
+            inputs = [self.flushed(ref, df) for ref, df in zip(input_ids, inputs)]
+        visiting = self._visiting
+        visiting.reading = readings[0] if len(readings) == 1 else None
+        visiting.sides, visiting.carried = readings, carried
         try:
-            frame = visit(op, inputs)
+            made = visit(op, list(inputs))
         finally:
-            self._reading, self._sides = None, []
-        if kept:
-            self._keys[op.id] = {**kept, **self._keys.get(op.id, {})}
-        if traits(op.op).orders or any(i in self._ordered for i in input_ids):
-            self._ordered.add(op.id)
-        if traits(op.op).keeps_partitions and input_ids and input_ids[0] in self._sorted:
-            self._sorted.add(op.id)
-        return frame
+            visiting.reading, visiting.sides, visiting.carried = None, [], ()
+        out = made if isinstance(made, Compiled) else Compiled(made)
+        self._compiled[op.id] = replace(
+            out,
+            keys={**kept, **out.keys} if kept else out.keys,
+            ordered=traits(op.op).orders or any(c.ordered for c in found),
+            sorted=out.sorted
+            or (traits(op.op).keeps_partitions and bool(found) and found[0].sorted),
+            deferred=carried if out.deferred is None else out.deferred,
+        )
+        return out.df
 
     def _reads_pending(self, op: Any, pending: PendingColumns) -> bool:
         """Whether ``op`` reads its input's ``pending`` columns (:class:`PendingColumns`): a
@@ -256,32 +227,38 @@ class SparkCompiler(SourceVisitors, RecordVisitors, OrderVisitors, AggregateVisi
         and a store that sorts nothing without the sequence."""
         if traits(op.op).projects:
             return True
+        props = self.ctx.props(op.id)
         if op.op == "segment":  # its aggregates group their base (see _SegmentInput)
-            return op.id in self.ctx.fused
+            return props.fused
         if op.op == "collapsingaggregate":  # one group of every record: aggregates their base
             return op.within is None
         if op.op == "join":  # joins their bases, its sides' columns named apart
-            return op.id in self.ctx.unrelated and pending.apart
+            return props.unrelated_inputs and pending.apart
         if op.op == "filter":  # keeps their base's rows that hold, passes them on
-            return op.id in self.ctx.one_reader
+            return props.one_reader
         if op.op == "store":  # selects them without the sequence, unless it sorts by it
             return not self._store_sorts(op)
         if op.op == "flatten":  # explodes their base, numbers nothing: selects them with it
-            return op.id in self.ctx.unordered
-        top_n = self.ctx.store_read_orders & self.ctx.top_n_orders
+            return props.unordered
         if op.op == "limit":  # the top-N of an order that passed them on
-            return op.input in top_n and op.input in self._orders
+            return self._top_n(op.input) and self.compiled(op.input).order is not None
         if op.op != "order" or op.within:
             return False
-        if op.id in self.ctx.store_sorted or op.id in top_n:  # passes them on
-            return op.id in self.ctx.one_reader
+        if props.store_sorted or self._top_n(op.id):  # passes them on
+            return props.one_reader
         # Selects them with its sequence (a limit would read the order's keys instead).
-        return op.id not in self.ctx.read_by_limit
+        return not props.read_by_limit
+
+    def _top_n(self, op_id: str | None) -> bool:
+        """Whether ``op_id`` is an order a top-N limit runs, whose records only a store's
+        project reads."""
+        props = self.ctx.props(op_id)
+        return props.store_read_order and props.top_n
 
     def materialized(self, op_id: str, df: DataFrame) -> DataFrame:
         """``df``, operator ``op_id``'s DataFrame, with the select it left to its reader made
         (for a reader outside :meth:`compile`: ``explain`` showing a store's input)."""
-        pending = self._pending.get(op_id)
+        pending = self.compiled(op_id).pending
         return df if pending is None else pending.over(df).select()
 
     def _typed_read(self, expr: str | Expr, df: DataFrame) -> Typed:
@@ -300,39 +277,37 @@ class SparkCompiler(SourceVisitors, RecordVisitors, OrderVisitors, AggregateVisi
     def flushed(self, op_id: str, df: DataFrame) -> DataFrame:
         """``df``, operator ``op_id``'s DataFrame, with the counts it carries for operators
         before it observed, and their columns dropped (see :meth:`compile`)."""
-        for column, counter in self._take_deferred(op_id):
-            df = (df if counter is None else counter(df, column)).drop(column)
-        return df
+        return observed(df, self._take_deferred(op_id))
 
-    def _take_deferred(self, op_id: str) -> list[tuple[str, RowCounter | None]]:
+    def _take_deferred(self, op_id: str | None) -> Deferred:
         """The counts ``op_id``'s DataFrame carries, for one reader to observe: its other
         readers get the columns only, to drop (an observation is attached once)."""
-        taken = self._deferred.get(op_id, [])
+        found = self.compiled(op_id)
+        taken = found.deferred or ()
         if taken:
-            self._deferred[op_id] = [(column, None) for column, _ in taken]
+            untaken = tuple((column, None) for column, _ in taken)
+            self._compiled[op_id or ""] = replace(found, deferred=untaken)
         return taken
 
-    def _pass_members(
+    def _passed_members(
         self,
-        op_id: str,
         input_id: str | None,
         written: Sequence[Path],
         carried: Sequence[Path] | None = None,
-    ) -> None:
-        """``op_id`` keeps its input's sequence as it is: what its members equal stays known
-        unless ``op_id`` writes one of those record members (or, carrying only the paths
-        ``carried``, does not carry one)."""
-        members = self._seq_members.get(input_id or "")
+    ) -> tuple[Member | None, ...] | None:
+        """The sequence members of an operator keeping its input's sequence as it is: what they
+        equal stays known unless it writes one of those record members (or, carrying only the
+        paths ``carried``, does not carry one)."""
+        members = self.compiled(input_id).seq_members
         if not members:
-            return
+            return None
         refs: list[Expr] = [FieldRef(m) for m in members if m is not None]
         kept = (
             unwritten_keys(refs, written)
             if carried is None
             else leading_carried(refs, carried, written)
         )
-        if len(kept) == len(refs):
-            self._seq_members[op_id] = members
+        return members if len(kept) == len(refs) else None
 
     def _spread(
         self,
@@ -347,7 +322,7 @@ class SparkCompiler(SourceVisitors, RecordVisitors, OrderVisitors, AggregateVisi
         sequence's members are known to be members of its records, none of them a column in
         ``keep``. ``added``: key columns ``df`` does not hold yet (None unless each equals a
         member the spread takes apart)."""
-        members = self._seq_members.get(input_id or "")
+        members = self.compiled(input_id).seq_members
         if not members or SEQ_COLUMN in keep or any(m[0] in keep for m in members if m):
             return None
         equal = {name: m for e, (name, _) in keys.items() if (m := member_of(e)) is not None}
@@ -363,7 +338,7 @@ class SparkCompiler(SourceVisitors, RecordVisitors, OrderVisitors, AggregateVisi
         """The partition and order of windows over ``spread_out``'s leaves: a segment's keys
         that are record members by their leaves (one shuffled column each), then the
         sequence's leaves (a key's leaf is the same in every row of a partition)."""
-        segment = self._segments.get(input_id or "")
+        segment = self.compiled(input_id).segment
         if run is not None or segment is None or not partition:
             return partition, [top_column(name) for name in spread_out.order]
         leaves = [spread_out.leaf(e) for e in segment.exprs]
@@ -385,7 +360,7 @@ class SparkCompiler(SourceVisitors, RecordVisitors, OrderVisitors, AggregateVisi
     def column_over(self, expr: Expr, op_id: str, df: DataFrame) -> Column:
         """The Column of an expression over operator ``op_id``'s DataFrame ``df``, reading the
         columns it left pending for its reader, if it did."""
-        return self._typed_over(expr, df, self._pending.get(op_id)).column
+        return self._typed_over(expr, df, self.compiled(op_id).pending).column
 
     def field(self, name: str, df: DataFrame) -> Column:
         """The Column of the field at path ``name``."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.exec.spark.columns import compile_typed
+from engine.exec.spark.compiled import Compiled, KeyColumns
 from engine.exec.spark.compiler_aggregate import (
     FRAME_ROWS,
     FrameSpec,
@@ -45,16 +47,17 @@ from engine.plan.operators import (
 
 class AggregateVisitors:
     """The visitors of ``collapsingaggregate`` and ``runningaggregate``.
-    Mixed into :class:`~engine.exec.spark.compiler.SparkCompiler`, whose state (``ctx``, the
-    columns left pending, ...) its visitors read."""
+    Mixed into :class:`~engine.exec.spark.compiler.SparkCompiler`: its visitors read their
+    operator's properties (``ctx``) and what compiling their inputs made (``compiled``)."""
 
     # -- aggregates ------------------------------------------------------------------------
 
     def visit_collapsingaggregate(
         self, op: CollapsingAggregate, inputs: list[DataFrame]
-    ) -> DataFrame:
+    ) -> Compiled:
         (df,) = inputs
-        segment = self._segments.get(op.input or "")
+        segment = self.compiled(op.input).segment
+        props = self.ctx.props(op.id)
         group_by = None
         frame = None
         carried_keys: dict[int, int] = {}
@@ -63,14 +66,19 @@ class AggregateVisitors:
         frame_rows = False
         spread_out: Spread | None = None
         reading = self._reading  # the input's records, if left to this aggregate
-        windows = self._frames.get(segment.input_id) if segment is not None else None
+        windows = self.compiled(segment.input_id).frame if segment is not None else None
+        made = Compiled(df)  # what its readers learn of it but its DataFrame
+        keys_kept: KeyColumns = {}
         if segment is not None and windows is not None and windows.fuses_with(segment, op):
             # The first aggregate over the windows counts them (an observation is used once).
             count_input, mark_input = self.frame_counters.pop(windows.op.id, None), None
-            if count_input is not None and op.id in self.ctx.frame_passes.values():
+            if (
+                count_input is not None
+                and self.ctx.props(windows.op.id).frame_collapsed_by == op.id
+            ):
                 # One record per record: the frame rows ride on, to be observed where no
                 # record is left whole (an observation there would keep Spark from pruning it).
-                self._deferred[op.id] = [(FRAME_ROWS, count_input)]
+                made = replace(made, deferred=((FRAME_ROWS, count_input),))
                 count_input, frame_rows = None, True
             # Collapsing each window of a windowframe again: aggregates over each record's frame.
             df, partition, run, keys, spread_out = self._runs(
@@ -86,12 +94,19 @@ class AggregateVisitors:
                 # One record per record, in its order, carrying the record's own values.
                 carried_paths = [writable_path(name, "carryover") for name in op.carryovers]
                 written = [writable_path(a.ref, "aggregation ref") for a in op.aggregations]
-                self._key_order[op.id] = leading_carried(
-                    self._key_order.get(windows.input_id or "", []), carried_paths, written
+                key_order = leading_carried(
+                    list(self.compiled(windows.input_id).key_order), carried_paths, written
                 )
                 valid = leading_carried(list(keys), carried_paths, written)
-                self._keys[op.id] = {e: keys[e] for e in valid}
-                self._pass_members(op.id, windows.input_id, written, carried=carried_paths)
+                keys_kept = {e: keys[e] for e in valid}
+                made = replace(
+                    made,
+                    key_order=tuple(key_order),
+                    keys=keys_kept,
+                    seq_members=self._passed_members(
+                        windows.input_id, written, carried=carried_paths
+                    ),
+                )
         elif segment is not None and segment.fuses_with(op):
             # The runs of a segment's number are its groups: group the segment's input instead.
             df, group_by, reading = segment.input, segment.keys, segment.pending
@@ -139,8 +154,8 @@ class AggregateVisitors:
             group_by=group_by,
             carried_keys=carried_keys,
             frame=frame,
-            ordered=op.id not in self.ctx.unordered,
-            kept=[name for name, _ in self._keys.get(op.id, {}).values()],
+            ordered=not props.unordered,
+            kept=[name for name, _ in keys_kept.values()],
             count_input=count_input,
             frame_rows=frame_rows,
             rebuilt=spread_out.rebuilt if spread_out is not None else None,
@@ -162,7 +177,7 @@ class AggregateVisitors:
                 else df.schema[SEQ_COLUMN].dataType
             )
             if (group_by is None and op.within is None and frame is None) or (
-                group_by is not None and op.id in self.ctx.unordered
+                group_by is not None and props.unordered
             ):
                 seq_type = T.LongType()
             fields = [*zip(names, types), *zip(carry_names, [c.dtype for c in carried])]
@@ -180,25 +195,27 @@ class AggregateVisitors:
         no_record = T.StructType([])  # an aggregation reads nothing of the record outside calls
         columns += [(path, _scalar_column(s, aggregates, no_record)) for path, s in scalars]
         kept = [
-            *self._keys.get(op.id, {}).values(),
+            *keys_kept.values(),
             *([(FRAME_ROWS, T.LongType())] if frame_rows else []),
         ]
         columns += [((n,), Typed(collapsed.columns[n], t)) for n, t in kept]
         records = pending_columns(collapsed.frame, [*columns, ((SEQ_COLUMN,), output(SEQ_COLUMN))])
-        if op.id not in self.ctx.one_reader:
-            return records.select()
+        if not props.one_reader:
+            return replace(made, df=records.select())
         # Its one reader selects its own columns through these, or selects them first.
-        self._pending[op.id] = records
-        return collapsed.frame
+        return replace(made, df=collapsed.frame, pending=records)
 
-    def visit_runningaggregate(self, op: RunningAggregate, inputs: list[DataFrame]) -> DataFrame:
+    def visit_runningaggregate(self, op: RunningAggregate, inputs: list[DataFrame]) -> Compiled:
         (df,) = inputs
         written = [writable_path(a.ref, "aggregation ref") for a in op.aggregations]
         # Not where an aggregation writes into a record or the sequence the spread takes apart.
         roots = {path[0] for path in written}
         df, partition, run, keys, spread_out = self._runs(op.input, op.within, df, keep=roots)
-        self._keys[op.id] = {e: keys[e] for e in unwritten_keys(list(keys), written)}
-        self._pass_members(op.id, op.input, written)
+        made = Compiled(
+            df,
+            keys={e: keys[e] for e in unwritten_keys(list(keys), written)},
+            seq_members=self._passed_members(op.input, written),
+        )
         order = [F.col(SEQ_COLUMN)]
         if spread_out is not None:
             df = spread_out.frame
@@ -225,17 +242,18 @@ class AggregateVisitors:
             # The window functions inside the value written: one step per aggregation.
             df = with_path(df, path, _scalar_column(scalar, by_name, df.schema, resolve))
         if spread_out is None:
-            return df.drop(run) if run else df
+            return replace(made, df=df.drop(run) if run else df)
         # Counts the rows carry (see compile) are observed here, over the leaves, and
         # the rebuild leaves their columns out, with the run numbers: no step drops them.
-        counts = self._deferred.pop(op.id, [])
+        counts = self._carried
         for column, counter in counts:
             df = df if counter is None else counter(df, column)
         rebuilt = spread_out.pending(df, without=[*(c for c, _ in counts), *([run] if run else [])])
-        if op.id not in self.ctx.one_reader:
-            return rebuilt.select()
-        self._pending[op.id] = rebuilt  # its one reader selects through the rebuilt columns
-        return df
+        made = replace(made, deferred=())
+        if not self.ctx.props(op.id).one_reader:
+            return replace(made, df=rebuilt.select())
+        # its one reader selects through the rebuilt columns
+        return replace(made, df=df, pending=rebuilt)
 
 
 def _bits_of(pending: PendingColumns | None) -> dict[str, int]:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.errors import DrillError
+from engine.exec.spark.compiled import Compiled, OrderInput
 from engine.exec.spark.compiler_keys import (
     reads_field,
     unwritten_keys,
@@ -31,7 +33,7 @@ from engine.exec.spark.paths import (
 from engine.exec.spark.spread import Spread
 from engine.expr import Expr
 from engine.plan.expressions import parse_cached
-from engine.plan.field_paths import member_of, writable_path
+from engine.plan.field_paths import Member, member_of, writable_path
 from engine.plan.operators import (
     Order,
     Segment,
@@ -41,12 +43,12 @@ from engine.plan.operators import (
 
 class OrderVisitors:
     """The visitors of ``order``, ``segment`` and ``windowframe``.
-    Mixed into :class:`~engine.exec.spark.compiler.SparkCompiler`, whose state (``ctx``, the
-    columns left pending, ...) its visitors read."""
+    Mixed into :class:`~engine.exec.spark.compiler.SparkCompiler`: its visitors read their
+    operator's properties (``ctx``) and what compiling their inputs made (``compiled``)."""
 
     # -- order -----------------------------------------------------------------------------
 
-    def visit_order(self, op: Order, inputs: list[DataFrame]) -> DataFrame:
+    def visit_order(self, op: Order, inputs: list[DataFrame]) -> Compiled:
         (df,) = inputs
         typed = [self._typed_read(o.expr, df) for o in op.orderings]
         keys = [(t.column, o.order, o.null_collation) for t, o in zip(typed, op.orderings)]
@@ -58,21 +60,24 @@ class OrderVisitors:
                     hint="order by a scalar member of the map or array instead",
                 )
         if op.within:
-            self._sorted.add(op.id)
-            return order_rows(df, keys, seq=SEQ_COLUMN, within=self.field(op.within, df))
+            within = self.field(op.within, df)
+            return Compiled(order_rows(df, keys, seq=SEQ_COLUMN, within=within), sorted=True)
+        props = self.ctx.props(op.id)
         # No tie-break by input order where no two records tie (the keys are unique).
-        tie_break = op.id not in self.ctx.total
-        self._orders[op.id] = (df, keys, tie_break, [reads_field(o.expr) for o in op.orderings])
-        self._key_order[op.id] = [parse_cached(o.expr) for o in op.orderings]
-        if op.id in self.ctx.top_n_orders:
-            if self._reading is not None:
-                self._pending[op.id] = self._reading  # for its limit, sorting their base
-            return df  # its limits sort `df` by `keys` themselves: no sequence to build
-        if op.id in self.ctx.store_sorted:
-            self._store_keys[op.id] = (op.orderings, tie_break)
-            if self._reading is not None:
-                self._pending[op.id] = self._reading  # for its one reader, its store's project
-            return df  # its store sorts by its project's copies of the keys: no sequence to build
+        tie_break = not props.total_order or self.compiled(op.input).ties_differ
+        found = Compiled(
+            df,
+            order=OrderInput(df, keys, tie_break, [reads_field(o.expr) for o in op.orderings]),
+            key_order=tuple(parse_cached(o.expr) for o in op.orderings),
+        )
+        if props.top_n:
+            # its limits sort `df` by `keys` themselves: no sequence to build (their base
+            # sorted, the columns pending for its limit)
+            return replace(found, pending=self._reading)
+        if props.store_sorted:
+            # its store sorts by its project's copies of the keys: no sequence to build (the
+            # columns pending for its one reader, its store's project)
+            return replace(found, store_keys=(op.orderings, tie_break), pending=self._reading)
         sources: list[int | None] = []
         reading = self._reading
         if reading is not None:  # its input's pending columns and its sequence: one select
@@ -81,53 +86,45 @@ class OrderVisitors:
                 keys, types, seq=SEQ_COLUMN, tie_break=tie_break, sources=sources, sequence=sequence
             )
             if lazy is not None:
-                self._order_members(op, sources)
-                return reading.without([SEQ_COLUMN]).select(lazy.alias(SEQ_COLUMN))
+                df = reading.without([SEQ_COLUMN]).select(lazy.alias(SEQ_COLUMN))
+                return replace(found, df=df, seq_members=_order_members(op, sources))
             # Keys with no lazy order: their base sorted, numbered in the select (as renumber).
             by = sort_columns(keys, seq=SEQ_COLUMN, tie_break=tie_break, sequence=sequence)
-            self._sorted.add(op.id)
             numbered = F.monotonically_increasing_id().alias(SEQ_COLUMN)
-            return reading.over(reading.base.orderBy(*by)).without([SEQ_COLUMN]).select(numbered)
+            df = reading.over(reading.base.orderBy(*by)).without([SEQ_COLUMN]).select(numbered)
+            return replace(found, df=df, sorted=True)
         ordered = order_rows(
             df, keys, seq=SEQ_COLUMN, types=types, tie_break=tie_break, sources=sources
         )
         if ordered.schema[SEQ_COLUMN].dataType == T.LongType():
-            self._sorted.add(op.id)  # no lazy order for these keys: sorted and numbered again
-        else:
-            self._order_members(op, sources)
-        return ordered
+            # no lazy order for these keys: sorted and numbered again
+            return replace(found, df=ordered, sorted=True)
+        return replace(found, df=ordered, seq_members=_order_members(op, sources))
 
-    def _order_members(self, op: Order, sources: Sequence[int | None]) -> None:
-        """Which record member each member of ``op``'s lazy sequence equals (see :mod:`spread`)."""
-        if sources:
-            exprs = [parse_cached(o.expr) for o in op.orderings]
-            self._seq_members[op.id] = [
-                member_of(exprs[i]) if i is not None else None for i in sources
-            ]
-
-    def visit_segment(self, op: Segment, inputs: list[DataFrame]) -> DataFrame:
+    def visit_segment(self, op: Segment, inputs: list[DataFrame]) -> Compiled:
         (df,) = inputs
         ref = writable_path(op.ref, "segment ref")
         exprs = tuple(parse_cached(text) for text in op.exprs)
-        known = self._keys.get(op.input or "", {})
+        read = self.compiled(op.input)
+        known = read.keys
         keys = [F.col(known[e][0]) if e in known else self._typed_read(e, df).column for e in exprs]
         reading = self._reading  # its aggregates group their base (fused)
-        self._segments[op.id] = _SegmentInput(df, keys, ref, exprs, op.input or "", reading)
-        grouped = self._in_key_order(op.input, exprs)
-        leading = self._key_order.get(op.input or "", []) if grouped else list(exprs)
-        self._key_order[op.id] = unwritten_keys(leading, [ref])
-        if op.id in self.ctx.fused or (op.id in self.ctx.unnumbered and grouped):
-            self._pass_members(op.id, op.input, [])
-            return df  # its readers group `df` by `keys` themselves: no numbers to build
+        grouped = _in_key_order(read.key_order, exprs)
+        leading = list(read.key_order) if grouped else list(exprs)
+        found = Compiled(
+            df,
+            segment=_SegmentInput(df, keys, ref, exprs, op.input or "", reading),
+            key_order=tuple(unwritten_keys(leading, [ref])),
+        )
+        props = self.ctx.props(op.id)
+        if props.fused or (props.unnumbered and grouped):
+            # its readers group `df` by `keys` themselves: no numbers to build
+            return replace(found, seq_members=self._passed_members(op.input, []))
         number = temp("segment_number")
         df = segment_rows(df, keys, seq=SEQ_COLUMN, name=number, grouped=grouped)
-        return with_path(df, ref, Typed(F.col(number), T.LongType())).drop(number)
-
-    def _in_key_order(self, input_id: str | None, exprs: Sequence[Expr]) -> bool:
-        """Whether ``input_id``'s records are grouped by ``exprs`` (in any order): its equal keys
-        are adjacent, in order of first appearance."""
-        leading = self._key_order.get(input_id or "", [])[: len(exprs)]
-        return len(leading) == len(exprs) and all(e in leading for e in exprs)
+        return replace(
+            found, df=with_path(df, ref, Typed(F.col(number), T.LongType())).drop(number)
+        )
 
     def _runs(
         self, input_id: str | None, within: str | None, df: DataFrame, *, keep: Collection[str] = ()
@@ -143,9 +140,9 @@ class OrderVisitors:
         if within is None:
             return df, [], None, {}, self._spread(df, input_id, {}, keep=keep)
         path = writable_path(within, "within")
-        segment = self._segments.get(input_id or "")
+        segment = self.compiled(input_id).segment
         if segment is not None and segment.ref == path and not segment.writes_over_keys():
-            known = self._keys.get(input_id or "", {}).items()
+            known = self.compiled(input_id).keys.items()
             keys = {e: key for e, key in known if key[0] in df.columns}
             added: dict[str, Column] = {}
             for expr in segment.exprs:
@@ -162,12 +159,13 @@ class OrderVisitors:
         df = with_run_numbers(df, self.field(within, df), seq=SEQ_COLUMN, name=run)
         return df, [F.col(run)], run, {}, self._spread(df, input_id, {}, keep=keep)
 
-    def visit_windowframe(self, op: WindowFrame, inputs: list[DataFrame]) -> DataFrame:
+    def visit_windowframe(self, op: WindowFrame, inputs: list[DataFrame]) -> Compiled:
         (df,) = inputs
         # For a segment + collapsingaggregate that collapses these windows again.
-        self._frames[op.id] = _FrameInput(op, df, op.input)
-        if op.id in self.ctx.fused:
-            return df  # its reader aggregates over each record's frame of `df`: no members
+        frame = _FrameInput(op, df, op.input)
+        if self.ctx.props(op.id).fused:
+            # its reader aggregates over each record's frame of `df`: no members
+            return Compiled(df, frame=frame)
         within = self.field(op.within, df) if op.within else None
         segment, position = temp("wf_segment"), temp("wf_position")
         df = windowframe_rows(
@@ -186,4 +184,19 @@ class OrderVisitors:
         df = with_path(
             df, writable_path(op.position_ref, "windowframe ref"), Typed(F.col(position), long)
         )
-        return df.drop(segment, position)
+        return Compiled(df.drop(segment, position), frame=frame)
+
+
+def _order_members(op: Order, sources: Sequence[int | None]) -> tuple[Member | None, ...] | None:
+    """Which record member each member of ``op``'s lazy sequence equals (see :mod:`spread`)."""
+    if not sources:
+        return None
+    exprs = [parse_cached(o.expr) for o in op.orderings]
+    return tuple(member_of(exprs[i]) if i is not None else None for i in sources)
+
+
+def _in_key_order(key_order: Sequence[Expr], exprs: Sequence[Expr]) -> bool:
+    """Whether records grouped by ``key_order`` are grouped by ``exprs`` (in any order): their
+    equal keys are adjacent, in order of first appearance."""
+    leading = key_order[: len(exprs)]
+    return len(leading) == len(exprs) and all(e in leading for e in exprs)

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.exec.spark.columns import compile_expression, compile_predicate, compile_typed
+from engine.exec.spark.compiled import Compiled, observed
 from engine.exec.spark.compiler_flatten import flatten_rows
 from engine.exec.spark.compiler_join import join_rows, union_rows
 from engine.exec.spark.compiler_keys import (
@@ -52,22 +53,20 @@ from engine.planner.properties.decisions import copied_paths as _copied_paths
 
 class RecordVisitors:
     """The visitors of record-at-a-time operators and of several inputs.
-    Mixed into :class:`~engine.exec.spark.compiler.SparkCompiler`, whose state (``ctx``, the
-    columns left pending, ...) its visitors read."""
+    Mixed into :class:`~engine.exec.spark.compiler.SparkCompiler`: its visitors read their
+    operator's properties (``ctx``) and what compiling their inputs made (``compiled``)."""
 
     # -- record at a time ------------------------------------------------------------------
 
-    def visit_filter(self, op: Filter, inputs: list[DataFrame]) -> DataFrame:
+    def visit_filter(self, op: Filter, inputs: list[DataFrame]) -> DataFrame | Compiled:
         (df,) = inputs
         condition = parse_cached(op.expr)
         rest = self.ctx.remaining.get(op.id)
-        if rest is not None and all(self._pushed.get(i) == text for i, text in rest.scans):
+        if rest is not None:
             # The scan applied part of the condition: each test runs once.
             if rest.condition is None:
-                self.unchanged.add(op.id)
-                if self._reading is not None:
-                    self._pending[op.id] = self._reading.over(df)  # for its one reader
-                return df
+                pending = self._reading.over(df) if self._reading is not None else None
+                return Compiled(df, unchanged=True, pending=pending)  # for its one reader
             condition = rest.condition
         reading = self._reading
         if reading is not None:
@@ -79,16 +78,14 @@ class RecordVisitors:
             else:
                 read = functools.partial(read_pending_field, reading)
                 kept = df.where(compile_predicate(condition, schema, resolve=read))
-                self._pending[op.id] = reading.over(kept)  # for its one reader
-                return kept
+                return Compiled(kept, pending=reading.over(kept))  # for its one reader
         pruned = union_filter(df, condition)
         return pruned if pruned is not None else filter_records(df, condition)
 
-    def visit_transform(self, op: Transform, inputs: list[DataFrame]) -> DataFrame:
+    def visit_transform(self, op: Transform, inputs: list[DataFrame]) -> Compiled:
         (df,) = inputs
         written = [writable_path(t.ref, "transform ref") for t in op.transforms]
-        self._key_order[op.id] = unwritten_keys(self._key_order.get(op.input or "", []), written)
-        self._pass_members(op.id, op.input, written)
+        key_order = unwritten_keys(list(self.compiled(op.input).key_order), written)
         # Every transform in one select (with its input's pending one); a later one reads what
         # earlier ones wrote.
         record = TopColumns(df.schema) if self._reading is None else TopColumns.of(self._reading)
@@ -98,9 +95,13 @@ class RecordVisitors:
             record.write(
                 path, compile_typed(tree, df.schema, resolve=lambda r: record.read(r.path))
             )
-        return record.select(df)
+        return Compiled(
+            record.select(df),
+            key_order=tuple(key_order),
+            seq_members=self._passed_members(op.input, written),
+        )
 
-    def visit_project(self, op: Project, inputs: list[DataFrame]) -> DataFrame:
+    def visit_project(self, op: Project, inputs: list[DataFrame]) -> DataFrame | Compiled:
         (df,) = inputs
         values = [(output_path(p.ref), self._typed_read(p.expr, df)) for p in op.projections]
         columns: list[tuple[Path, Column | Typed]] = []
@@ -108,12 +109,11 @@ class RecordVisitors:
             if not path and not isinstance(value.dtype, T.StructType | T.NullType):
                 path = (OUTPUT,)  # a plain value cannot be the record: keep it under its ref
             columns.append((path, value))
-        if op.id in self.ctx.store_inputs:
+        if self.ctx.props(op.id).store_input:
             # Counts carried this far are observed over the project's plain columns.
-            self._deferred[op.id] = self._take_deferred(op.input or "")
-            carried = [((c,), self._column_read(c, df)) for c, _ in self._deferred[op.id]]
-            out = self.flushed(op.id, build_columns(df, [*columns, *carried]))
-            del self._deferred[op.id]  # `out` carries none of them: its readers drop nothing
+            counts = self._carried
+            carried = [((c,), self._column_read(c, df)) for c, _ in counts]
+            out = observed(build_columns(df, [*columns, *carried]), counts)
             # The store sorts, if it does, by the sequence of the project's input (Spark carries
             # it through the project for the sort and drops it after): no step drops it. After
             # an order that built none, by the copies of the order's keys.
@@ -124,14 +124,15 @@ class RecordVisitors:
                     return Typed(df[SEQ_COLUMN], df.schema[SEQ_COLUMN].dataType)
                 return reading.read((SEQ_COLUMN,), keep_unread=True)
 
-            store_keys = self._store_keys.get(op.input or "")
-            if store_keys is not None:
-                self._store_orders[op.id] = lambda: self._by_copied_keys(
-                    op, sequence, out, *store_keys
-                )
-            else:
-                self._store_orders[op.id] = lambda: self._by_sequence(op, sequence(), out)
-            return out
+            store_keys = self.compiled(op.input).store_keys
+
+            def order() -> list[Column]:  # the columns the store sorts by
+                if store_keys is not None:
+                    return self._by_copied_keys(op, sequence, out, *store_keys)
+                return self._by_sequence(op, sequence(), out)
+
+            # `out` carries no counts: its readers drop nothing
+            return Compiled(out, store_order=order, deferred=())
         return build_columns(df, [*columns, ((SEQ_COLUMN,), self._column_read(SEQ_COLUMN, df))])
 
     def _column_read(self, name: str, df: DataFrame) -> Typed:
@@ -165,7 +166,7 @@ class RecordVisitors:
         A store sorting by these columns, not by the sequence struct's members, lets Spark
         shuffle and sort the plain values it writes, and prune the struct (it prunes a struct
         only when some of its members go unread)."""
-        members = self._seq_members.get(op.input or "", [])
+        members = self.compiled(op.input).seq_members or ()
         fields = sequence.dtype.fields if isinstance(sequence.dtype, T.StructType) else []
         if not fields or len(fields) != len(members):
             return _sequence_order(sequence)
@@ -173,51 +174,47 @@ class RecordVisitors:
         equal = {f.name: copies[m] for f, m in zip(fields, members) if m in copies}
         return _sequence_order(sequence, equal)
 
-    def visit_limit(self, op: Limit, inputs: list[DataFrame]) -> DataFrame:
+    def visit_limit(self, op: Limit, inputs: list[DataFrame]) -> Compiled:
         (df,) = inputs
-        ordered = self._orders.get(op.input or "")
+        ordered = self.compiled(op.input).order
         if ordered is not None and op.last is not None:
             # Top-N: sort and limit at once (Spark's TakeOrdered) instead of sorting twice.
-            source, keys, tie_break, fields = ordered
-            self._sorted.add(op.id)
-            reading = self._reading  # the pending columns the order passed on, over `source`
+            reading = self._reading  # the pending columns the order passed on, over its input
             top = top_rows(
-                source,
-                keys,
+                ordered.input,
+                ordered.keys,
                 op.first,
                 op.last,
                 seq=SEQ_COLUMN,
-                tie_break=tie_break,
-                fields=fields,
-                numbered=op.id not in self.ctx.store_read,
+                tie_break=ordered.tie_break,
+                fields=ordered.fields,
+                numbered=not self.ctx.props(op.id).store_read_limit,
                 sequence=None if reading is None else reading.values[SEQ_COLUMN].column,
             )
-            if reading is not None:
-                self._pending[op.id] = reading.over(top)  # for the store's project
-            return top
-        if op.first or op.last is not None:
-            self._sorted.add(op.id)  # sorted by the sequence, then cut
-        return limit_rows(df, op.first, op.last, seq=SEQ_COLUMN)
+            pending = None if reading is None else reading.over(top)  # for the store's project
+            return Compiled(top, sorted=True, pending=pending)
+        # sorted by the sequence, then cut
+        cut = bool(op.first) or op.last is not None
+        return Compiled(limit_rows(df, op.first, op.last, seq=SEQ_COLUMN), sorted=cut)
 
-    def visit_flatten(self, op: Flatten, inputs: list[DataFrame]) -> DataFrame:
+    def visit_flatten(self, op: Flatten, inputs: list[DataFrame]) -> DataFrame | Compiled:
         (df,) = inputs
         expr = parse_cached(op.expr)
         element = temp("flatten_value")
         value = self._typed_read(expr, df)  # typed by the compiler: no analysis by Spark
         reading = self._reading  # unordered: its input's pending columns, exploded with their base
         base = df if reading is None else reading.base
-        rows = flatten_rows(
-            base, value, seq=SEQ_COLUMN, name=element, ordered=op.id not in self.ctx.unordered
-        )
+        props = self.ctx.props(op.id)
+        rows = flatten_rows(base, value, seq=SEQ_COLUMN, name=element, ordered=not props.unordered)
         # The record's changes in one select over the flattened rows.
         record = TopColumns(df.schema) if reading is None else TopColumns.of(reading)
         if op.drop:
             for ref in field_refs(expr):
                 record.drop(tuple(ref.path))
         record.write(writable_path(op.ref, "flatten ref"), rows.element)
-        if rows.sequence is None and op.id in self.ctx.one_reader:
-            self._pending[op.id] = record.pending(rows.frame)  # its reader selects through them
-            return rows.frame
+        if rows.sequence is None and props.one_reader:
+            # its reader selects through them
+            return Compiled(rows.frame, pending=record.pending(rows.frame))
         if rows.sequence is None:
             return record.select(rows.frame)
         record.drop((SEQ_COLUMN,))
@@ -226,10 +223,10 @@ class RecordVisitors:
     # -- several inputs --------------------------------------------------------------------
 
     def visit_union(self, op: Union, inputs: list[DataFrame]) -> DataFrame:
-        ordered = op.id not in self.ctx.unordered
+        ordered = not self.ctx.props(op.id).unordered
         return union_rows(inputs, distinct=op.distinct, seq=SEQ_COLUMN, ordered=ordered)
 
-    def visit_join(self, op: Join, inputs: list[DataFrame]) -> DataFrame:
+    def visit_join(self, op: Join, inputs: list[DataFrame]) -> DataFrame | Compiled:
         left, right = inputs
         sides = (self._sides[0], self._sides[1]) if self._sides else (None, None)
         typed_l = [self._typed_over(c.left, left, sides[0]) for c in op.conditions]
@@ -247,22 +244,21 @@ class RecordVisitors:
             left = F.broadcast(left)
         elif build == "right":
             right = F.broadcast(right)
-        ordered = op.id not in self.ctx.unordered
-        related = op.id not in self.ctx.unrelated
+        props = self.ctx.props(op.id)
         joined = join_rows(
             left,
             right,
             conditions,
             how=op.type,
             seq=SEQ_COLUMN,
-            ordered=ordered,
-            related=related,
-            pending=op.id in self.ctx.one_reader,
+            ordered=not props.unordered,
+            related=not props.unrelated_inputs,
+            pending=props.one_reader,
             sides=sides,
         )
         if isinstance(joined, PendingColumns):
-            self._pending[op.id] = joined  # its one reader selects through the joined records
-            return joined.base
+            # its one reader selects through the joined records
+            return Compiled(joined.base, pending=joined)
         return joined
 
 

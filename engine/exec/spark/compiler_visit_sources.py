@@ -11,6 +11,7 @@ from pyspark.sql import types as T
 
 from engine.exec.spark.catalog_tables import scan_table
 from engine.exec.spark.columns import compile_predicate
+from engine.exec.spark.compiled import Compiled
 from engine.exec.spark.compiler_order import (
     exact_type,
     limit_rows,
@@ -41,16 +42,15 @@ from engine.storage.jdbc.engine import JdbcEngine
 
 class SourceVisitors:
     """The visitors of ``scan``, ``constant`` and ``store``.
-    Mixed into :class:`~engine.exec.spark.compiler.SparkCompiler`, whose state (``ctx``, the
-    columns left pending, ...) its visitors read."""
+    Mixed into :class:`~engine.exec.spark.compiler.SparkCompiler`: its visitors read their
+    operator's properties (``ctx``) and what compiling their inputs made (``compiled``)."""
 
     # -- sources and sinks -----------------------------------------------------------------
 
-    def visit_scan(self, op: Scan, inputs: list[DataFrame]) -> DataFrame:
+    def visit_scan(self, op: Scan, inputs: list[DataFrame]) -> DataFrame | Compiled:
         engine = self.ctx.engine(op.storage_engine)
         if isinstance(engine, CatalogEngine):
             return self._catalog_scan(op, engine)
-        self._pushed[op.id] = op.pushed_filter
         if isinstance(engine, JdbcEngine):
             return self._jdbc_scan(op, engine)
         plan = plan_scan(
@@ -62,17 +62,17 @@ class SourceVisitors:
         for file in plan.resolved.files:  # a read that fails in a store's job names a scan
             for path in {str(file.path), str(file.real_path)}:
                 self.ctx.scan_files.setdefault(path, set()).add(op.id)
-        if op.pushed_limit is None and op.id not in self.ctx.cut_by_limit:
+        props = self.ctx.props(op.id)
+        if op.pushed_limit is None and not props.cut_by_limit:
             self.ctx.files_read[op.id] = len(plan.resolved.files)
         if any(file.size > 0 for file in plan.resolved.files):
             self.ctx.reading_scans.add(op.id)
-        tie_free = self.ctx.tie_free.get(op.id)
-        if tie_free is not None and not _exact_members(plan.resolved, op.projection or ()):
-            # Records that tie may differ after all (-0.0 ties 0.0): the order breaks ties by
-            # this scan's order.
-            self.ctx.total.discard(tie_free)
-            self.ctx.unordered.discard(op.id)
-        leaves_records = op.id in self.ctx.read_through and op.pushed_limit is None
+        # Records that tie may differ after all (-0.0 ties 0.0): the order breaks ties by this
+        # scan's order.
+        ties_differ = props.tie_free_order is not None and not _exact_members(
+            plan.resolved, op.projection or ()
+        )
+        leaves_records = props.read_through and op.pushed_limit is None
         df = scan_plan_dataframe(
             self.spark,
             plan,
@@ -81,32 +81,31 @@ class SourceVisitors:
             # The run's observation of the scan counts skipped records; a pushed limit would
             # take their counting rows for records.
             count_skipped=op.pushed_limit is None,
-            ordered=op.id not in self.ctx.unordered or op.pushed_limit is not None,
+            ordered=not props.unordered or ties_differ or op.pushed_limit is not None,
             observe=self.scan_observers.get(op.id) if op.pushed_limit is None else None,
             # Spark pushes a limit into the read: its footers' rows are not what it reads.
             counted=(
                 functools.partial(self.ctx.read_rows.__setitem__, op.id)
-                if op.pushed_limit is None and op.id not in self.ctx.cut_by_limit
+                if op.pushed_limit is None and not props.cut_by_limit
                 else None
             ),
             # Named by the scan: the same names each run (Columns made once, see top_column).
             pending=f"__drill_s{op.id}_" if leaves_records else None,
             # Spark's row ids where nothing pairs the sequence and no record is built over them
             # (they are not deterministic: Spark merges no select into theirs).
-            numbered=op.id in self.ctx.paired or not leaves_records,
-            apart=op.id in self.ctx.paired,
+            numbered=props.paired or not leaves_records,
+            apart=props.paired,
             ties=self._cross_file_ties(op, engine, plan.resolved),
         )
         if isinstance(df, PendingColumns):
-            self._pending[op.id] = df  # its reader reads the columns, its joins join them
-            return df.base
+            # its reader reads the columns, its joins join them
+            return Compiled(df.base, pending=df, ties_differ=ties_differ)
         if op.pushed_limit is not None:
             df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
-        return df
+        return Compiled(df, ties_differ=ties_differ)
 
     def _catalog_scan(self, op: Scan, engine: CatalogEngine) -> DataFrame:
         """A scan of a catalog table (:mod:`~engine.exec.spark.catalog_tables`)."""
-        self._pushed[op.id] = op.pushed_filter
         df = scan_table(self.spark, engine, op.selection, op.ref, projection=op.projection)
         if op.pushed_filter:
             df = df.where(compile_predicate(parse_cached(op.pushed_filter), df.schema))
@@ -135,7 +134,7 @@ class SourceVisitors:
         """Where the rows of different files of a parquet scan that only an order reads may tie
         on its keys (:mod:`~engine.exec.spark.file_ties`), from the footers the scan's
         resolution read."""
-        keys = self.ctx.ordered_by_keys.get(op.id)
+        keys = self.ctx.props(op.id).ordered_by_keys
         if not keys or resolved.format != "parquet" or not hasattr(engine, "footers"):
             return None
         files = [f for f in resolved.files if f.size > 0]
@@ -155,8 +154,8 @@ class SourceVisitors:
         sort = self._store_sorts(op)
         if self._reading is not None:  # its input's pending columns: one select, no sequence
             df = self._reading.without([SEQ_COLUMN]).select()
-        order = self._store_orders.get(op.input or "") or (lambda: sequence_order(df, SEQ_COLUMN))
-        one_task = op.id in self.ctx.one_task_sorts
+        order = self.compiled(op.input).store_order or (lambda: sequence_order(df, SEQ_COLUMN))
+        one_task = self.ctx.props(op.id).one_task_sort
         ordered = sorted_records(df, order(), one_task=one_task) if sort else df
         if sink:
             ordered = nullable_everywhere(ordered)  # the records are collected through Arrow
@@ -172,8 +171,9 @@ class SourceVisitors:
         otherwise each task writes its records as they come, as Drill's fragments do, and
         nothing is sorted."""
         engine = self.ctx.engine(op.storage_engine)
-        needs_order = isinstance(engine, ConsoleEngine | QueueEngine) or op.input in self._ordered
-        return needs_order and op.input not in self._sorted
+        read = self.compiled(op.input)
+        needs_order = isinstance(engine, ConsoleEngine | QueueEngine) or read.ordered
+        return needs_order and not read.sorted
 
 
 def _exact_members(resolved: Any, members: Sequence[str]) -> bool:

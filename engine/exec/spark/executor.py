@@ -8,8 +8,8 @@ count is derived (one-to-one operators, those whose records all reach a store) o
 parquet scan reading every row of its files, from their footers; a parquet store, from the
 footers of the files it wrote); an operator whose records all reach one grouping aggregate is
 counted by it, any other scan observes its rows as read. Segments and windowframes whose
-readers group or frame their input themselves are not built (``compiler.fused_operators``), nor
-the group numbers no one reads (``compiler.unnumbered_segments``). The stores are the actions:
+readers group or frame their input themselves are not built (the planner's property
+``fused``), nor the group numbers no one reads (``unnumbered``). The stores are the actions:
 each writes its input when it is compiled; an operator that no one reads and that is not a store
 is collected into ``RunResult.outputs``. Failures become
 :class:`~engine.errors.ExecutionError` naming the operator: the one being compiled, or the store
@@ -54,7 +54,7 @@ from engine.exec.spark.metrics import (
     without_skip_counts,
 )
 from engine.exec.spark.names import SEQ_COLUMN
-from engine.exec.spark.one_task_sort import one_task_sort_limit, one_task_sorts
+from engine.exec.spark.one_task_sort import one_task_sort_limit
 from engine.exec.spark.py4j_round_trips import fewer_round_trips
 from engine.exec.spark.row_markers import row_markers
 from engine.exec.spark.settings import PY4J_SHORTCUTS, enabled
@@ -63,9 +63,9 @@ from engine.exec.spark.unions import collect_arrow
 from engine.exec.spark.unread_member import without_unread
 from engine.plan import LogicalPlan
 from engine.plan.operators import Operator, Store, WindowFrame
-from engine.planner.properties import OperatorProperties, ids_where, plan_properties
+from engine.planner.properties import ids_where, plan_properties
 from engine.planner.properties.decisions import limit_inputs
-from engine.planner.rules.filter_pushdown import remaining_conditions
+from engine.planner.rules.filter_pushdown import Remaining, remaining_conditions
 from engine.scan.framework import FILE_COLUMNS
 from engine.storage.engines import ConsoleEngine, QueueEngine
 
@@ -134,6 +134,15 @@ class SparkPlanRun:
             for op in self.planned.topological_order()
         }
         scans = referenced_members(self.planned)
+        sinks = {
+            op.id
+            for op in self.planned.query
+            if isinstance(op, Store)
+            and isinstance(engines.get(op.storage_engine), ConsoleEngine | QueueEngine)
+        }
+        order = self.planned.topological_order()
+        self.properties = plan_properties(self.planned, sinks, stats, one_task_sort_limit(spark))
+        props = self.properties
         self.ctx = SparkRunContext(
             engines=dict(engines),
             params=dict(params),
@@ -146,39 +155,24 @@ class SparkPlanRun:
                 for pop in self.physical.graph
                 if pop.pop == "broadcast-hash-join"
             },
-            remaining=remaining_conditions(self.planned),
+            remaining=applied_conditions(self.planned),
+            properties=props,
         )
-        sinks = {
-            op.id
-            for op in self.planned.query
-            if isinstance(op, Store)
-            and isinstance(engines.get(op.storage_engine), ConsoleEngine | QueueEngine)
-        }
-        order = self.planned.topological_order()
         ctx = self.ctx
-        self.properties = plan_properties(self.planned, sinks)
-        _copy_properties(self.properties, ctx)
         self.compiler = SparkCompiler(spark, ctx)
         # operator id -> the scans it reads from
         self._scans_above = {
             op.id: {a for a in self.planned.ancestors(op) if self.planned.operator(a).op == "scan"}
             for op in order
         }
-        stores = {op.id for op in order if op.op == "store"}
-        ctx.one_task_sorts = one_task_sorts(
-            stores,
-            self._scans_above,
-            stats,
-            one_task_sort_limit(spark),
-        )
         # The same numbers each time the same plan runs (see row_markers.RowMarkers).
         self._marker_keys = {op_id: i for i, op_id in enumerate(sorted(self._scans_above))}
         self._sampled_again = sampled_again(
             order,
-            top_n=ctx.top_n_orders,
+            top_n=ids_where(props, lambda p: p.top_n),
             sinks=sinks,
-            one_task=ctx.one_task_sorts,
-            store_sorted=ctx.store_sorted,
+            one_task=ids_where(props, lambda p: p.one_task_sort),
+            store_sorted=ids_where(props, lambda p: p.store_sorted),
         )
         self.metrics = OperatorMetrics(
             read=ctx.read_rows,
@@ -187,12 +181,15 @@ class SparkPlanRun:
             marker_key=self._marker_key,
         )
         self.compiler.frame_counters = self.metrics.count_frames(
-            [op.id for op in order if op.id in ctx.fused and op.op == "windowframe"]
+            [op.id for op in order if props[op.id].fused and op.op == "windowframe"]
         )
         self.frames: dict[str, DataFrame] = {}
         self._built: set[str] = set()
         self._before_limit = limit_inputs(order)
-        self._counted_by = store_counted(order, frames=ctx.frame_passes)
+        self._frame_passes = {
+            i: p.frame_collapsed_by for i, p in props.items() if p.frame_collapsed_by
+        }
+        self._counted_by = store_counted(order, frames=self._frame_passes)
         self._count_rows()
 
     def _count_rows(self) -> None:
@@ -200,7 +197,12 @@ class SparkPlanRun:
         each: scans whose records all reach one aggregate are counted by it per group (a
         grouping aggregate counts its groups in the same observation); the other scans that
         must count where they read observe their rows as read."""
-        counts, observed = _aggregate_counts(self.planned, self.ctx.frame_passes, self.ctx.fused)
+        counts, observed = _aggregate_counts(
+            self.planned,
+            self.ctx.remaining,
+            self._frame_passes,
+            ids_where(self.properties, lambda p: p.fused),
+        )
         self.metrics.count_later(counts.values())
         self.compiler.input_counters = {
             aggregate: functools.partial(
@@ -242,14 +244,14 @@ class SparkPlanRun:
         self._built.add(op.id)
         if isinstance(op, Store):
             return
-        if isinstance(op, WindowFrame) and op.id in self.ctx.fused:
+        if isinstance(op, WindowFrame) and self.ctx.props(op.id).fused:
             self.frames[op.id] = frame  # never run: its reader aggregates over its input
             return
         self.frames[op.id] = self.metrics.track(
             op,
             frame,
             before_limit=self._before_limit,
-            unchanged=op.id in self.compiler.unchanged,
+            unchanged=self.compiler.compiled(op.id).unchanged,
             counted_by=self._counted_by,
         )
 
@@ -290,7 +292,7 @@ class SparkPlanRun:
         either counts there is what Spark happened to read), no global sort may read its stage
         twice (:func:`sampled_again`), and some scan it reads from reads files (Spark
         evaluates a filter over local rows while planning, the marker with it)."""
-        if operator_id in self.ctx.cut_by_limit or operator_id in self._sampled_again:
+        if self.ctx.props(operator_id).cut_by_limit or operator_id in self._sampled_again:
             return None
         if not self._scans_above.get(operator_id, set()) & self.ctx.reading_scans:
             return None
@@ -397,22 +399,30 @@ def build_apart(
     return {op.id: _pool.submit(built, op) for op in scans}
 
 
+def applied_conditions(plan: LogicalPlan) -> dict[str, Remaining]:
+    """The planner's :func:`remaining_conditions` of ``plan``'s filters whose scans apply the
+    pushed filters they were computed for: what each such filter has left to test."""
+    by_id = {op.id: op for op in plan.query}
+    return {
+        filter_id: rest
+        for filter_id, rest in remaining_conditions(plan).items()
+        if all(getattr(by_id.get(i), "pushed_filter", None) == text for i, text in rest.scans)
+    }
+
+
 def _aggregate_counts(
-    plan: LogicalPlan, frames: Mapping[str, str], fused: Collection[str]
+    plan: LogicalPlan,
+    remaining: Mapping[str, Remaining],
+    frames: Mapping[str, str],
+    fused: Collection[str],
 ) -> tuple[dict[str, str], set[str]]:
     """:func:`~engine.exec.spark.metrics.aggregate_counted` for ``plan``, and the operators it
     would observe (what ``OperatorMetrics.track`` observes; among them the grouping aggregates
-    that count their groups with the input they count), given its filters whose whole
-    condition their scans apply."""
+    that count their groups with the input they count), given what its filters have left to
+    test (``remaining``: none, their scans apply their whole condition)."""
     ops = plan.topological_order()
-    by_id = {op.id: op for op in ops}
     before_limit, counted_by = limit_inputs(ops), store_counted(ops, frames=frames)
-    passes_all = {
-        filter_id
-        for filter_id, rest in remaining_conditions(plan).items()
-        if rest.condition is None
-        and all(getattr(by_id.get(i), "pushed_filter", None) == text for i, text in rest.scans)
-    }
+    passes_all = {filter_id for filter_id, rest in remaining.items() if rest.condition is None}
     observed = {
         op.id
         for op in ops
@@ -476,37 +486,3 @@ def _first_line(error: BaseException) -> str:
     if module.startswith(("pyspark", "py4j")):
         return first or type(error).__name__
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
-
-
-_SETS: dict[str, Callable[[OperatorProperties], bool]] = {
-    "unordered": lambda p: p.unordered,
-    "total": lambda p: p.total_order,
-    "unrelated": lambda p: p.unrelated_inputs,
-    "fused": lambda p: p.fused,
-    "unnumbered": lambda p: p.unnumbered,
-    "store_inputs": lambda p: p.store_input,
-    "top_n_orders": lambda p: p.top_n,
-    "store_sorted": lambda p: p.store_sorted,
-    "store_read": lambda p: p.store_read_limit,
-    "one_reader": lambda p: p.one_reader,
-    "store_read_orders": lambda p: p.store_read_order,
-    "cut_by_limit": lambda p: p.cut_by_limit,
-    "read_by_limit": lambda p: p.read_by_limit,
-    "read_through": lambda p: p.read_through,
-    "paired": lambda p: p.paired,
-}
-"""The compiler's sets of operator ids, by the property each holds."""
-
-
-def _copy_properties(properties: Mapping[str, OperatorProperties], ctx: SparkRunContext) -> None:
-    """The planner's properties as the compiler's sets and maps of operator ids: copies, which
-    a scan narrows where its data allows less (records that tie after all)."""
-    for name, test in _SETS.items():
-        setattr(ctx, name, set(ids_where(properties, test)))
-    ctx.tie_free = {i: p.tie_free_order for i, p in properties.items() if p.tie_free_order}
-    ctx.ordered_by_keys = {
-        i: p.ordered_by_keys for i, p in properties.items() if p.ordered_by_keys is not None
-    }
-    ctx.frame_passes = {
-        i: p.frame_collapsed_by for i, p in properties.items() if p.frame_collapsed_by
-    }

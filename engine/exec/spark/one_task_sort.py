@@ -10,7 +10,9 @@ within it (``repartition(1).sortWithinPartitions``), as Drill merges sorted stre
 Small means that the scans upstream of the store report their sizes (their files' bytes), which
 add up to at most :data:`ONE_TASK_SORT_BYTES` (a Spark setting; by default 128 MB, the bytes Spark
 gives one task to read). Anything bigger or of unknown size keeps Spark's range partitioning,
-which sorts in parallel.
+which sorts in parallel. Which stores sort in one task is the planner's property
+``one_task_sort`` (:func:`~engine.planner.properties.decisions.one_task_sorts`), given the
+session's bound (:func:`one_task_sort_limit`).
 
 >>> parse_bytes("64m"), parse_bytes("1024"), parse_bytes("-1")
 (67108864, 1024, -1)
@@ -19,13 +21,11 @@ which sorts in parallel.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 
 from engine.errors import PlanningError
-from engine.planner.statistics import Statistics
 
 ONE_TASK_SORT_BYTES = "spark.drill.oneTaskSortBytes"
 """The Spark setting bounding the data a store sorts in one task: the bytes its upstream scans
@@ -59,34 +59,6 @@ def one_task_sort_limit(spark: Any) -> int:
     """
     value = spark.conf.get(ONE_TASK_SORT_BYTES, None)
     return DEFAULT_ONE_TASK_SORT_BYTES if value is None else parse_bytes(str(value))
-
-
-def one_task_sorts(
-    stores: Iterable[str],
-    scans_above: Mapping[str, Collection[str]],
-    stats: Statistics,
-    limit: int,
-) -> set[str]:
-    """The ``stores`` that sort their records in one task: every scan upstream of them
-    (``scans_above``) reports its size, and together they read at most
-    ``limit`` bytes.
-
-    >>> from engine.planner.statistics import ScanStatistics
-    >>> stats = Statistics({"1": ScanStatistics("json", 2, 4_000),
-    ...                     "2": ScanStatistics("csv", 1, 9_000)})
-    >>> scans_above = {"3": {"1"}, "4": {"1", "2"}, "5": {"6"}}  # scan 6: no size
-    >>> sorted(one_task_sorts(["3", "4", "5"], scans_above, stats, 10_000))
-    ['3']
-    """
-    if limit < 0:
-        return set()
-    found = set()
-    for store in stores:
-        scans = scans_above.get(store, ())
-        sizes = [stats.scan(scan) for scan in scans]
-        if all(s is not None for s in sizes) and sum(s.total_bytes for s in sizes) <= limit:
-            found.add(store)
-    return found
 
 
 def sorted_records(df: DataFrame, by: list[Column], *, one_task: bool) -> DataFrame:

@@ -28,6 +28,7 @@ from engine.planner.properties.decisions import (
     fused_operators,
     limit_inputs,
     one_reader,
+    one_task_sorts,
     paired_scans,
     read_through,
     related_joins,
@@ -44,6 +45,7 @@ from engine.planner.properties.order_needs import (
     total_orders,
     unordered_outputs,
 )
+from engine.planner.statistics import Statistics
 
 
 @dataclass(frozen=True)
@@ -112,15 +114,25 @@ class OperatorProperties:
     paired: bool = False
     """A scan a join or a union reads, through any operators (:func:`~.decisions.paired_scans`)."""
 
+    one_task_sort: bool = False
+    """A store that sorts its records in one task: the scans above it report sizes within the
+    run's bound (:func:`~.decisions.one_task_sorts`)."""
+
 
 PlanProperties = Mapping[str, OperatorProperties]
 """Each operator id of a plan to its properties."""
 
 
-def plan_properties(plan: LogicalPlan, sinks: Collection[str]) -> dict[str, OperatorProperties]:
+def plan_properties(
+    plan: LogicalPlan,
+    sinks: Collection[str],
+    stats: Statistics | None = None,
+    one_task_sort_bytes: int = -1,
+) -> dict[str, OperatorProperties]:
     """The properties of each operator of ``plan`` (a planned plan), the rules run in the order
     they build on each other; ``sinks``: the stores whose records are kept in order in memory
-    (a queue, the console)."""
+    (a queue, the console); ``stats`` and ``one_task_sort_bytes``: the scans' sizes and the
+    bytes a store may sort in one task (-1: none does)."""
     order = plan.topological_order()
     fused = fused_operators(plan)
     sets = {
@@ -138,6 +150,12 @@ def plan_properties(plan: LogicalPlan, sinks: Collection[str]) -> dict[str, Oper
         "cut_by_limit": limit_inputs(order),
         "read_by_limit": {op.input for op in order if op.op == "limit" and op.input},
         "paired": paired_scans(plan),
+        "one_task_sort": one_task_sorts(
+            [op.id for op in order if op.op == "store"],
+            {op.id: _scans_above(plan, op.id) for op in order if op.op == "store"},
+            stats or Statistics(),
+            one_task_sort_bytes,
+        ),
     }
     decided = SimpleNamespace(
         store_read_orders=sets["store_read_order"],
@@ -161,6 +179,11 @@ def plan_properties(plan: LogicalPlan, sinks: Collection[str]) -> dict[str, Oper
         )
         for op in order
     }
+
+
+def _scans_above(plan: LogicalPlan, op_id: str) -> set[str]:
+    """The ids of the scans ``op_id`` reads from, through any operators."""
+    return {a for a in plan.ancestors(op_id) if plan.operator(a).op == "scan"}
 
 
 def ids_where(

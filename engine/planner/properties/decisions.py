@@ -7,6 +7,7 @@ decisions before it), not of data.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,7 @@ from engine.plan.operators import (
 )
 from engine.planner.rewrite import consumers
 from engine.planner.rules.projection_pushdown import required_paths
+from engine.planner.statistics import Statistics
 
 
 def fused_operators(plan: LogicalPlan) -> set[str]:
@@ -392,3 +394,31 @@ def limit_inputs(operators: Any) -> set[str]:
     orders = {op.id for op in ops if op.op == "order" and op.within is None}
     read = {op.input for op in ops if op.op == "limit" and op.input}
     return read - (top_n & orders)
+
+
+def one_task_sorts(
+    stores: Iterable[str],
+    scans_above: Mapping[str, Collection[str]],
+    stats: Statistics,
+    limit: int,
+) -> set[str]:
+    """The ``stores`` that sort their records in one task: every scan upstream of them
+    (``scans_above``) reports its size, and together they read at most
+    ``limit`` bytes.
+
+    >>> from engine.planner.statistics import ScanStatistics
+    >>> stats = Statistics({"1": ScanStatistics("json", 2, 4_000),
+    ...                     "2": ScanStatistics("csv", 1, 9_000)})
+    >>> scans_above = {"3": {"1"}, "4": {"1", "2"}, "5": {"6"}}  # scan 6: no size
+    >>> sorted(one_task_sorts(["3", "4", "5"], scans_above, stats, 10_000))
+    ['3']
+    """
+    if limit < 0:
+        return set()
+    found = set()
+    for store in stores:
+        scans = scans_above.get(store, ())
+        sizes = [stats.scan(scan) for scan in scans]
+        if all(s is not None for s in sizes) and sum(s.total_bytes for s in sizes) <= limit:
+            found.add(store)
+    return found

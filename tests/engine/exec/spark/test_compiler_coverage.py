@@ -4,6 +4,7 @@ hops, no SQL text."""
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -60,3 +61,45 @@ def _code_only(source: str) -> str:
 def test_compiler_modules_stay_native(module: Path) -> None:
     code = _code_only(module.read_text())
     assert not _NOT_NATIVE.findall(code), f"{module.name} leaves native Spark operations"
+
+
+def _self_writes(source: str) -> list[str]:
+    """The assignments in ``source`` to an attribute of ``self`` or to an item of one
+    (``self.x = ...``, ``self._x[k] = ...``), and the calls changing one in place."""
+    changing = {"add", "discard", "pop", "update", "clear", "setdefault", "append", "remove"}
+    found = []
+
+    def own(node: ast.AST) -> bool:  # self.<name>, or self.<name>[...]
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        return (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        )
+
+    for node in ast.walk(ast.parse(source)):
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        found += [ast.unparse(t) for t in targets if own(t)]
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in changing
+            and own(node.func.value)
+            and ast.unparse(node.func) != "self.frame_counters.pop"  # an observation used once
+        ):
+            found.append(ast.unparse(node.func))
+    return found
+
+
+@pytest.mark.parametrize(
+    "module", sorted(SPARK_DIR.glob("compiler_visit_*.py")), ids=lambda p: p.name
+)
+def test_visitors_keep_no_state_of_their_own(module: Path) -> None:
+    """A visitor passes what its readers need in what it returns (``compiled.Compiled``), never
+    in the compiler's attributes."""
+    assert _self_writes(module.read_text()) == []

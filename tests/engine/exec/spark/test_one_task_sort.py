@@ -18,10 +18,10 @@ from engine.errors import DrillError, PlanningError
 from engine.exec.spark.one_task_sort import (
     ONE_TASK_SORT_BYTES,
     one_task_sort_limit,
-    one_task_sorts,
     parse_bytes,
 )
 from engine.plan import parse_plan
+from engine.planner.properties.decisions import one_task_sorts
 from engine.planner.statistics import ScanStatistics, Statistics
 
 EVENTS = [

@@ -130,6 +130,12 @@ def observations_in(run: SparkPlanRun, op_id: str) -> int:
     return str(run.frames[op_id]._jdf.queryExecution().optimizedPlan()).count("CollectMetrics")
 
 
+def markers_in(run: SparkPlanRun, op_id: str) -> int:
+    """The marker filters (``row_markers``) in operator ``op_id``'s optimized plan."""
+    plan = str(run.frames[op_id]._jdf.queryExecution().optimizedPlan())
+    return plan.count("SPARK_PARTITION_ID() >= -")
+
+
 def test_a_join_pipeline_counts_its_flowing_rows_with_markers_as_the_local_executor(
     spark: Any, data: Path
 ) -> None:
@@ -169,7 +175,7 @@ def test_local_rows_are_observed_not_marked(spark: Any, data: Path) -> None:
         store(6, 5),  # a store that sorts nothing: only the local rows keep markers away
     ]
     run, result = spark_run(spark, data, ops)
-    assert {"2", "4"} <= set(run.metrics._observations) and not run.metrics._marked
+    assert {"2", "4"} <= run.metrics.counting() and markers_in(run, "5") == 0
     assert result.metrics["2"]["rows"] == 4 and result.metrics["4"]["rows"] == 3
     assert spark_rows(result) == local_rows(data, ops)
 
@@ -181,7 +187,8 @@ def test_an_operator_a_limit_reads_is_observed(spark: Any, data: Path) -> None:
         sink(3, 2),
     ]
     run, result = spark_run(spark, data, ops)
-    assert "1" in run.metrics._observations and "1" not in run.metrics._marked
+    assert "1" in run.metrics.counting()
+    assert observations_in(run, "1") == 1 and markers_in(run, "1") == 0
     assert result.metrics["2"]["rows"] == 3
 
 
@@ -200,7 +207,7 @@ def test_an_operator_two_stores_read_counts_once(spark: Any, data: Path) -> None
         store(5, 4),
     ]
     run, result = spark_run(spark, data, ops)
-    assert "2" in run.metrics._marked
+    assert "2" in run.metrics.counting() and observations_in(run, "4") == 0  # by a marker
     assert result.metrics["2"]["rows"] == 5
     assert spark_rows(result) == local_rows(data, ops)
 
@@ -211,7 +218,7 @@ def test_rows_a_global_sort_may_read_twice_are_observed(spark: Any, data: Path) 
     ops = [*JOIN_PIPELINE[:-1], sink(7, 6)]
     with spark_setting(spark, ONE_TASK_SORT_BYTES, "-1"):  # always Spark's range partitioning
         run, result = spark_run(spark, data, ops)
-    assert not run.metrics._marked and {"1", "4"} <= set(run.metrics._observations)
+    assert {"1", "4"} <= run.metrics.counting() and markers_in(run, "6") == 0
     assert spark_rows(result) == local_rows(data, ops)
     assert result.metrics["4"]["rows"] == 25
 
@@ -226,8 +233,8 @@ def test_rows_a_store_sorts_in_one_task_are_marked(spark: Any, data: Path) -> No
     ]
     for ops in ([*JOIN_PIPELINE[:-1], sink(7, 6)], [*sorted_by_store, store(7, 6)]):
         run, result = spark_run(spark, data, ops)
-        assert "7" in run.ctx.one_task_sorts
-        assert {"1", "4"} <= set(run.metrics._marked) and not run.metrics._observations
+        assert run.properties["7"].one_task_sort
+        assert {"1", "4"} <= run.metrics.counting() and observations_in(run, "6") == 0
         assert spark_rows(result) == local_rows(data, ops)
         assert result.metrics["4"]["rows"] == 25
     assert run.properties["8"].store_sorted
@@ -255,8 +262,7 @@ def test_an_aggregate_counts_its_input_and_its_groups_with_markers(spark: Any, d
     aggregate's input counts them, another its groups (a filter reads them: no store counts
     them); no observation, no hidden count."""
     run, result = spark_run(spark, data, AGGREGATE_PIPELINE)
-    assert {"1", "4"} <= set(run.metrics._marked) and not run.metrics._observations
-    assert observations_in(run, "4") == 0
+    assert {"1", "4"} <= run.metrics.counting() and observations_in(run, "4") == 0
     assert "input_rows" not in str(run.frames["4"]._jdf.queryExecution().optimizedPlan())
     assert spark_rows(result) == local_rows(data, AGGREGATE_PIPELINE)
     assert result.metrics["1"]["rows"] == 35 and result.metrics["4"]["rows"] == 7
@@ -275,8 +281,8 @@ def test_an_aggregate_a_global_sort_reads_observes_its_input_with_its_groups(
         store(5, 7),
     ]
     run, result = spark_run(spark, data, ops)
-    assert set(run.metrics._observations) == {"1"} and "4" not in run.metrics._marked
-    assert observations_in(run, "4") == 1
+    assert "1" in run.metrics.counting() and markers_in(run, "4") == 0
+    assert observations_in(run, "4") == 1  # the aggregate's input and its groups
     assert spark_rows(result) == local_rows(data, ops)
     assert result.metrics["1"]["rows"] == 35 and result.metrics["4"]["rows"] == 7
 

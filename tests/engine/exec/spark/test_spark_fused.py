@@ -181,7 +181,7 @@ def test_a_windowframe_collapsed_per_record_passes_its_inputs_count_to_the_store
     result = run.run()
     local = run_plan(plan, executor="local")
     assert result.records() == local.records()
-    assert set(run.metrics._observations) == {"4"}
+    assert run.metrics.counting() == {"4"}
     rows = {k: v["rows"] for k, v in result.metrics.items() if "rows" in v}
     expected = {k: v["rows"] for k, v in local.metrics.items() if "rows" in v}
     # 6 records in 3 user runs (1, 2 and null): each record's frame holds it and the one before.

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from py4j_calls import counted
+from py4j_calls import counted, without_property
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.exec.spark.compiler import SparkRunContext
 from engine.exec.spark.executor import SparkPlanRun
 from engine.exec.spark.paths import PendingColumns, Typed, get_in, read_in, record_value
 from engine.plan import parse_plan
@@ -65,10 +65,9 @@ def plan_of(root: Path, *ops: dict[str, Any]) -> Any:
 def run_of(spark: Any, plan: Any, *, through: bool = True) -> tuple[SparkPlanRun, Any]:
     """The run of ``plan`` and its result; ``through=False`` makes every scan select its
     records itself (what the compiler did before)."""
-    run = SparkPlanRun(plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]),
-                       params={})  # fmt: skip
-    if not through:
-        run.ctx.read_through.clear()
+    with without_property(None if through else "read_through"):
+        run = SparkPlanRun(plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]),
+                           params={})  # fmt: skip
     return run, run.run()
 
 
@@ -208,10 +207,9 @@ def test_read_through_follows_one_reader_to_a_selecting_or_joining_one(data: Pat
         {"@id": 11, "op": "union", "inputs": [4, 7, 9, 10]},
     ]  # fmt: skip
     plan = plan_of(data, *ops)
-    ctx = SparkRunContext(engines={}, one_reader=set(), unrelated={"4"})
     # 1 and 2 (through the filter) reach the join; 5 an aggregate; 8 has two readers.
-    assert read_through(plan, ctx) == {"1", "2"}
-    assert read_through(plan, SparkRunContext(engines={})) == set()  # the join is related
+    assert read_through(plan, _decided(unrelated={"4"})) == {"1", "2"}
+    assert read_through(plan, _decided()) == set()  # the join is related
 
 
 def test_paired_scans_are_the_ones_a_join_or_a_union_reads(data: Path) -> None:
@@ -345,3 +343,10 @@ def test_a_joins_columns_are_grouped_where_it_left_them(spark: Any, data: Path) 
     aggregated = executed(run, "5")
     assert " struct(" not in aggregated[aggregated.index("HashAggregate") :]
     assert result.records() == local_records(plan)
+
+
+def _decided(**ids: set[str]) -> SimpleNamespace:
+    """The decisions :func:`read_through` builds on: none but ``ids``."""
+    names = ("store_read_orders", "top_n_orders", "store_sorted", "unordered")
+    names += ("read_by_limit", "unrelated", "fused")
+    return SimpleNamespace(**{name: ids.get(name, set()) for name in names})

@@ -9,22 +9,19 @@ local executor's."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from py4j_calls import counted, warm_run
+from py4j_calls import counted, warm_run, without_property
 from spark_settings import spark_setting
 
-from engine.exec.spark import executor
 from engine.exec.spark.executor import SparkPlanRun
 from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.one_task_sort import ONE_TASK_SORT_BYTES
 from engine.plan import parse_plan
-from engine.planner.properties import plan_properties
 from engine.planner.properties.decisions import (
     store_inputs,
     store_read_limits,
@@ -162,20 +159,9 @@ def test_a_store_sorts_by_the_copies_of_an_orders_keys(
     with spark_setting(spark, ONE_TASK_SORT_BYTES, "-1"):
         with counted() as sorted_by_copies:
             run_plan(plan, executor="spark", spark=spark)
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(executor, "plan_properties", without("store_sorted"))
-            with counted() as sorted_by_sequence:
-                run_plan(plan, executor="spark", spark=spark)
+        with without_property("store_sorted"), counted() as sorted_by_sequence:
+            run_plan(plan, executor="spark", spark=spark)
     assert sorted_by_copies.frames == sorted_by_sequence.frames - 1
-
-
-def without(prop: str) -> Any:
-    """The planner's properties of a run (:func:`~engine.planner.properties.plan_properties`)
-    with ``prop`` off for every operator: to count what that decision saves."""
-    return lambda plan, sinks: {
-        op_id: dataclasses.replace(props, **{prop: False})
-        for op_id, props in plan_properties(plan, sinks).items()
-    }
 
 
 LIMIT = {"@id": 3, "op": "limit", "input": 2, "first": 1, "last": 4}
@@ -200,10 +186,8 @@ def test_a_top_n_a_stores_project_reads_is_not_numbered_again(
     assert stored_records(result, store) == expected.records()
     assert result.metrics["3"]["rows"] == 3
     # The top rows' new numbers are the one DataFrame this saves.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(executor, "plan_properties", without("store_read_limit"))
-        with counted() as numbered:
-            again = run_plan(plan, executor="spark", spark=spark)
+    with without_property("store_read_limit"), counted() as numbered:
+        again = run_plan(plan, executor="spark", spark=spark)
     assert stored_records(again, store) == expected.records()
     assert unnumbered.frames == numbered.frames - 1
 
@@ -268,7 +252,7 @@ def test_an_unordered_flatten_explodes_its_scans_own_columns(
         return frames, sorted(stored_records(result, "fs"), key=str), result.metrics
 
     engines = build_engines(plan, base_dir=None, classpath=[])
-    assert "1" in SparkPlanRun(plan, spark, engines=engines, params={}).ctx.read_through
+    assert SparkPlanRun(plan, spark, engines=engines, params={}).properties["1"].read_through
     frames, records, metrics = run(True)
     frames_apart, records_apart, metrics_apart = run(False)
     local = run_plan(plan, executor="local")
