@@ -47,6 +47,7 @@ _PARAM = re.compile(r"\$\{")
 _GLOB = re.compile(r"[*?\[{]")
 
 
+@lru_cache(maxsize=4096)
 def safe_name(text: str) -> str:
     """``text`` as a Dagster name: letters, digits and ``_`` (others become ``_``).
 
@@ -57,6 +58,7 @@ def safe_name(text: str) -> str:
     return f"_{name}" if not name or name[0].isdigit() else name
 
 
+@lru_cache(maxsize=4096)  # asked several times per plan for the same paths as plans load
 def location_parts(path: str) -> tuple[str, ...]:
     """The fixed leading components of a selection or target path: up to a parameter or glob.
 
