@@ -45,10 +45,19 @@ class LogicalPlan(BaseModel):
     _order: list[str] | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
-        by_id, locations = self._by_id, self._locations  # private attributes are slow to reach
-        for i, op in enumerate(self.query):
+        by_id = self._by_id  # private attributes are slow to reach
+        for op in self.query:
             by_id.setdefault(op.id, op)
-            locations.setdefault(op.id, Location(f"$.query[{i}]"))
+
+    def _all_locations(self) -> dict[str, Location]:
+        # Where each operator was written: the parser's locations, else (a plan built in code)
+        # its place in ``query``. Filled on first use: the parser and ``with_query`` set them all.
+        private = self.__pydantic_private__
+        locations = private["_locations"]
+        if not private["_by_id"].keys() <= locations.keys():
+            for i, op in enumerate(self.query):
+                locations.setdefault(op.id, Location(f"$.query[{i}]"))
+        return locations
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, LogicalPlan):
@@ -69,7 +78,7 @@ class LogicalPlan(BaseModel):
         plan = LogicalPlan.model_construct(
             head=self.head, storage=dict(self.storage), query=list(query), source=self.source
         )
-        return plan._set_locations(dict(self._locations))
+        return plan._set_locations(dict(self._all_locations()))
 
     # --- looking operators up -------------------------------------------------------------------
 
@@ -133,7 +142,7 @@ class LogicalPlan(BaseModel):
 
     def location_of(self, op: Operator | str | int) -> Location:
         """Where the operator was written in the source document."""
-        return self._locations[self._resolve(op).id]
+        return self._all_locations()[self._resolve(op).id]
 
     def path_of(self, op: Operator | str | int) -> str:
         """The JSON path of the operator in the source document, e.g. ``$.query[0].do[2]``."""
