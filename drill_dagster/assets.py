@@ -312,7 +312,7 @@ def _op_def(
 def _description(plan: DrillPlan, operator: Operator) -> str:
     """The operator's JSON as written, after what the planner does to it (if anything)."""
     # pydantic's own JSON: a seventh of the cost of to_dict() and json.dumps per op.
-    text = f"```json\n{operator.model_dump_json(by_alias=True, exclude_unset=True)}\n```"
+    text = f"```json\n{plan.operator_json(operator)}\n```"
     note = plan.planner_notes.get(operator.id)
     return text if note is None else f"{note[0].upper()}{note[1:]}.\n\n{text}"
 

@@ -47,6 +47,7 @@ _PARAM = re.compile(r"\$\{")
 _GLOB = re.compile(r"[*?\[{]")
 
 
+@lru_cache(maxsize=4096)
 def safe_name(text: str) -> str:
     """``text`` as a Dagster name: letters, digits and ``_`` (others become ``_``).
 
@@ -57,6 +58,7 @@ def safe_name(text: str) -> str:
     return f"_{name}" if not name or name[0].isdigit() else name
 
 
+@lru_cache(maxsize=4096)  # asked several times per plan for the same paths as plans load
 def location_parts(path: str) -> tuple[str, ...]:
     """The fixed leading components of a selection or target path: up to a parameter or glob.
 
@@ -230,6 +232,7 @@ class DrillPlan:
     stores: list[DrillStore] = field(default_factory=list)
     scans: list[DrillScan] = field(default_factory=list)
     _ancestors: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
+    _json: dict[str, str] = field(default_factory=dict, repr=False)
 
     def op_name(self, op: Operator | str) -> str:
         """The Dagster op definition of an operator: ``<plan>__<op>_<id>`` (unique in a code
@@ -263,6 +266,14 @@ class DrillPlan:
             return structural_notes(self.logical)
         except DrillError:  # the run says it, naming the plan
             return {}
+
+    def operator_json(self, op: Operator) -> str:
+        """An operator of the plan as its JSON (what the author set, pydantic's spelling), made
+        once: the op's description shows it and its stores' code versions hash it."""
+        text = self._json.get(op.id)
+        if text is None:
+            text = self._json[op.id] = op.model_dump_json(by_alias=True, exclude_unset=True)
+        return text
 
     def ancestors(self, op_id: str) -> frozenset[str]:
         """``op_id`` and every operator it reads from, directly or not."""

@@ -40,12 +40,24 @@ class LogicalPlan(BaseModel):
 
     _by_id: dict[str, Operator] = PrivateAttr(default_factory=dict)
     _locations: dict[str, Location] = PrivateAttr(default_factory=dict)
+    # The plan is frozen: its dependency order is worked out once (loading a thousand plans
+    # into Dagster asks for it several times per plan).
+    _order: list[str] | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
-        by_id, locations = self._by_id, self._locations  # private attributes are slow to reach
-        for i, op in enumerate(self.query):
+        by_id = self._by_id  # private attributes are slow to reach
+        for op in self.query:
             by_id.setdefault(op.id, op)
-            locations.setdefault(op.id, Location(f"$.query[{i}]"))
+
+    def _all_locations(self) -> dict[str, Location]:
+        # Where each operator was written: the parser's locations, else (a plan built in code)
+        # its place in ``query``. Filled on first use: the parser and ``with_query`` set them all.
+        private = self.__pydantic_private__
+        locations = private["_locations"]
+        if not private["_by_id"].keys() <= locations.keys():
+            for i, op in enumerate(self.query):
+                locations.setdefault(op.id, Location(f"$.query[{i}]"))
+        return locations
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, LogicalPlan):
@@ -61,9 +73,12 @@ class LogicalPlan(BaseModel):
 
     def with_query(self, query: list[Operator]) -> LogicalPlan:
         """The same plan with its operators replaced (same ids; e.g. parameters substituted)."""
-        # ``query`` is checked by instance only, so the operators are not validated again
-        plan = LogicalPlan(head=self.head, storage=self.storage, query=query, source=self.source)
-        return plan._set_locations(dict(self._locations))
+        # Built without validation: the head, the storage engines and the operators are
+        # validated models already (planner rules make many such plans for each plan loaded).
+        plan = LogicalPlan.model_construct(
+            head=self.head, storage=dict(self.storage), query=list(query), source=self.source
+        )
+        return plan._set_locations(dict(self._all_locations()))
 
     # --- looking operators up -------------------------------------------------------------------
 
@@ -111,18 +126,23 @@ class LogicalPlan(BaseModel):
 
     def topological_order(self) -> list[Operator]:
         """Every operator after the ones it reads (document order among equals), ignored ones left out."""
-        ignored = {op.id for op in self.ignored_operators()}
-        graph = {op.id: op.input_ids() for op in self.query if op.id not in ignored}
-        try:
-            order = topological_ids(graph)
-        except ValueError as exc:
-            raise PlanError(f"the operators do not form a DAG: {exc}", source=self.source) from None
-        by_id = self.__pydantic_private__["_by_id"]
+        private = self.__pydantic_private__
+        order = private["_order"]
+        if order is None:
+            ignored = {op.id for op in self.ignored_operators()}
+            graph = {op.id: op.input_ids() for op in self.query if op.id not in ignored}
+            try:
+                order = private["_order"] = topological_ids(graph)
+            except ValueError as exc:
+                raise PlanError(
+                    f"the operators do not form a DAG: {exc}", source=self.source
+                ) from None
+        by_id = private["_by_id"]
         return [by_id[op_id] for op_id in order]
 
     def location_of(self, op: Operator | str | int) -> Location:
         """Where the operator was written in the source document."""
-        return self._locations[self._resolve(op).id]
+        return self._all_locations()[self._resolve(op).id]
 
     def path_of(self, op: Operator | str | int) -> str:
         """The JSON path of the operator in the source document, e.g. ``$.query[0].do[2]``."""

@@ -25,7 +25,7 @@ from engine.plan.logical_plan import LogicalPlan
 from engine.plan.operators import OP_NAMES, OPERATORS, Operator
 from engine.plan.paths import Location, json_path
 from engine.plan.sequence import RawOperator, expand_query, explicit_ids
-from engine.plan.source import PlanSource, load_document
+from engine.plan.source import PlanSource, read_document
 from engine.plan.store_targets import check_store_targets
 from engine.plan.validate import PlacedOperator, check_operators
 
@@ -46,8 +46,10 @@ def parse_plan(source: PlanSource, *, source_name: str | None = None) -> Logical
     Raises :class:`~engine.errors.PlanError` listing every problem; a syntax error is a
     :class:`~engine.errors.PlanSyntaxError`.
     """
-    document, name = load_document(source, source_name=source_name)
-    too_deep = _too_deep(document)
+    document, name, text = read_document(source, source_name=source_name)
+    # A text with fewer brackets than the limit cannot nest deeper: no walk over the document.
+    shallow = text is not None and text.count("{") + text.count("[") < MAX_NESTING
+    too_deep = None if shallow else _too_deep(document)
     if too_deep is not None:
         raise PlanError(
             PlanIssue(

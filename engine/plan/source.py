@@ -22,20 +22,29 @@ PlanSource = Path | str | dict[str, Any]
 
 def load_document(source: PlanSource, *, source_name: str | None = None) -> tuple[Any, str | None]:
     """The JSON document and the name to use in messages (the file path unless ``source_name``)."""
+    document, name, _ = read_document(source, source_name=source_name)
+    return document, name
+
+
+def read_document(
+    source: PlanSource, *, source_name: str | None = None
+) -> tuple[Any, str | None, str | None]:
+    """:func:`load_document`, and the text the document was parsed from (None for a dict)."""
     if isinstance(source, dict):
-        return source, source_name
+        return source, source_name, None
     if isinstance(source, Path):
-        return _parse_text(
-            _read(source, source_name), source_name or str(source)
-        ), source_name or str(source)
+        name = source_name or str(source)
+        text = _read(source, source_name)
+        return _parse_text(text, name), name, text
     if isinstance(source, str):
         path = _as_existing_file(source)
         if path is not None:
             name = source_name or source
-            return _parse_text(_read(path, name), name), name
+            text = _read(path, name)
+            return _parse_text(text, name), name, text
         if _looks_like_a_path(source):
             raise PlanError(f"plan file not found: {source}", source=source_name)
-        return _parse_text(source, source_name), source_name
+        return _parse_text(source, source_name), source_name, source
     raise PlanError(
         f"cannot read a plan from a {type(source).__name__}: pass a path, JSON text or a dict",
         source=source_name,

@@ -17,6 +17,7 @@ a null, a date or a call that fails at run time is left as written. ``true && x`
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from engine.expr import Call, Expr, FunctionKind, Literal, lookup_function, to_string
 from engine.plan import LogicalPlan
@@ -61,6 +62,7 @@ def fold_constants(plan: LogicalPlan) -> LogicalPlan:
     return replace_operators(plan, changed)
 
 
+@lru_cache(maxsize=4096)  # a pure function of the text; plans repeat their expressions
 def fold_text(text: str) -> str:
     """``text`` folded, or ``text`` itself when nothing folds (the author's spelling is kept).
 
