@@ -415,7 +415,7 @@ _DENSE_REDUCERS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
 def _dense_groups(
     calls: Sequence[tuple[str, pa.Array | None]], keys: Sequence[pa.Array]
 ) -> tuple[list[pa.Array], list[pa.Array]] | None:
-    """:func:`aggregate_groups` for one integer key spanning few values (at most one per row) and
+    """:func:`aggregate_groups` for one integer key spanning few values (at most four per row) and
     counts, sums, mins and maxes of integers without nulls: each key (less the smallest, unless
     that is small) is its group's slot, so NumPy adds into the slots with no hashing. None where
     that does not apply.
@@ -432,7 +432,7 @@ def _dense_groups(
     bounds = pc.min_max(key)
     low, high = bounds["min"].as_py(), bounds["max"].as_py()
     span = high - low + 1
-    if span > max(n, 1024) or not all(_dense_fits(name, values, n) for name, values in calls):
+    if span > max(4 * n, 1024) or not all(_dense_fits(name, values, n) for name, values in calls):
         return None
     offset = 0 if 0 <= low <= span else low  # small keys are slots already (a few unused)
     slots = key.to_numpy().astype(np.intp, copy=False)
