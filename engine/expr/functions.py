@@ -345,6 +345,14 @@ def _avg(args: list[MajorType]) -> MajorType:
     return coercion.avg_type(args[0]).with_mode(_mode(args))
 
 
+def _avg_ratio(args: list[MajorType]) -> MajorType:
+    """``avg_ratio(total, count, x)``: the type ``avg(x)`` has, always OPTIONAL (a zero count
+    gives null)."""
+    for a in args:
+        _numeric(a)
+    return _avg([args[2]]).with_mode(DataMode.OPTIONAL)
+
+
 def _min_max(args: list[MajorType]) -> MajorType:
     (a,) = args
     _scalar_value(a)
@@ -508,6 +516,15 @@ _SPECS: list[FunctionSpec] = [
     FunctionSpec("floor", _S, 1, 1, _whole_number, doc="floor(x)"),
     FunctionSpec("round", _S, 1, 2, _round, doc="round(x[, digits])"),
     FunctionSpec("sqrt", _S, 1, 1, _floating, doc="sqrt(x), FLOAT8"),
+    FunctionSpec(
+        "avg_ratio",
+        _S,
+        3,
+        3,
+        _avg_ratio,
+        doc="avg_ratio(total, count, x): total / count as avg(x) types it (DECIMAL(p + 4, s + 4) "
+        "for a DECIMAL x, else FLOAT8); null where count is 0",
+    ),
     # strings
     FunctionSpec("lower", _S, 1, 1, _string_result, aliases=("lcase",), doc="lower(s)"),
     FunctionSpec("upper", _S, 1, 1, _string_result, aliases=("ucase",), doc="upper(s)"),

@@ -48,11 +48,9 @@ from typing import Any
 from sqlglot import exp
 
 from engine.errors import SqlError
-from engine.expr import Call, Cast, Expr, FieldRef, IfElse, Literal, to_string
-from engine.expr.nodes import cast_type
+from engine.expr import Call, Expr, FieldRef, IfElse, Literal, to_string
 from engine.sql.dialect import sql_error
 from engine.sql.expressions import Aggregation, ExprTranslator, Scope
-from engine.types import MinorType
 
 WINDOW_FUNCTIONS = ("row_number", "rank", "dense_rank", "count", "sum", "min", "max", "avg")
 _RANKS = {"rank", "dense_rank"}
@@ -260,7 +258,7 @@ class Windows:
                 a, b = FieldRef((f"{out}_back",)), FieldRef((f"{out}_ahead",))
                 combined.append((out, _combine(name, a, b, value)))
             if call.name == "avg":
-                ratios.append((ref, _ratio(f"{ref}_sum", f"{ref}_count")))
+                ratios.append((ref, _ratio(f"{ref}_sum", f"{ref}_count", value)))
         op_id = self.emit_group(planner, op_id, back, carry)
         op_id = self.emit_group(planner, op_id, ahead, [*carry, *(r for r, _ in back.calls)])
         for transforms in (combined, ratios):
@@ -380,6 +378,7 @@ class Windows:
         partials: list[tuple[str, Call]] = []
         running: list[tuple[str, Call]] = []
         ratios: list[tuple[str, Expr]] = []
+        averages: list[tuple[str, Expr]] = []  # after the join: they read the records' argument
         for ref, call in group.calls:
             if not peers:
                 partials.append((ref, call))
@@ -399,7 +398,7 @@ class Windows:
                 partials += [(total, Call("sum", call.args)), (count, Call("count", call.args))]
                 running.append((total, Call("sum", (FieldRef((total,)),))))
                 running.append((count, Call("sum", (FieldRef((count,)),))))
-                ratios.append((ref, _ratio(total, count)))
+                averages.append((ref, _ratio(total, count, call.args[0])))
             else:
                 partials.append((ref, call))
                 name = "sum" if call.name == "count" else call.name
@@ -428,13 +427,22 @@ class Windows:
         if key:
             ref = to_string(FieldRef((key,)))
             conditions = [{"relationship": "==", "left": ref, "right": ref}]
-        return planner.add(
+        joined = planner.add(
             {
                 "op": "join",
                 "left": records,
                 "right": aggregated,
                 "type": "inner",
                 "conditions": conditions,
+            }
+        )
+        if not averages:
+            return joined
+        return planner.add(
+            {
+                "op": "transform",
+                "input": joined,
+                "transforms": [{"ref": r, "expr": to_string(e)} for r, e in averages],
             }
         )
 
@@ -494,13 +502,10 @@ def _masked(call: Call, inside: Expr) -> Call:
     return Call(call.name, tuple(IfElse(((inside, a),), Literal.of(None)) for a in args))
 
 
-def _ratio(total: str, count: str) -> Expr:
-    """``total / count`` as a double; null when nothing was counted."""
-    divided = Call(
-        "divide", (Cast(FieldRef((total,)), cast_type(MinorType.FLOAT8)), FieldRef((count,)))
-    )
-    empty = Call("equal", (FieldRef((count,)), Literal.of(0)))
-    return IfElse(((empty, Literal.of(None)),), divided)
+def _ratio(total: str, count: str, value: Expr) -> Expr:
+    """``total / count``, the average of ``value``, typed as ``avg(value)`` is (a DECIMAL stays
+    a DECIMAL); null when nothing was counted."""
+    return Call("avg_ratio", (FieldRef((total,)), FieldRef((count,)), value))
 
 
 def _name(function: exp.Func) -> str:

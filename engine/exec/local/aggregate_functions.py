@@ -217,8 +217,47 @@ def aggregate_runs(calls: Sequence[tuple[str, pa.Array]], starts: np.ndarray) ->
     (:func:`engine.expr.coercion.sum_type`, :func:`~engine.expr.coercion.avg_type`).
     """
     calls, nan_flags = _nan_checks(calls)
-    results = _nan_greatest(_aggregate_runs(calls, starts), nan_flags)
+    expanded, combine = _decimal_means(calls)
+    results = _nan_greatest(combine(_aggregate_runs(expanded, starts)), nan_flags)
     return _decimal_results(calls, results)
+
+
+def _decimal_means(
+    calls: Sequence[tuple[str, pa.Array | None]],
+) -> tuple[list[tuple[str, pa.Array | None]], Callable[[list[pa.Array]], list[pa.Array]]]:
+    """``calls`` with each ``avg`` of decimals as a ``sum`` and a ``count``, and the function that
+    turns their results back into one per call: the exact quotient rounded half away from zero to
+    avg's DECIMAL, what Acero's mean of the values widened to that type gives, without widening
+    every value first."""
+    expanded: list[tuple[str, pa.Array | None]] = []
+    means: dict[int, pa.DataType] = {}  # position in expanded -> the averaged values' type
+    for name, values in calls:
+        if name == "avg" and values is not None and pa.types.is_decimal(values.type):
+            means[len(expanded)] = values.type
+            expanded += [("sum", values), ("count", values)]
+        else:
+            expanded.append((name, values))
+    if not means:
+        return expanded, lambda results: results
+
+    def combine(results: list[pa.Array]) -> list[pa.Array]:
+        out, at = [], 0
+        while at < len(results):
+            if at not in means:
+                out.append(results[at])
+                at += 1
+                continue
+            total, count = results[at], results[at + 1]
+            counted = pc.if_else(pc.equal(count, 0), pa.scalar(None, count.type), count)
+            target = coercion.avg_type(from_arrow(means[at]))
+            try:
+                out.append(decimals.quotient(total, counted, target))
+            except decimals.DecimalError as err:
+                raise AggregateError(f"avg(): {err}") from err
+            at += 2
+        return out
+
+    return expanded, combine
 
 
 def _decimal_results(
@@ -257,7 +296,7 @@ def _aggregate_runs(calls: Sequence[tuple[str, pa.Array]], starts: np.ndarray) -
         aggregations.append((column, _hash_function(name)))
     table = pa.table(columns)
     try:
-        grouped = table.group_by("run", use_threads=False).aggregate(aggregations)
+        grouped = table.group_by("run", use_threads=_any_order(calls)).aggregate(aggregations)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as err:
         raise _aggregate_error(calls, err) from err
     grouped = grouped.take(pc.sort_indices(grouped["run"]))
@@ -281,8 +320,9 @@ def aggregate_groups(
     ``(COUNT_ALL, None)`` counts each group's rows with no values to pass.
     """
     calls, nan_flags = _nan_checks(calls)
-    grouped_keys, results = _aggregate_groups(calls, keys)
-    return grouped_keys, _decimal_results(calls, _nan_greatest(results, nan_flags))
+    expanded, combine = _decimal_means(calls)
+    grouped_keys, results = _aggregate_groups(expanded, keys)
+    return grouped_keys, _decimal_results(calls, _nan_greatest(combine(results), nan_flags))
 
 
 def _aggregate_groups(
@@ -307,7 +347,9 @@ def _aggregate_groups(
         aggregations.append((column, _hash_function(name)))
         names.append(f"{column}_{_hash_function(name)}")
     try:
-        grouped = pa.table(columns).group_by(list(columns)[: len(keys)], use_threads=False)
+        grouped = pa.table(columns).group_by(
+            list(columns)[: len(keys)], use_threads=_any_order(calls)
+        )
         grouped = grouped.aggregate(aggregations)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as err:
         raise _aggregate_error(calls, err) from err
@@ -315,6 +357,16 @@ def _aggregate_groups(
     grouped = grouped.take(pc.sort_indices(grouped["first_min"]))
     results = [grouped[name].combine_chunks() for name in names]
     return [grouped[f"k{i}"].combine_chunks() for i in range(len(keys))], results
+
+
+def _any_order(calls: Sequence[tuple[str, pa.Array | None]]) -> bool:
+    """Whether the aggregates of ``calls`` are the same whatever order the values come in, so
+    that Acero may aggregate on several threads (the groups are put in order afterwards): not
+    a sum or average of floats, whose rounding depends on the order."""
+    return not any(
+        name in ("sum", "avg") and values is not None and pa.types.is_floating(values.type)
+        for name, values in calls
+    )
 
 
 def _nan_checks(
@@ -363,7 +415,7 @@ _DENSE_REDUCERS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
 def _dense_groups(
     calls: Sequence[tuple[str, pa.Array | None]], keys: Sequence[pa.Array]
 ) -> tuple[list[pa.Array], list[pa.Array]] | None:
-    """:func:`aggregate_groups` for one integer key spanning few values (at most one per row) and
+    """:func:`aggregate_groups` for one integer key spanning few values (at most four per row) and
     counts, sums, mins and maxes of integers without nulls: each key (less the smallest, unless
     that is small) is its group's slot, so NumPy adds into the slots with no hashing. None where
     that does not apply.
@@ -380,7 +432,7 @@ def _dense_groups(
     bounds = pc.min_max(key)
     low, high = bounds["min"].as_py(), bounds["max"].as_py()
     span = high - low + 1
-    if span > max(n, 1024) or not all(_dense_fits(name, values, n) for name, values in calls):
+    if span > max(4 * n, 1024) or not all(_dense_fits(name, values, n) for name, values in calls):
         return None
     offset = 0 if 0 <= low <= span else low  # small keys are slots already (a few unused)
     slots = key.to_numpy().astype(np.intp, copy=False)
@@ -399,6 +451,12 @@ def _dense_groups(
             results.append(pa.array(counted[order], pa.int64()))
             continue
         assert values is not None
+        if pa.types.is_decimal(values.type):  # a sum of their unscaled integers (_dense_fits)
+            out = np.zeros(span, dtype=np.int64)
+            np.add.at(out, slots, _unscaled(values))
+            whole = pa.array(out[order]).cast(pa.decimal128(38, 0))
+            results.append(whole.view(pa.decimal128(38, values.type.scale)))  # Acero's sum type
+            continue
         numbers = values.to_numpy()
         if name == "sum":
             out = np.zeros(span, dtype=np.int64)
@@ -425,12 +483,28 @@ def _first_appearance(slots: np.ndarray, groups: int) -> np.ndarray:
     return found[np.argsort(first)]
 
 
+def _unscaled(values: pa.Array) -> np.ndarray:
+    """The unscaled integers of ``decimal128`` values of at most 18 digits, each of which fits
+    an int64: the low 8 bytes of each 16-byte (little-endian) value, read in place.
+
+    >>> from decimal import Decimal
+    >>> _unscaled(pa.array([Decimal("1.25"), Decimal("-0.50")], pa.decimal128(5, 2))).tolist()
+    [125, -50]
+    """
+    words = np.frombuffer(values.buffers()[1], dtype="<i8")
+    return words[2 * values.offset : 2 * (values.offset + len(values)) : 2]
+
+
 def _dense_fits(name: str, values: pa.Array | None, n: int) -> bool:
     """Whether :func:`_dense_groups` computes ``name`` over ``values`` exactly as Acero would."""
     if name == COUNT_ALL or (name == "count" and isinstance(values, pa.Array)):
         return True
     if name not in _DENSE_REDUCERS or not isinstance(values, pa.Array) or values.null_count:
         return False
+    if name == "sum" and pa.types.is_decimal128(values.type) and values.type.precision <= 18:
+        numbers = _unscaled(values)
+        largest = int(np.abs(numbers).max()) if len(numbers) else 0
+        return largest * n < 2**63
     if values.type not in _INTEGER_NUMPY or not pa.types.is_signed_integer(values.type):
         return False
     if name != "sum" or not len(values):

@@ -334,6 +334,21 @@ def _divide(a: Typed, b: Typed) -> Typed:
     return _typed(F.when(y == 0, by_zero).otherwise(F.try_divide(x, y)), DOUBLE)
 
 
+def _avg_ratio(total: Typed, count: Typed, like: Typed) -> Typed:
+    """``total / count`` typed as ``avg(like)`` (avg's DECIMAL for a DECIMAL ``like``, rounded
+    half away from zero, else FLOAT8); null where ``count`` is 0."""
+    total, count, like = number(total), number(count), number(like)
+    none = count.column == 0
+    if isinstance(like.dtype, T.DecimalType) and not is_floating(total.dtype):
+        target = coercion.avg_type(from_spark(like.dtype))
+        x, y = spark_decimals.as_decimal(total), spark_decimals.as_decimal(count)
+        ratio = Typed(F.try_divide(x.column, y.column), DOUBLE)  # dtype unused by fit
+        fitted = spark_decimals.fit(ratio, target, "avg")
+        return _typed(F.when(none, F.lit(None)).otherwise(fitted.column), fitted.dtype)
+    ratio = F.try_divide(floating(total).column, floating(count).column)
+    return _typed(F.when(none, F.lit(None)).otherwise(ratio), DOUBLE)
+
+
 MODULO_BY_ZERO = "integer division by zero (in %)"
 """What an integer ``%`` by zero raises (in the Spark job: ``data_errors`` reads it back)."""
 
@@ -796,6 +811,7 @@ SPARK_FUNCTIONS: dict[str, Builder] = {
     "floor": _whole(F.floor),
     "round": _round,
     "sqrt": _sqrt,
+    "avg_ratio": _avg_ratio,
     "lower": _lower,
     "upper": _upper,
     "length": _length,

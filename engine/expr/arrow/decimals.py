@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.expr import coercion
-from engine.types import MajorType, from_arrow, to_arrow
+from engine.types import MAX_DECIMAL_PRECISION, MajorType, from_arrow, to_arrow
 
 Value = pa.Array | pa.Scalar
 _WIDEST = 76  # decimal256's digits
@@ -50,8 +50,23 @@ def comparable(a: Value, b: Value) -> tuple[Value, Value]:
     left, right = decimal_type(a), decimal_type(b)
     if left == right:
         return as_decimal(a), as_decimal(b)
+    a, b = as_decimal(a), as_decimal(b)
+    if isinstance(b, pa.Scalar) and (same := _exactly(b, a.type)) is not None:
+        return a, same  # a constant in the column's type: the column is compared as it is
+    if isinstance(a, pa.Scalar) and (same := _exactly(a, b.type)) is not None:
+        return same, b
     scale = max(left.scale or 0, right.scale or 0)
     return _wide(as_decimal(a), left, scale, _WIDEST), _wide(as_decimal(b), right, scale, _WIDEST)
+
+
+def _exactly(value: pa.Scalar, dtype: pa.DataType) -> pa.Scalar | None:
+    """The decimal ``value`` as ``dtype`` when that keeps its value exactly, else None."""
+    if not pa.types.is_decimal(dtype) or dtype.scale < value.type.scale:
+        return None
+    try:
+        return pc.cast(value, dtype)  # a safe cast: a value that does not fit is an error
+    except pa.ArrowInvalid:
+        return None
 
 
 def arithmetic(operation: str, a: Value, b: Value) -> Value:
@@ -64,6 +79,8 @@ def arithmetic(operation: str, a: Value, b: Value) -> Value:
         return _modulo(a, b, target)
     if operation == "divide":
         result = _divide(a, b, left, right, target)
+    elif (narrow := _narrow(operation, a, b, left, right, target)) is not None:
+        return narrow
     else:
         # a product has p1 + p2 + 1 digits, a sum one more than its widest operand
         scale = max(left.scale or 0, right.scale or 0) if operation != "multiply" else None
@@ -74,16 +91,80 @@ def arithmetic(operation: str, a: Value, b: Value) -> Value:
     return fit(result, target, operation)
 
 
+def quotient(a: Value, b: Value, target: MajorType) -> Value:
+    """``a / b`` of two exact numbers rounded half away from zero to ``target`` once (not first
+    to the quotient's own type): an average's value.
+
+    >>> ten = pa.array([decimal.Decimal("10.00")], pa.decimal128(12, 2))
+    >>> quotient(ten, pa.scalar(3), MajorType.decimal(16, 6)).to_pylist()
+    [Decimal('3.333333')]
+    """
+    left, right = decimal_type(a), decimal_type(b)
+    return fit(_divide(as_decimal(a), as_decimal(b), left, right, target), target, "divide")
+
+
 def fit(value: Value, target: MajorType, what: str) -> Value:
     """``value`` (a decimal) rounded half away from zero to ``target``'s scale and cast to it; an
     error when it does not fit ``target``'s precision."""
     assert target.scale is not None and target.precision is not None
+    if (
+        pa.types.is_decimal128(value.type)
+        and value.type.scale == target.scale
+        and value.type.precision <= target.precision
+    ):
+        return _retyped(value, to_arrow(target))  # every value fits: no rounding, no check
     if value.type.scale > target.scale:
         value = pc.round(value, ndigits=target.scale, round_mode="half_towards_infinity")
     try:
         return pc.cast(value, to_arrow(target))
     except pa.ArrowInvalid as err:
         raise DecimalError(coercion.overflow_message(target, what)) from err
+
+
+def _narrow(
+    operation: str, a: Value, b: Value, left: MajorType, right: MajorType, target: MajorType
+) -> Value | None:
+    """``a <operation> b`` (add, subtract, multiply) computed by Arrow's ``decimal128`` kernel,
+    when its exact result type (the same rule as :func:`coercion.arithmetic_type`, unbounded)
+    has at most 38 digits and ``target``'s scale: no ``decimal256``, no rounding. Operands whose
+    declared precisions are too wide for that are retyped to the digits their values use. None
+    when the exact result needs more digits or another scale."""
+    if not (pa.types.is_decimal128(a.type) and pa.types.is_decimal128(b.type)):
+        return None
+    precision, scale = _unbounded(operation, left, right)
+    if scale != target.scale:
+        return None
+    if precision > MAX_DECIMAL_PRECISION:
+        left, right = _used(a, left), _used(b, right)
+        precision, scale = _unbounded(operation, left, right)
+        if precision > MAX_DECIMAL_PRECISION or scale != target.scale:
+            return None
+        a, b = _retyped(a, to_arrow(left)), _retyped(b, to_arrow(right))
+    kernel = {"add": pc.add, "subtract": pc.subtract, "multiply": pc.multiply}[operation]
+    result = kernel(a, b)
+    if result.type != pa.decimal128(precision, scale):  # Arrow's rule differs: the exact path
+        return None
+    return fit(result, target, operation)
+
+
+def _unbounded(operation: str, left: MajorType, right: MajorType) -> tuple[int, int]:
+    """``(precision, scale)`` of the exact result of add, subtract or multiply, the precision
+    not capped at 38."""
+    assert left.precision is not None and left.scale is not None
+    assert right.precision is not None and right.scale is not None
+    if operation == "multiply":
+        return left.precision + right.precision + 1, left.scale + right.scale
+    scale = max(left.scale, right.scale)
+    digits = max(left.precision - left.scale, right.precision - right.scale)
+    return digits + scale + 1, scale
+
+
+def _retyped(value: Value, dtype: pa.DataType) -> Value:
+    """A ``decimal128`` value as another ``decimal128`` of the same scale that holds each of its
+    values: the same 16 bytes a value, so arrays are reinterpreted, not converted."""
+    if isinstance(value, pa.Scalar):
+        return pc.cast(value, dtype)
+    return value.view(dtype)
 
 
 def _wide(value: Value, t: MajorType, scale: int | None, cap: int) -> Value:

@@ -18,6 +18,7 @@ are computed by their operators, never here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -104,11 +105,34 @@ def _eval(expr: Expr, length: int, resolve: FieldResolver) -> Value:
     if isinstance(expr, IfElse):
         return _if_else(expr, length, resolve)
     if isinstance(expr, Cast):
+        if isinstance(expr.expr, Literal) and _hashable(expr):
+            return _constant_cast(expr)
         inner = _eval(expr.expr, length, resolve)
         if is_union(inner.type):
             inner = union_text(inner)  # a UNION casts as its text (strings as themselves)
         return _guard(expr, lambda: cast_value(inner, expr.type.minor, expr.type))
     raise EvaluationError(f"cannot evaluate {type(expr).__name__} `{expr}`", expression=str(expr))
+
+
+@functools.lru_cache(maxsize=1024)
+def _constant_cast(expr: Cast) -> Value:
+    """A cast of a literal (``cast('1994-01-01' as DATE)``, a SQL constant), computed once and
+    not once per batch: reading a date is a dozen kernel calls."""
+    assert isinstance(expr.expr, Literal)
+    inner = _eval(expr.expr, 1, _no_fields)
+    return _guard(expr, lambda: cast_value(inner, expr.type.minor, expr.type))
+
+
+def _hashable(expr: Expr) -> bool:
+    try:
+        hash(expr)
+    except TypeError:
+        return False
+    return True
+
+
+def _no_fields(ref: FieldRef) -> pa.Array:
+    raise AssertionError(f"a literal reads no field ({ref})")
 
 
 def _call(expr: Call, args: list[Value]) -> Value:

@@ -910,6 +910,20 @@ def _to_boolean(value: Value, kind: str) -> Value:
     return _strict_cast(value, pa.bool_(), MinorType.BIT)
 
 
+def _avg_ratio(total: Value, count: Value, like: Value) -> Value:
+    """``total / count`` typed as ``avg(like)``: for a DECIMAL ``like`` the exact quotient rounded
+    half away from zero to avg's DECIMAL, else a FLOAT8; null where ``count`` is 0."""
+    total, count, like = number(total), number(count), number(like)
+    counted = pc.if_else(pc.equal(count, 0), pa.scalar(None, count.type), count)
+    if pa.types.is_decimal(like.type) and not pa.types.is_floating(total.type):
+        target = coercion.avg_type(from_arrow(like.type))
+        try:
+            return decimals.quotient(total, counted, target)
+        except decimals.DecimalError as err:
+            raise ArgumentError(str(err)) from err
+    return pc.divide(floating(total), floating(counted))
+
+
 # ---------------------------------------------------------------- the table
 
 ARROW_FUNCTIONS: dict[str, ArrowFunction] = {
@@ -937,6 +951,7 @@ ARROW_FUNCTIONS: dict[str, ArrowFunction] = {
     "floor": _floor,
     "round": _round,
     "sqrt": _sqrt,
+    "avg_ratio": _avg_ratio,
     "lower": _lower,
     "upper": _upper,
     "length": _length,

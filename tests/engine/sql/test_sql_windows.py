@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+from decimal import Decimal
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from golden_files import assert_golden
 from hypothesis import HealthCheck, given, settings
@@ -297,3 +300,53 @@ def test_a_frame_over_flattened_rows_of_a_table_with_an_odd_name(tmp_path: Path)
         {"id": 1, "tag": 2, "s": 9},
         {"id": 2, "tag": 3, "s": 7},
     ]
+
+
+# Every way a window computes avg: split around the row, over peers, running, whole partition,
+# a bounded frame up to the row.
+DECIMAL_AVERAGES = (
+    "select id, avg(x) over (order by id rows between 1 preceding and 1 following) as a1, "
+    "avg(x) over (partition by p order by o nulls last) as a2, "
+    "avg(x) over (order by id rows between unbounded preceding and current row) as a3, "
+    "avg(x) over (partition by p) as a4, avg(x) over (order by id rows 1 preceding) as a5 from t"
+)
+
+
+def check_decimal_averages(root: Path, **run: object) -> None:
+    """A window's avg of a DECIMAL(7, 2) is avg's DECIMAL(11, 6), as the aggregate's is; the
+    values are DuckDB's (which averages decimals as doubles) to 6 places."""
+    x = [Decimal("1.25"), Decimal("2.50"), None, Decimal("-4.01"), Decimal("0.07"), Decimal("9")]
+    table = pa.table(
+        {
+            "id": list(range(len(x))),
+            "p": [1, 1, 2, 2, 1, None],
+            "o": [1, 2, 1, None, 2, 3],
+            "x": pa.array(x, pa.decimal128(7, 2)),
+        }
+    )
+    pq.write_table(table, root / "t.parquet")
+    repo = MetadataRepository({"fs": {"type": "fs", "root": str(root)}})
+    repo.register_table("t", "fs", {"path": "t.parquet"})
+    result = run_plan(sql_to_plan(DECIMAL_AVERAGES, repo), **run)
+    ours = sorted(result.records(), key=lambda r: r["id"])
+    con = duckdb.connect()
+    con.register("t", table)
+    cursor = con.execute(DECIMAL_AVERAGES + " order by id")
+    names = [c[0] for c in cursor.description]
+    for mine, theirs in zip(ours, cursor.fetchall(), strict=True):
+        for name, value in zip(names[1:], theirs[1:], strict=True):
+            got = mine[name]
+            if value is None:
+                assert got is None, (name, mine)
+                continue
+            assert isinstance(got, Decimal) and got.as_tuple().exponent == -6, (name, got)
+            assert got == Decimal(value).quantize(Decimal("0.000001")), (name, mine, value)
+
+
+def test_a_window_average_of_decimals_is_a_decimal(tmp_path: Path) -> None:
+    check_decimal_averages(tmp_path)
+
+
+@pytest.mark.spark
+def test_a_window_average_of_decimals_is_a_decimal_on_spark(spark, tmp_path: Path) -> None:
+    check_decimal_averages(tmp_path, executor="spark", spark=spark)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -103,6 +104,14 @@ GOLDEN: list[tuple[str, str, list[Any]]] = [
     ("round", "round(f, j)", [2.5, -2.5, None]),
     ("sqrt", "sqrt(j)", [math.sqrt(2), math.sqrt(2), math.sqrt(3)]),
     ("sqrt", "sqrt(i)", [math.sqrt(7), "nan", None]),
+    # an average's ratio: typed as avg of its third argument; a zero count gives null
+    ("avg_ratio", "avg_ratio(i, j, f)", [3.5, -3.5, None]),
+    ("avg_ratio", "avg_ratio(j, j - 2, f)", [None, None, 3.0]),
+    (
+        "avg_ratio",
+        "avg_ratio(cast(i as DECIMAL(5, 2)), j, cast(j as DECIMAL(5, 2)))",
+        [Decimal("3.500000"), Decimal("-3.500000"), None],
+    ),
     # strings
     ("lower", "lower(s)", ["drill", "  a b  ", None]),
     ("upper", "ucase(s)", ["DRILL", "  A B  ", None]),
