@@ -13,9 +13,10 @@
 The Dagster instance is the repository's ``dagster.yaml`` (queued runs are taken off the queue
 every second). It is copied into a ``DAGSTER_HOME`` that has no ``dagster.yaml`` of its own (one
 that has is used as it is). Without ``DAGSTER_HOME``, the instance is a throwaway one, as
-``dagster dev``'s own is, but in memory (:func:`throwaway_home`: under ``/dev/shm``) with the
-``dagster.yaml`` of the directory it starts in: a run writes ~85 events, each a SQLite commit that
-waits for the disk (~25 ms each on a virtual disk), and nothing of it outlives the stack anyway.
+``dagster dev``'s own is, but in memory (:func:`throwaway_home`: under ``/dev/shm``), with the
+working directory's ``dagster.yaml``, else the repository's: a run writes ~85 events, each a
+SQLite commit that can wait for the disk (~25 ms on this project's 2-core test machine), and
+nothing of it outlives the stack anyway.
 
 ``--no-warm-spark`` runs ``dagster dev`` alone (each run starts its own Spark, as without this
 script). Run from the repository root::
