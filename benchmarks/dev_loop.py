@@ -49,7 +49,7 @@ STAGES = (
     ("worker", "the run worker's process up: Python, Dagster's imports, its instance"),
     ("load", "the code location's load in the run worker"),
     ("resources", "from the run's start to its first op: resources, the execution plan"),
-    ("first op", "the first op (Spark Connect client's imports, the session, the plan's compile)"),
+    ("first op", "the first op: the Spark session (cold: Spark's start), the plan's compile"),
     ("ops", "the other ops before the store"),
     ("store", "the store op: the Spark job"),
     ("checks", "the steps after the store: its checks"),
