@@ -11,9 +11,12 @@
    process group, SIGKILL only if it has not exited after 30 s. No JVM is left behind.
 
 The Dagster instance is the repository's ``dagster.yaml`` (queued runs are taken off the queue
-every second): ``dagster dev`` reads it from the repository root when ``DAGSTER_HOME`` is not set,
-and it is copied into a ``DAGSTER_HOME`` that has no ``dagster.yaml`` of its own (one that has is
-used as it is).
+every second). It is copied into a ``DAGSTER_HOME`` that has no ``dagster.yaml`` of its own (one
+that has is used as it is). Without ``DAGSTER_HOME``, the instance is a throwaway one, as
+``dagster dev``'s own is, but in memory (:func:`throwaway_home`: under ``/dev/shm``), with the
+working directory's ``dagster.yaml``, else the repository's: a run writes ~85 events, each a
+SQLite commit that can wait for the disk (~25 ms on this project's 2-core test machine), and
+nothing of it outlives the stack anyway.
 
 ``--no-warm-spark`` runs ``dagster dev`` alone (each run starts its own Spark, as without this
 script). Run from the repository root::
@@ -172,6 +175,23 @@ def instance_settings(env: dict[str, str]) -> None:
     print(f"Dagster instance settings: {target} (from {ROOT / 'dagster.yaml'})", flush=True)
 
 
+def throwaway_home(env: dict[str, str]) -> Path | None:
+    """Without ``DAGSTER_HOME`` in ``env``: a new empty one in memory (``/dev/shm``), with the
+    ``dagster.yaml`` of the working directory (the one ``dagster dev`` would read), set in ``env``;
+    the caller removes it. None where ``DAGSTER_HOME`` is set or there is no ``/dev/shm`` (then
+    ``dagster dev`` makes its own throwaway home in the working directory)."""
+    memory = Path("/dev/shm")
+    if env.get("DAGSTER_HOME") or not (memory.is_dir() and os.access(memory, os.W_OK)):
+        return None
+    home = Path(tempfile.mkdtemp(prefix="drill-dev-dagster-home-", dir=memory))
+    settings = Path.cwd() / "dagster.yaml"
+    if settings.is_file():
+        shutil.copyfile(settings, home / "dagster.yaml")
+    env["DAGSTER_HOME"] = str(home)
+    print(f"Dagster instance: {home} (in memory; removed when this stops)", flush=True)
+    return home
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], add_help=False)
     parser.add_argument("--help", action="help")
@@ -193,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_stopped)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    home = throwaway_home(env)
     instance_settings(env)
     connect: subprocess.Popen[bytes] | None = None
     dagster: subprocess.Popen[bytes] | None = None
@@ -238,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
                 signal.signal(sig, signal.SIG_IGN)  # a second Ctrl-C does not cut the cleanup
             stop(dagster, "dagster dev")
             stop(connect, "Spark Connect")
+            if home is not None:
+                shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":

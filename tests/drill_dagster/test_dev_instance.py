@@ -4,6 +4,7 @@ scripts/dev.py gives `dagster dev`."""
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
@@ -77,3 +78,27 @@ def test_plans_without_a_catalog_engine_add_no_catalog_settings(tmp_path: Path) 
     )
     command = _dev_script().connect_command(15002, "local[1]", _dev_script().catalog_conf(plans))
     assert not any("catalogImplementation" in part for part in command)
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
+def test_without_a_home_the_instance_is_a_throwaway_one_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every event of a run is a SQLite commit: in memory it does not wait for the disk
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env: dict[str, str] = {}
+    home = _dev_script().throwaway_home(env)
+    assert home is not None
+    try:
+        assert home.parent == Path("/dev/shm")
+        assert env["DAGSTER_HOME"] == str(home)
+        assert (home / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
+    finally:
+        shutil.rmtree(home)
+
+
+def test_a_home_that_is_set_is_not_replaced(tmp_path: Path) -> None:
+    env = {"DAGSTER_HOME": str(tmp_path)}
+    assert _dev_script().throwaway_home(env) is None
+    assert env == {"DAGSTER_HOME": str(tmp_path)}

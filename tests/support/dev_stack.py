@@ -59,7 +59,13 @@ def example_project(root: Path) -> ExampleProject:
     """Copy the example code location to ``root`` and generate its data there (~1 s)."""
     target = root / "examples"
     target.mkdir(parents=True)
-    for name in ("definitions.py", "demo.py", "generate.py"):
+    for name in (
+        "definitions.py",
+        "demo.py",
+        "demo_database.py",
+        "generate.py",
+        "postgres_server.py",
+    ):
         shutil.copy(EXAMPLES / name, target / name)
     shutil.copytree(EXAMPLES / "plans", target / "plans")
     (root / "workspace.yaml").write_text(WORKSPACE)
@@ -86,12 +92,22 @@ def free_port() -> int:
 
 
 class DevStack:
-    """``scripts/dev.py -w <workspace>`` on a free port, ``DAGSTER_HOME=home``."""
+    """``scripts/dev.py -w <workspace>`` on a free port."""
 
-    def __init__(self, project: ExampleProject, home: Path, *, warm_spark: bool = True) -> None:
+    def __init__(
+        self,
+        project: ExampleProject,
+        home: Path,
+        *,
+        warm_spark: bool = True,
+        dagster_home: bool = True,
+    ) -> None:
+        """``home`` holds the stack's logs and, with ``dagster_home``, its Dagster instance
+        (``DAGSTER_HOME``); without, the instance is ``make dev``'s throwaway one."""
         self.project = project
         self.home = home
         self.warm_spark = warm_spark
+        self.dagster_home = dagster_home
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = home / "dev.log"
@@ -104,7 +120,10 @@ class DevStack:
         command += ["--log-dir", str(self.home)]
         if not self.warm_spark:
             command.append("--no-warm-spark")
-        env = {**os.environ, "DAGSTER_HOME": str(self.home), "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env.pop("DAGSTER_HOME", None)
+        if self.dagster_home:
+            env["DAGSTER_HOME"] = str(self.home)
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
                 command,
@@ -201,6 +220,17 @@ class DevStack:
                 raise TimeoutError(f"run {run_id} still {run.get('status')} after {timeout} s")
             time.sleep(0.5)
 
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's events in order: ``eventType``, ``timestamp`` (ms), ``stepKey``, ``message``."""
+        events: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = self.graphql(EVENTS, {"id": run_id, "after": cursor})["logsForRun"]
+            events += page["events"]
+            if not page["hasMore"]:
+                return events
+            cursor = page["cursor"]
+
     def run_ids(self) -> list[str]:
         """Every run's id, newest first."""
         runs = self.graphql("{ runsOrError { ... on Runs { results { runId } } } }")
@@ -226,6 +256,16 @@ mutation Launch($params: ExecutionParams!) {
     ... on PythonError { message }
     ... on InvalidSubsetError { message }
     ... on RunConfigValidationInvalid { errors { message } }
+  }
+}
+"""
+EVENTS = """
+query Events($id: ID!, $after: String) {
+  logsForRun(runId: $id, afterCursor: $after) {
+    ... on EventConnection {
+      cursor hasMore
+      events { ... on MessageEvent { eventType timestamp stepKey message } }
+    }
   }
 }
 """
