@@ -131,27 +131,37 @@ def test_a_reader_during_a_full_replace_reads_one_whole_version_or_no_table(spar
     new = [{"k": i, "v": "new"} for i in range(70)]
     run_plan(_write(warehouse, db, old, {"table": "t"}), executor="spark", spark=spark)
     seen: list[tuple] = []
+    after_replace: list[tuple] = []  # reads that started once the replace had returned
     errors: list[str] = []
+    replaced = threading.Event()
     done = threading.Event()
 
     def read() -> None:
         while not done.is_set():
+            started_after = replaced.is_set()
             try:
-                seen.append(tuple(sorted((r.k, r.v) for r in spark.table(f"{db}.t").collect())))
+                rows = tuple(sorted((r.k, r.v) for r in spark.table(f"{db}.t").collect()))
             except Exception as err:
                 errors.append(str(err))
+                continue
+            seen.append(rows)
+            if started_after:
+                after_replace.append(rows)
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
         run_plan(_write(warehouse, db, new, {"table": "t"}), executor="spark", spark=spark)
-        time.sleep(1)  # a read or two of the new table
+        replaced.set()
+        deadline = time.monotonic() + 300
+        while not after_replace and reader.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
     finally:
         done.set()
         reader.join(timeout=300)
     versions = {tuple(sorted((r["k"], r["v"]) for r in rows)) for rows in (old, new)}
     assert seen and set(seen) <= versions
-    assert seen[-1] == tuple(sorted((r["k"], r["v"]) for r in new))
+    assert after_replace and set(after_replace) == {tuple(sorted((r["k"], r["v"]) for r in new))}
     missing = ("TABLE_OR_VIEW_NOT_FOUND", "FileNotFound", "FILE_NOT_EXIST", "does not exist")
     assert all(any(m in e for m in missing) for e in errors), errors
 
