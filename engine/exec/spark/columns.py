@@ -48,6 +48,7 @@ from engine.exec.spark.spark_functions import (
     cast_value,
     common_type,
     family,
+    is_integral,
     type_name,
     unify,
 )
@@ -131,6 +132,10 @@ class _Compiler:
             raise ExpressionCompileError(
                 f"'{name}' takes {spec.arity_text()}, got {len(expr.args)} in `{expr}`"
             )
+        if name == "or":
+            listed = self.in_list(expr)
+            if listed is not None:
+                return listed
         builder = SPARK_FUNCTIONS.get(name)
         if builder is None:
             raise UnsupportedOnSpark(
@@ -141,6 +146,25 @@ class _Compiler:
             args = narrow_variants(args)  # a UNION value is compared by its kind
         label = f"'{spec.symbol}' ({name})" if spec.symbol else f"'{name}'"
         return _guard(expr, lambda: builder(*args), label, args)
+
+    def in_list(self, expr: Call) -> Typed | None:
+        """``x == a || x == b || ...`` (an ``IN`` list) as one ``x IN (a, b, ...)``: ``x``
+        compiled once, where it is a string compared with texts or an integer with integers
+        (the same answer, nulls included: no constant is null). None for any other ``or``."""
+        tests = _disjuncts(expr)
+        pairs = [_compared_with_constant(test) for test in tests]
+        if len(tests) < 3 or any(pair is None for pair in pairs):
+            return None
+        subject = pairs[0][0]  # type: ignore[index]
+        if not all(_identical(pair[0], subject) for pair in pairs):  # type: ignore[index]
+            return None
+        values = [pair[1].value for pair in pairs]  # type: ignore[index]
+        x = self.compile(subject)
+        if isinstance(x.dtype, T.StringType) and all(isinstance(v, str) for v in values):
+            return Typed(x.column.isin(values), T.BooleanType())
+        if is_integral(x.dtype) and all(_is_int(v) for v in values):
+            return Typed(x.column.isin(values), T.BooleanType())
+        return None
 
     def if_else(self, expr: IfElse) -> Typed:
         conditions = []
@@ -175,6 +199,45 @@ def _literal(expr: Literal) -> Typed:
     if _lit_type(expr.value) != dtype:
         value = cast_column(value, dtype)
     return Typed(value, dtype, expr.value)
+
+
+def _disjuncts(expr: Expr) -> list[Expr]:
+    """The operands of a chain of ``or`` calls, left to right."""
+    if isinstance(expr, Call) and _canonical(expr.name) == "or":
+        return [test for arg in expr.args for test in _disjuncts(arg)]
+    return [expr]
+
+
+def _canonical(name: str) -> str | None:
+    spec = lookup_function(name)
+    return spec.name if spec is not None else None
+
+
+def _compared_with_constant(expr: Expr) -> tuple[Expr, Literal] | None:
+    """``(x, c)`` for ``x == c`` or ``c == x`` with ``c`` a literal that is not null and ``x``
+    no literal."""
+    if not (isinstance(expr, Call) and len(expr.args) == 2 and _canonical(expr.name) == "equal"):
+        return None
+    left, right = expr.args
+    if isinstance(left, Literal):
+        left, right = right, left
+    if isinstance(left, Literal) or not isinstance(right, Literal) or right.value is None:
+        return None
+    return left, right
+
+
+def _identical(a: Expr, b: Expr) -> bool:
+    """Whether ``a`` and ``b`` are the same expression: equal, and their literals of the same
+    Python type and written alike (``0.0`` is not ``-0.0`` here)."""
+    if type(a) is not type(b) or a != b:
+        return False
+    if isinstance(a, Literal):
+        return type(a.value) is type(b.value) and repr(a.value) == repr(b.value)  # type: ignore[attr-defined]
+    return all(_identical(x, y) for x, y in zip(a.children(), b.children(), strict=True))
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
 
 
 def _lit_type(value: object) -> T.DataType | None:

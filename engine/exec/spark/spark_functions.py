@@ -479,6 +479,11 @@ def _as_int(value: Column) -> Column:
 
 def _substr(s: Typed, start: Typed, length: Typed | None = None) -> Typed:
     text = string(s).column
+    plain = _plain_slice(start, length)
+    if plain is not None:  # constants Spark slices as given: no test, no clamp (fewer py4j calls)
+        return _typed(
+            text.substr(*plain) if len(plain) == 2 else F.substr(text, F.lit(plain[0])), STRING
+        )
     first = cast(number(start), LONG).column  # a float start truncates, as int() does
     missing = text.isNull() | first.isNull()
     empty = first == 0
@@ -493,6 +498,20 @@ def _substr(s: Typed, start: Typed, length: Typed | None = None) -> Typed:
         F.when(missing, F.lit(None).cast(STRING)).when(empty, F.lit("")).otherwise(sliced)
     )  # fmt: skip
     return _typed(result, STRING)
+
+
+def _plain_slice(start: Typed, length: Typed | None) -> tuple[int, ...] | None:
+    """``(start,)`` or ``(start, length)`` where both are integer constants that need none of
+    ``_substr``'s cases: a start other than 0 and a positive length, both within INT range."""
+    bounds = [start] if length is None else [start, length]
+    values = [b.constant if b.is_constant else None for b in bounds]
+    if not all(
+        isinstance(v, int) and not isinstance(v, bool) and _INT_MIN <= v <= _INT_MAX for v in values
+    ):
+        return None
+    if values[0] == 0 or (length is not None and values[1] <= 0):
+        return None
+    return tuple(values)
 
 
 def to_text(value: Typed) -> Typed:
