@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from engine.explain import explain, explain_logical
 from engine.metadata import MetadataRepository
-from engine.plan import Join, LogicalPlan, parse_plan
+from engine.plan import Filter, Join, LogicalPlan, parse_plan
 from engine.planner import Statistics, optimize
 from engine.planner.rules.join_conditions import plan_joins
 from engine.planner.statistics import ScanStatistics
@@ -112,8 +112,13 @@ def test_a_repeated_or_branch_is_factored_into_a_condition() -> None:
     )
     planned = plan_joins(plan)
     (join,) = joins(planned)
-    assert [(c.left, c.right) for c in join.conditions] == [("p.k", "l.k")]
+    assert [{c.left, c.right} for c in join.conditions] == [{"p.k", "l.k"}]
     assert planned.operator("4").expr == "p.s < 5 && l.q > 1 || p.s > 9"
+    # ... and what the OR implies of p alone is tested below the join
+    p_side = planned.operator(
+        join.left if planned.operator(join.left).op == "filter" else join.right
+    )
+    assert p_side.expr == "p.s < 5 || p.s > 9"
 
 
 def test_a_comma_chain_never_starts_with_a_cross_product() -> None:
@@ -144,8 +149,9 @@ def test_a_comma_chain_never_starts_with_a_cross_product() -> None:
 
 
 def test_an_equality_on_few_distinct_values_is_joined_last() -> None:
-    # TPC-H Q5's trap: customer and supplier share only the nation key (25 values); lineitem
-    # joins supplier on its key first, then orders, then customer on its key.
+    # TPC-H Q5's trap: customer and supplier share only the nation key (25 values), so they
+    # are never joined on it alone: the chain follows the keys and the nation key is tested in
+    # the last join, beside a key.
     plan = plan_of(
         scan(1, "c"),
         scan(2, "o"),
@@ -172,7 +178,68 @@ def test_an_equality_on_few_distinct_values_is_joined_last() -> None:
     )
     planned = plan_joins(plan, stats)
     order = [sorted({j.left, j.right} & set(keys)) for j in joins(planned)]
-    assert order == [["4", "6"], ["2"], ["1"]]
+    assert order == [["1", "2"], ["4"], ["6"]]
+    last = {(c.left, c.right) for c in joins(planned)[-1].conditions}
+    assert last in ({("l.sk", "s.sk"), ("c.nk", "s.nk")}, {("s.sk", "l.sk"), ("s.nk", "c.nk")})
+
+
+def test_a_selective_input_is_joined_before_a_small_one_that_leads_to_a_large_join() -> None:
+    # TPC-H Q9's shape: nation is the smallest input but leads only to all of lineitem through
+    # supplier; part, filtered by a LIKE, cuts lineitem to a twentieth, so the chain starts there.
+    plan = plan_of(
+        scan(1, "p"),
+        scan(2, "s"),
+        {"@id": 3, "op": "join", "left": 1, "right": 2},
+        scan(4, "l"),
+        {"@id": 5, "op": "join", "left": 3, "right": 4},
+        scan(6, "n"),
+        {"@id": 7, "op": "join", "left": 5, "right": 6},
+        {
+            "@id": 8,
+            "op": "filter",
+            "input": 7,
+            "expr": "s.sk == l.sk && p.pk == l.pk && s.nk == n.nk && like(p.name, '%green%')",
+        },
+    )
+    keys = {
+        "1": (200_000, {"pk": (1, 200_000)}),
+        "2": (10_000, {"sk": (1, 10_000), "nk": (0, 24)}),
+        "4": (6_000_000, {"sk": (1, 10_000), "pk": (1, 200_000)}),
+        "6": (25, {"nk": (0, 24)}),
+    }
+    stats = Statistics(
+        {i: ScanStatistics("parquet", 1, n, n, ranges=r) for i, (n, r) in keys.items()}
+    )
+    planned = plan_joins(plan, stats)
+    first = joins(planned)[0]
+    sides = {first.left, first.right}
+    assert "4" in sides and planned.operator((sides - {"4"}).pop()).op == "filter"  # part's
+
+
+def test_an_or_across_inputs_tests_what_it_implies_of_each_below_the_joins() -> None:
+    # TPC-H Q7: (n1 = a && n2 = b) || (n1 = b && n2 = a) implies n1 in (a, b) and n2 in (a, b)
+    plan = plan_of(
+        scan(1, "n1"),
+        scan(2, "n2"),
+        {"@id": 3, "op": "join", "left": 1, "right": 2},
+        {
+            "@id": 4,
+            "op": "filter",
+            "input": 3,
+            "expr": "n1.k == n2.k && (n1.name == 'a' && n2.name == 'b' || n1.name == 'b' && n2.name == 'a')",
+        },
+    )
+    planned = plan_joins(plan)
+    below = {
+        planned.operator(op.input).id: op.expr
+        for op in planned.query
+        if isinstance(op, Filter) and planned.operator(op.input).op == "scan"
+    }
+    assert below == {
+        "1": "n1.name == 'a' || n1.name == 'b'",
+        "2": "n2.name == 'b' || n2.name == 'a'",
+    }
+    assert "||" in planned.operator("4").expr  # the OR itself still decides, above the join
 
 
 def test_statistics_keep_the_integer_ranges_of_parquet_columns(tmp_path: Path) -> None:
