@@ -61,6 +61,19 @@ def split_calls(expr: Expr, kind: FunctionKind, prefix: str) -> tuple[Expr, list
     return map_calls(expr, replace), calls
 
 
+COMPARISONS = frozenset(
+    {
+        "equal",
+        "not_equal",
+        "less_than",
+        "less_than_or_equal",
+        "greater_than",
+        "greater_than_or_equal",
+    }
+)
+"""The comparison functions: each null when either side is null."""
+
+
 def conjuncts(expr: Expr) -> list[Expr]:
     """The operands of a chain of ``&&`` (the expression itself when it is not one)."""
     if isinstance(expr, Call) and expr.name == "and":

@@ -43,7 +43,7 @@ from engine.exec.local.registry import ExecContext, creator
 from engine.exec.protocol import BatchOperator, GeneratorOperator
 from engine.expr import Call, Expr, FieldRef, parse_expression
 from engine.expr.arrow.evaluate import evaluate
-from engine.expr.rewrite import conjuncts
+from engine.expr.rewrite import COMPARISONS, conjuncts
 from engine.plan.operators import Join
 
 PAIR_BLOCK = 1 << 20
@@ -235,17 +235,7 @@ def null_rejected(condition: Expr) -> frozenset[str]:
     return frozenset(names)
 
 
-_NULL_REJECTING = frozenset(
-    {
-        "isnotnull",
-        "equal",
-        "not_equal",
-        "less_than",
-        "less_than_or_equal",
-        "greater_than",
-        "greater_than_or_equal",
-    }
-)
+_NULL_REJECTING = COMPARISONS | {"isnotnull"}
 
 
 class KeyIndex:

@@ -20,28 +20,13 @@ import math
 from functools import lru_cache
 
 from engine.expr import Call, Expr, FunctionKind, Literal, lookup_function, to_string
+from engine.expr.rewrite import COMPARISONS
 from engine.plan import LogicalPlan
 from engine.plan.expressions import parse_cached
 from engine.planner.rewrite import map_expressions, replace_operators
 from engine.types import MinorType
 
-BOOLEAN_TESTS = frozenset(
-    {
-        "equal",
-        "not_equal",
-        "less_than",
-        "less_than_or_equal",
-        "greater_than",
-        "greater_than_or_equal",
-        "and",
-        "or",
-        "not",
-        "isnull",
-        "isnotnull",
-        "like",
-        "regex_like",
-    }
-)
+BOOLEAN_TESTS = COMPARISONS | {"and", "or", "not", "isnull", "isnotnull", "like", "regex_like"}
 """Functions whose value is always a boolean (or null)."""
 
 _PLAIN = {

@@ -38,23 +38,12 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from engine.expr import Call, Expr, FieldRef, Literal, to_string
-from engine.expr.rewrite import conjuncts, constant_date
+from engine.expr.rewrite import COMPARISONS, conjuncts, constant_date
 from engine.plan import Filter, Join, LogicalPlan, Order, Scan, Transform
 from engine.plan.expressions import parse_cached
 from engine.planner.rewrite import consumers, field_paths, replace_operators
 from engine.planner.statistics import Statistics, is_scalar_type
 from engine.types import MinorType
-
-COMPARISONS = frozenset(
-    {
-        "equal",
-        "not_equal",
-        "less_than",
-        "less_than_or_equal",
-        "greater_than",
-        "greater_than_or_equal",
-    }
-)
 
 
 def push_filters(plan: LogicalPlan, stats: Statistics | None) -> LogicalPlan:
