@@ -57,7 +57,7 @@ What a reordering changes is the order of the joined records, which inner joins 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from engine.expr import Call, Expr, FieldRef, Literal, field_refs, to_string
@@ -282,25 +282,25 @@ class _Placement:
                 self.candidates.append(_Candidate("==", *test.args, left, right))
                 return
         self.rest.append((test, inputs))
-        for index, implied in _implied_tests(test, inputs, self.inputs_of):
+        for index, implied in self.implied_tests(test, inputs):
             self.pushed.setdefault(index, []).append(implied)
 
-
-def _implied_tests(
-    test: Expr, inputs: frozenset[int] | None, inputs_of: Callable[[Expr], frozenset[int] | None]
-) -> list[tuple[int, Expr]]:
-    """What an OR across inputs implies of each one, to test below the joins while the OR
-    itself stays above: where every branch tests an input alone, the OR of those tests (TPC-H
-    q07's ``(n1 = a && n2 = b) || (n1 = b && n2 = a)`` implies ``n1 = a || n1 = b`` of n1)."""
-    if not inputs or not (isinstance(test, Call) and test.name == "or"):
-        return []
-    branches = [conjuncts(branch) for branch in _disjuncts(test)]
-    implied = []
-    for index in sorted(inputs):
-        own = [[part for part in branch if inputs_of(part) == {index}] for branch in branches]
-        if all(own):
-            implied.append((index, _join_all("or", [_join_all("and", parts) for parts in own])))
-    return implied
+    def implied_tests(self, test: Expr, inputs: frozenset[int] | None) -> list[tuple[int, Expr]]:
+        """What an OR across inputs implies of each one, to test below the joins while the OR
+        itself stays above: where every branch tests an input alone, the OR of those tests
+        (TPC-H q07's ``(n1 = a && n2 = b) || (n1 = b && n2 = a)`` implies ``n1 = a || n1 = b``
+        of n1)."""
+        if not inputs or not (isinstance(test, Call) and test.name == "or"):
+            return []
+        branches = [conjuncts(branch) for branch in _disjuncts(test)]
+        implied = []
+        for index in sorted(inputs):
+            own = [
+                [part for part in branch if self.inputs_of(part) == {index}] for branch in branches
+            ]
+            if all(own):
+                implied.append((index, _join_all("or", [_join_all("and", p) for p in own])))
+        return implied
 
 
 UNKNOWN_ROWS = 1e15
