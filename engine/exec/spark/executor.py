@@ -57,6 +57,7 @@ from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.one_task_sort import one_task_sort_limit
 from engine.exec.spark.py4j_round_trips import fewer_round_trips
 from engine.exec.spark.row_markers import row_markers
+from engine.exec.spark.run_findings import RunFindings
 from engine.exec.spark.settings import PY4J_SHORTCUTS, enabled
 from engine.exec.spark.spark_errors import translate_spark_error
 from engine.exec.spark.unions import collect_arrow
@@ -159,7 +160,8 @@ class SparkPlanRun:
             properties=props,
         )
         ctx = self.ctx
-        self.compiler = SparkCompiler(spark, ctx)
+        self.findings = RunFindings()
+        self.compiler = SparkCompiler(spark, ctx, self.findings)
         # operator id -> the scans it reads from
         self._scans_above = {
             op.id: {a for a in self.planned.ancestors(op) if self.planned.operator(a).op == "scan"}
@@ -175,8 +177,8 @@ class SparkPlanRun:
             store_sorted=ids_where(props, lambda p: p.store_sorted),
         )
         self.metrics = OperatorMetrics(
-            read=ctx.read_rows,
-            files=ctx.files_read,
+            read=self.findings.read_rows,
+            files=self.findings.files_read,
             markers=row_markers(spark),
             marker_key=self._marker_key,
         )
@@ -258,7 +260,7 @@ class SparkPlanRun:
     def row_counts(self) -> dict[str, dict[str, Any]]:
         """``{operator id: {"rows": n, ...}}`` of the planned operators counted so far (after
         the stores that ran wrote)."""
-        for store_id, written in self.ctx.store_results.items():
+        for store_id, written in self.findings.store_results.items():
             self.metrics.stored(store_id, written.row_count)
         return self.metrics.collect()
 
@@ -279,10 +281,10 @@ class SparkPlanRun:
         return collect_result(
             self.plan,
             self.ctx.engines,
-            self.ctx.store_results,
+            self.findings.store_results,
             self.row_counts(),
             outputs,
-            self.ctx.sink_records,
+            self.findings.sink_records,
         )
 
     def _marker_key(self, operator_id: str) -> int | None:
@@ -294,7 +296,7 @@ class SparkPlanRun:
         evaluates a filter over local rows while planning, the marker with it)."""
         if self.ctx.props(operator_id).cut_by_limit or operator_id in self._sampled_again:
             return None
-        if not self._scans_above.get(operator_id, set()) & self.ctx.reading_scans:
+        if not self._scans_above.get(operator_id, set()) & self.findings.reading_scans:
             return None
         return self._marker_keys[operator_id]
 
@@ -314,7 +316,9 @@ class SparkPlanRun:
         file = getattr(error, "file", None)
         if not file:
             return None
-        scans = self.ctx.scan_files.get(file) or self.ctx.scan_files.get(_LINE.sub("", file))
+        scans = self.findings.scan_files.get(file) or self.findings.scan_files.get(
+            _LINE.sub("", file)
+        )
         if not scans:
             return None
         # Of the scans reading it, the first in the plan (scans are built in threads of their own).

@@ -15,7 +15,7 @@ A scan observes its rows as read, after its pushed filter, before they become re
 scan read by Spark's reader with no pushed filter (nor pushed limit), and not read by a
 ``limit``, reads every row of its files: its count is the sum of their footers' row counts,
 which the scan reads anyway to number its rows (the compiler records it in
-``SparkRunContext.read_rows``), and it is not observed. A parquet store likewise counts the rows
+``RunFindings.read_rows``), and it is not observed. A parquet store likewise counts the rows
 of the files Spark wrote from their footers (:func:`~engine.exec.spark.stores.store_dataframe`);
 json and csv stores observe what they write.
 
