@@ -50,7 +50,7 @@ from engine.exec.spark.compiler_visit_aggregates import AggregateVisitors
 from engine.exec.spark.compiler_visit_order import OrderVisitors
 from engine.exec.spark.compiler_visit_records import RecordVisitors
 from engine.exec.spark.compiler_visit_sources import SourceVisitors
-from engine.exec.spark.metrics import InputCounter, RowCounter
+from engine.exec.spark.metrics import RowCounting
 from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.paths import (
     PendingColumns,
@@ -112,11 +112,16 @@ class SparkCompiler(SourceVisitors, RecordVisitors, OrderVisitors, AggregateVisi
 
     ``compile(op, inputs)`` takes the DataFrames of ``op``'s inputs (in ``op.input_ids()`` order)
     and returns ``op``'s DataFrame; a store writes its input and returns it. What compiling finds
-    out (files read, what a store wrote, ...) is written in ``findings``.
+    out (files read, what a store wrote, ...) is written in ``findings``; ``counting`` says how
+    it counts the operators' rows.
     """
 
     def __init__(
-        self, spark: Any, ctx: SparkRunContext, findings: RunFindings | None = None
+        self,
+        spark: Any,
+        ctx: SparkRunContext,
+        findings: RunFindings | None = None,
+        counting: RowCounting | None = None,
     ) -> None:
         self.spark = spark
         self.ctx = ctx
@@ -124,13 +129,7 @@ class SparkCompiler(SourceVisitors, RecordVisitors, OrderVisitors, AggregateVisi
         # op id -> what compiling it made: the one thing a visitor learns of its inputs
         self._compiled: dict[str, Compiled] = {}
         self._key_names = itertools.count()  # unique names of key columns
-        # scan id -> what counts its rows as they are read (the run's observation of the scan)
-        self.scan_observers: dict[str, Callable[[DataFrame], DataFrame]] = {}
-        # collapsingaggregate id -> how it counts the rows of the operator it counts (another
-        # op's), asked as it compiles (a marker needs its scans compiled)
-        self.input_counters: dict[str, Callable[[], InputCounter]] = {}
-        # fused windowframe id -> what observes its rows, summed over its aggregate's frames
-        self.frame_counters: dict[str, RowCounter] = {}
+        self.counting = counting if counting is not None else RowCounting()
         # What the visitor compiling in this thread reads of its inputs (scans are compiled in
         # threads of their own, see build_apart): see _reading, _sides and _carried.
         self._visiting = threading.local()

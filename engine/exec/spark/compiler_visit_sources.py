@@ -83,7 +83,7 @@ class SourceVisitors:
             # take their counting rows for records.
             count_skipped=op.pushed_limit is None,
             ordered=not props.unordered or ties_differ or op.pushed_limit is not None,
-            observe=self.scan_observers.get(op.id) if op.pushed_limit is None else None,
+            observe=self.counting.scans.get(op.id) if op.pushed_limit is None else None,
             # Spark pushes a limit into the read: its footers' rows are not what it reads.
             counted=(
                 functools.partial(self.findings.read_rows.__setitem__, op.id)
@@ -124,7 +124,7 @@ class SourceVisitors:
             seq_column=SEQ_COLUMN,
             projection=op.projection,
             pushed_filter=parse_cached(op.pushed_filter) if op.pushed_filter else None,
-            observe=self.scan_observers.get(op.id) if op.pushed_limit is None else None,
+            observe=self.counting.scans.get(op.id) if op.pushed_limit is None else None,
         )
         self.findings.reading_scans.add(op.id)
         if op.pushed_limit is not None:
