@@ -117,7 +117,7 @@ def store_step(
         assert isinstance(op, Store)
         with _named(plan, slice_, op):
             run.build(store.id)
-        result = run.ctx.store_results[store.id]
+        result = run.findings.store_results[store.id]
         writes.written.append((slice_, WrittenStore.of(result)))
         writes.add_metrics(written_counts(run.plan, run.planned, run.row_counts()))
     return writes

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.plan import LogicalPlan, Operator, Scan
+from engine.plan import Join, LogicalPlan, Operator, Scan
 
 
 def stand_in(plan: LogicalPlan, planned: LogicalPlan, op_id: str) -> str:
@@ -73,6 +73,11 @@ def planner_notes(plan: LogicalPlan, planned: LogicalPlan) -> dict[str, str]:
             said.append(f"moved by the planner: it reads {reads} (as written: {was})")
         if isinstance(new, Scan) and isinstance(op, Scan):
             said.extend(_scan_notes(op, new))
+        if isinstance(new, Join) and isinstance(op, Join) and new.type != op.type:
+            said.append(
+                f"runs as an {new.type} join: the filter reading it drops the records "
+                f"the {op.type} join adds for those without a match"
+            )
         elif not said and _without_inputs(new) != _without_inputs(op):
             said.append("rewritten by the planner (constants folded)")
         if said:

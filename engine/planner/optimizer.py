@@ -35,6 +35,7 @@ from engine.planner.rules.constant_folding import fold_constants
 from engine.planner.rules.filter_pushdown import push_filters
 from engine.planner.rules.join_conditions import plan_joins
 from engine.planner.rules.limit_pushdown import push_limits
+from engine.planner.rules.outer_joins import simplify_outer_joins
 from engine.planner.rules.projection_pushdown import push_projections
 from engine.planner.rules.remove_redundant import remove_redundant
 from engine.planner.statistics import Statistics
@@ -44,14 +45,16 @@ Rule = Callable[..., LogicalPlan]
 RULES: tuple[Rule, ...] = (
     fold_constants,
     remove_redundant,
+    simplify_outer_joins,
     plan_joins,
     push_filters,
     push_limits,
     push_projections,
 )
-"""The rules in the order they run: folding first (it makes filters redundant), then the joins'
-conditions (they move filters down to the scans, where filter pushdown looks), projection
-pushdown last (it reads the final shape of the plan)."""
+"""The rules in the order they run: folding first (it makes filters redundant), then the outer
+joins a filter makes inner, then the joins' conditions (they move filters down to the scans,
+where filter pushdown looks; an inner join's the most), projection pushdown last (it reads the
+final shape of the plan)."""
 
 
 def optimize(

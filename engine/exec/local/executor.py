@@ -16,14 +16,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.exec.local.join import JoinOperator, null_rejected
 from engine.exec.local.registry import ExecContext, create
 from engine.exec.local.segment_aggregate import FUSE_PARAM, SegmentAggregateOperator, fusable
 from engine.exec.protocol import BatchOperator, BatchSource, FragmentExecutor
 from engine.expr import field_refs
 from engine.plan import LogicalPlan
-from engine.plan.expressions import parse_cached
-from engine.plan.operators import CollapsingAggregate, Filter, Operator, Scan, Segment, Store
+from engine.plan.operators import CollapsingAggregate, Operator, Scan, Segment, Store
 from engine.planner.rules.filter_pushdown import remaining_conditions
 
 ROWS = "rows"
@@ -100,11 +98,6 @@ class LocalExecutor:
         else:
             inputs = [self._input(self.plan.operator(ref)) for ref in op.input_ids()]
             operator = create(op, inputs, self.ctx)
-            if isinstance(op, Filter) and isinstance(operator.inputs[0], JoinOperator):
-                join = operator.inputs[0]
-                if join.type == "left" and self._consumers[join.operator_id] == 1:
-                    # a left join whose unmatched records this filter drops: not made at all
-                    join.rejected_when_null = null_rejected(parse_cached(op.expr))
         self._built[op.id] = operator
         return operator
 

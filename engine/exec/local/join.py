@@ -41,9 +41,8 @@ from engine.exec.local.aggregate_functions import same_pairs
 from engine.exec.local.buffering import BatchBuffer
 from engine.exec.local.registry import ExecContext, creator
 from engine.exec.protocol import BatchOperator, GeneratorOperator
-from engine.expr import Call, Expr, FieldRef, parse_expression
+from engine.expr import Expr, parse_expression
 from engine.expr.arrow.evaluate import evaluate
-from engine.expr.rewrite import COMPARISONS, conjuncts
 from engine.plan.operators import Join
 
 PAIR_BLOCK = 1 << 20
@@ -84,11 +83,6 @@ class JoinOperator(GeneratorOperator):
         ]
         self.index_builds = 0  # how many key indexes of the right side were built (one per join)
         self._indexes: dict[tuple[object, ...], KeyIndex] = {}
-        # Top-level names the filter reading this join's output needs non-null (see
-        # :func:`null_rejected`): a left record without a match, whose fields there are null
-        # when its own record has none of those names, would be dropped by it: not emitted.
-        self.rejected_when_null: frozenset[str] = frozenset()
-        self._unmatched_rejected = False
 
     def generate(self) -> Iterator[pa.RecordBatch]:
         buffer = BatchBuffer(self.operator_id, self.kind, max_bytes=self.ctx.max_buffered_bytes)
@@ -101,8 +95,6 @@ class JoinOperator(GeneratorOperator):
         emitted = False
         for left in self.drain(0):
             left_schema = left.schema
-            names = {name.lower() for name in left.schema.names}
-            self._unmatched_rejected = bool(self.rejected_when_null - names)
             for li, ri in self._pairs(left, right, right_values):
                 matched_right[ri[ri >= 0]] = True
                 for out in self._merged(left, li, right, ri):
@@ -192,7 +184,7 @@ class JoinOperator(GeneratorOperator):
         self, li: np.ndarray, ri: np.ndarray, low: int, high: int
     ) -> tuple[np.ndarray, np.ndarray]:
         """For left and outer joins, left records of ``[low, high)`` without a match, in place."""
-        if self.type == "inner" or self._unmatched_rejected:
+        if self.type == "inner":
             return li, ri
         matched = np.zeros(high - low, dtype=bool)
         matched[li - low] = True
@@ -213,29 +205,6 @@ class JoinOperator(GeneratorOperator):
         for first in range(0, len(li), step):
             lpart, rpart = li[first : first + step], ri[first : first + step]
             yield merge_records(_take(left, lpart), _take(right, rpart))
-
-
-def null_rejected(condition: Expr) -> frozenset[str]:
-    """Top-level names (lower case) a record must hold non-null for ``condition`` to keep it:
-    those of the field references a conjunct tests with ``isnotnull`` or compares (a null
-    operand makes the comparison null, which a filter drops).
-
-    >>> sorted(null_rejected(parse_expression("isnotnull(r.m) && l.a > r.b || true")))
-    []
-    >>> sorted(null_rejected(parse_expression("isnotnull($e.m) && l.a > R.b")))
-    ['$e', 'l', 'r']
-    """
-    names: set[str] = set()
-    for part in conjuncts(condition):
-        if not isinstance(part, Call) or part.name not in _NULL_REJECTING:
-            continue
-        for arg in part.args:
-            if isinstance(arg, FieldRef) and isinstance(arg.path[0], str):
-                names.add(arg.path[0].lower())
-    return frozenset(names)
-
-
-_NULL_REJECTING = COMPARISONS | {"isnotnull"}
 
 
 class KeyIndex:

@@ -50,13 +50,14 @@ from engine.exec.spark.compiler_visit_aggregates import AggregateVisitors
 from engine.exec.spark.compiler_visit_order import OrderVisitors
 from engine.exec.spark.compiler_visit_records import RecordVisitors
 from engine.exec.spark.compiler_visit_sources import SourceVisitors
-from engine.exec.spark.metrics import InputCounter, RowCounter
+from engine.exec.spark.metrics import RowCounting
 from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.paths import (
     PendingColumns,
     Typed,
     top_column,
 )
+from engine.exec.spark.run_findings import RunFindings
 from engine.exec.spark.spread import Spread, spread
 from engine.expr import Expr, FieldRef, parse_field_ref
 from engine.plan.expressions import parse_cached
@@ -76,23 +77,16 @@ UNSUPPORTED: dict[str, str] = {}
 
 @dataclass
 class SparkRunContext:
-    """What the operators of one Spark run share: storage engines, parameters and results."""
+    """What the operators of one Spark run read: storage engines, parameters and what the
+    planner decided. What the run finds out is written in its
+    :class:`~engine.exec.spark.run_findings.RunFindings`."""
 
     engines: dict[str, Any]
     params: dict[str, Any] = field(default_factory=dict)
     file_columns: dict[str, Sequence[str]] = field(default_factory=dict)  # scan id -> names
     broadcast: dict[str, str] = field(default_factory=dict)  # join id -> "left" | "right"
-    store_results: dict[str, Any] = field(default_factory=dict)  # store id -> StoreResult
-    scan_files: dict[str, set[str]] = field(default_factory=dict)  # file path -> ids of its scans
-    # scan id -> the files it reads, where Spark reads them all (no limit reads the scan)
-    files_read: dict[str, int] = field(default_factory=dict)
-    # scans that read some file's bytes: Spark reads them, no local rows (see row_markers)
-    reading_scans: set[str] = field(default_factory=set)
-    sink_records: list[Any] = field(default_factory=list)  # queue/console records, in order
     # filter id -> what its scan's pushed filter left it to test (planner's remaining_conditions)
     remaining: dict[str, Remaining] = field(default_factory=dict)
-    # scan id -> the rows it reads, from its parquet footers (a whole read: no filter, no limit)
-    read_rows: dict[str, int] = field(default_factory=dict)
     # operator id -> what the planner decided of it (:mod:`engine.planner.properties`)
     properties: Mapping[str, OperatorProperties] = field(default_factory=dict)
 
@@ -117,22 +111,25 @@ class SparkCompiler(SourceVisitors, RecordVisitors, OrderVisitors, AggregateVisi
     """Compiles logical operators, one at a time, into DataFrames on ``spark``.
 
     ``compile(op, inputs)`` takes the DataFrames of ``op``'s inputs (in ``op.input_ids()`` order)
-    and returns ``op``'s DataFrame; a store writes its input and returns it.
+    and returns ``op``'s DataFrame; a store writes its input and returns it. What compiling finds
+    out (files read, what a store wrote, ...) is written in ``findings``; ``counting`` says how
+    it counts the operators' rows.
     """
 
-    def __init__(self, spark: Any, ctx: SparkRunContext) -> None:
+    def __init__(
+        self,
+        spark: Any,
+        ctx: SparkRunContext,
+        findings: RunFindings | None = None,
+        counting: RowCounting | None = None,
+    ) -> None:
         self.spark = spark
         self.ctx = ctx
+        self.findings = findings if findings is not None else RunFindings()
         # op id -> what compiling it made: the one thing a visitor learns of its inputs
         self._compiled: dict[str, Compiled] = {}
         self._key_names = itertools.count()  # unique names of key columns
-        # scan id -> what counts its rows as they are read (the run's observation of the scan)
-        self.scan_observers: dict[str, Callable[[DataFrame], DataFrame]] = {}
-        # collapsingaggregate id -> how it counts the rows of the operator it counts (another
-        # op's), asked as it compiles (a marker needs its scans compiled)
-        self.input_counters: dict[str, Callable[[], InputCounter]] = {}
-        # fused windowframe id -> what observes its rows, summed over its aggregate's frames
-        self.frame_counters: dict[str, RowCounter] = {}
+        self.counting = counting if counting is not None else RowCounting()
         # What the visitor compiling in this thread reads of its inputs (scans are compiled in
         # threads of their own, see build_apart): see _reading, _sides and _carried.
         self._visiting = threading.local()

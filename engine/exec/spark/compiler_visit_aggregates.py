@@ -61,7 +61,7 @@ class AggregateVisitors:
         group_by = None
         frame = None
         carried_keys: dict[int, int] = {}
-        counter = self.input_counters.get(op.id, InputCounter)()
+        counter = self.counting.aggregates.get(op.id, InputCounter)()
         count_input, mark_input = counter.observe, counter.mark
         frame_rows = False
         spread_out: Spread | None = None
@@ -70,8 +70,8 @@ class AggregateVisitors:
         made = Compiled(df)  # what its readers learn of it but its DataFrame
         keys_kept: KeyColumns = {}
         if segment is not None and windows is not None and windows.fuses_with(segment, op):
-            # The first aggregate over the windows counts them (an observation is used once).
-            count_input, mark_input = self.frame_counters.pop(windows.op.id, None), None
+            # One aggregate over the windows counts them (an observation is used once).
+            count_input, mark_input = self.counting.frames.get(op.id), None
             if (
                 count_input is not None
                 and self.ctx.props(windows.op.id).frame_collapsed_by == op.id

@@ -43,7 +43,8 @@ from engine.storage.jdbc.engine import JdbcEngine
 class SourceVisitors:
     """The visitors of ``scan``, ``constant`` and ``store``.
     Mixed into :class:`~engine.exec.spark.compiler.SparkCompiler`: its visitors read their
-    operator's properties (``ctx``) and what compiling their inputs made (``compiled``)."""
+    operator's properties (``ctx``) and what compiling their inputs made (``compiled``), and
+    write what the run finds out (files read, what a store wrote) in ``findings``."""
 
     # -- sources and sinks -----------------------------------------------------------------
 
@@ -61,12 +62,12 @@ class SourceVisitors:
         )
         for file in plan.resolved.files:  # a read that fails in a store's job names a scan
             for path in {str(file.path), str(file.real_path)}:
-                self.ctx.scan_files.setdefault(path, set()).add(op.id)
+                self.findings.scan_files.setdefault(path, set()).add(op.id)
         props = self.ctx.props(op.id)
         if op.pushed_limit is None and not props.cut_by_limit:
-            self.ctx.files_read[op.id] = len(plan.resolved.files)
+            self.findings.files_read[op.id] = len(plan.resolved.files)
         if any(file.size > 0 for file in plan.resolved.files):
-            self.ctx.reading_scans.add(op.id)
+            self.findings.reading_scans.add(op.id)
         # Records that tie may differ after all (-0.0 ties 0.0): the order breaks ties by this
         # scan's order.
         ties_differ = props.tie_free_order is not None and not _exact_members(
@@ -82,10 +83,10 @@ class SourceVisitors:
             # take their counting rows for records.
             count_skipped=op.pushed_limit is None,
             ordered=not props.unordered or ties_differ or op.pushed_limit is not None,
-            observe=self.scan_observers.get(op.id) if op.pushed_limit is None else None,
+            observe=self.counting.scans.get(op.id) if op.pushed_limit is None else None,
             # Spark pushes a limit into the read: its footers' rows are not what it reads.
             counted=(
-                functools.partial(self.ctx.read_rows.__setitem__, op.id)
+                functools.partial(self.findings.read_rows.__setitem__, op.id)
                 if op.pushed_limit is None and not props.cut_by_limit
                 else None
             ),
@@ -123,9 +124,9 @@ class SourceVisitors:
             seq_column=SEQ_COLUMN,
             projection=op.projection,
             pushed_filter=parse_cached(op.pushed_filter) if op.pushed_filter else None,
-            observe=self.scan_observers.get(op.id) if op.pushed_limit is None else None,
+            observe=self.counting.scans.get(op.id) if op.pushed_limit is None else None,
         )
-        self.ctx.reading_scans.add(op.id)
+        self.findings.reading_scans.add(op.id)
         if op.pushed_limit is not None:
             df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
         return df
@@ -160,8 +161,8 @@ class SourceVisitors:
         if sink:
             ordered = nullable_everywhere(ordered)  # the records are collected through Arrow
         with fragment_jobs(self.spark, "store", op.id):
-            self.ctx.store_results[op.id] = store_dataframe(
-                ordered, engine, op.target, sink_records=self.ctx.sink_records
+            self.findings.store_results[op.id] = store_dataframe(
+                ordered, engine, op.target, sink_records=self.findings.sink_records
             )
         return df
 

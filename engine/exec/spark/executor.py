@@ -47,6 +47,7 @@ from engine.exec.spark.data_errors import DataError, locate
 from engine.exec.spark.metrics import (
     ONE_TO_ONE,
     OperatorMetrics,
+    RowCounting,
     aggregate_counted,
     sampled_again,
     scan_observed,
@@ -57,6 +58,7 @@ from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.one_task_sort import one_task_sort_limit
 from engine.exec.spark.py4j_round_trips import fewer_round_trips
 from engine.exec.spark.row_markers import row_markers
+from engine.exec.spark.run_findings import RunFindings
 from engine.exec.spark.settings import PY4J_SHORTCUTS, enabled
 from engine.exec.spark.spark_errors import translate_spark_error
 from engine.exec.spark.unions import collect_arrow
@@ -65,6 +67,7 @@ from engine.plan import LogicalPlan
 from engine.plan.operators import Operator, Store, WindowFrame
 from engine.planner.properties import ids_where, plan_properties
 from engine.planner.properties.decisions import limit_inputs
+from engine.planner.rewrite import consumers
 from engine.planner.rules.filter_pushdown import Remaining, remaining_conditions
 from engine.scan.framework import FILE_COLUMNS
 from engine.storage.engines import ConsoleEngine, QueueEngine
@@ -158,8 +161,7 @@ class SparkPlanRun:
             remaining=applied_conditions(self.planned),
             properties=props,
         )
-        ctx = self.ctx
-        self.compiler = SparkCompiler(spark, ctx)
+        self.findings = RunFindings()
         # operator id -> the scans it reads from
         self._scans_above = {
             op.id: {a for a in self.planned.ancestors(op) if self.planned.operator(a).op == "scan"}
@@ -175,13 +177,10 @@ class SparkPlanRun:
             store_sorted=ids_where(props, lambda p: p.store_sorted),
         )
         self.metrics = OperatorMetrics(
-            read=ctx.read_rows,
-            files=ctx.files_read,
+            read=self.findings.read_rows,
+            files=self.findings.files_read,
             markers=row_markers(spark),
             marker_key=self._marker_key,
-        )
-        self.compiler.frame_counters = self.metrics.count_frames(
-            [op.id for op in order if props[op.id].fused and op.op == "windowframe"]
         )
         self.frames: dict[str, DataFrame] = {}
         self._built: set[str] = set()
@@ -190,13 +189,17 @@ class SparkPlanRun:
             i: p.frame_collapsed_by for i, p in props.items() if p.frame_collapsed_by
         }
         self._counted_by = store_counted(order, frames=self._frame_passes)
-        self._count_rows()
+        self.compiler = SparkCompiler(spark, self.ctx, self.findings, self._row_counting())
 
-    def _count_rows(self) -> None:
+    def _row_counting(self) -> RowCounting:
         """How the run counts each operator's rows, beyond what ``metrics.track`` decides for
         each: scans whose records all reach one aggregate are counted by it per group (a
         grouping aggregate counts its groups in the same observation); the other scans that
-        must count where they read observe their rows as read."""
+        must count where they read observe their rows as read; a fused windowframe, never
+        built, is counted by the first aggregate over its frames."""
+        counted_by = _frames_counted_by(self.planned, ids_where(self.properties, lambda p: p.fused))
+        counters = self.metrics.count_frames(list(counted_by))
+        frames = {aggregate: counters[frame] for frame, aggregate in counted_by.items()}
         counts, observed = _aggregate_counts(
             self.planned,
             self.ctx.remaining,
@@ -204,21 +207,20 @@ class SparkPlanRun:
             ids_where(self.properties, lambda p: p.fused),
         )
         self.metrics.count_later(counts.values())
-        self.compiler.input_counters = {
+        aggregates = {
             aggregate: functools.partial(
                 self.metrics.count_at_aggregate, counted, aggregate, groups=aggregate in observed
             )
             for aggregate, counted in counts.items()
         }
-        for op in self.planned.query:
-            if (
-                op.op == "scan"
-                and scan_observed(
-                    op.id, before_limit=self._before_limit, counted_by=self._counted_by
-                )
-                and op.id not in counts.values()
-            ):
-                self.compiler.scan_observers[op.id] = functools.partial(self.metrics.observe, op.id)
+        scans = {
+            op.id: functools.partial(self.metrics.observe, op.id)
+            for op in self.planned.query
+            if op.op == "scan"
+            and scan_observed(op.id, before_limit=self._before_limit, counted_by=self._counted_by)
+            and op.id not in counts.values()
+        }
+        return RowCounting(scans=scans, aggregates=aggregates, frames=frames)
 
     def run(self) -> RunResult:
         try:
@@ -258,7 +260,7 @@ class SparkPlanRun:
     def row_counts(self) -> dict[str, dict[str, Any]]:
         """``{operator id: {"rows": n, ...}}`` of the planned operators counted so far (after
         the stores that ran wrote)."""
-        for store_id, written in self.ctx.store_results.items():
+        for store_id, written in self.findings.store_results.items():
             self.metrics.stored(store_id, written.row_count)
         return self.metrics.collect()
 
@@ -279,10 +281,10 @@ class SparkPlanRun:
         return collect_result(
             self.plan,
             self.ctx.engines,
-            self.ctx.store_results,
+            self.findings.store_results,
             self.row_counts(),
             outputs,
-            self.ctx.sink_records,
+            self.findings.sink_records,
         )
 
     def _marker_key(self, operator_id: str) -> int | None:
@@ -294,7 +296,7 @@ class SparkPlanRun:
         evaluates a filter over local rows while planning, the marker with it)."""
         if self.ctx.props(operator_id).cut_by_limit or operator_id in self._sampled_again:
             return None
-        if not self._scans_above.get(operator_id, set()) & self.ctx.reading_scans:
+        if not self._scans_above.get(operator_id, set()) & self.findings.reading_scans:
             return None
         return self._marker_keys[operator_id]
 
@@ -314,7 +316,9 @@ class SparkPlanRun:
         file = getattr(error, "file", None)
         if not file:
             return None
-        scans = self.ctx.scan_files.get(file) or self.ctx.scan_files.get(_LINE.sub("", file))
+        scans = self.findings.scan_files.get(file) or self.findings.scan_files.get(
+            _LINE.sub("", file)
+        )
         if not scans:
             return None
         # Of the scans reading it, the first in the plan (scans are built in threads of their own).
@@ -408,6 +412,28 @@ def applied_conditions(plan: LogicalPlan) -> dict[str, Remaining]:
         for filter_id, rest in remaining_conditions(plan).items()
         if all(getattr(by_id.get(i), "pushed_filter", None) == text for i, text in rest.scans)
     }
+
+
+def _frames_counted_by(plan: LogicalPlan, fused: Collection[str]) -> dict[str, str]:
+    """``{windowframe id: collapsingaggregate id}``: for each fused windowframe of ``plan``
+    (never built), the aggregate over its frames that counts its rows, the first to compile of
+    those reading its segment (an observation is used once)."""
+    readers = consumers(plan)
+    found = {}
+    for frame in plan.topological_order():
+        if frame.op != "windowframe" or frame.id not in fused:
+            continue
+        (segment,) = readers[frame.id]  # fused: one segment reads it
+        aggregates = readers.get(segment.id, [])
+        if aggregates:
+            found[frame.id] = min(aggregates, key=_position(plan)).id
+    return found
+
+
+def _position(plan: LogicalPlan) -> Callable[[Operator], int]:
+    """Each operator's place in ``plan``'s topological order (the order the run compiles)."""
+    place = {op.id: i for i, op in enumerate(plan.topological_order())}
+    return lambda op: place[op.id]
 
 
 def _aggregate_counts(

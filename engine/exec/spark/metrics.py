@@ -15,7 +15,7 @@ A scan observes its rows as read, after its pushed filter, before they become re
 scan read by Spark's reader with no pushed filter (nor pushed limit), and not read by a
 ``limit``, reads every row of its files: its count is the sum of their footers' row counts,
 which the scan reads anyway to number its rows (the compiler records it in
-``SparkRunContext.read_rows``), and it is not observed. A parquet store likewise counts the rows
+``RunFindings.read_rows``), and it is not observed. A parquet store likewise counts the rows
 of the files Spark wrote from their footers (:func:`~engine.exec.spark.stores.store_dataframe`);
 json and csv stores observe what they write.
 
@@ -63,7 +63,7 @@ import functools
 import itertools
 import uuid
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation
@@ -99,6 +99,23 @@ class InputCounter:
 
     mark: Callable[[DataFrame], DataFrame] | None = None
     observe: RowCounter | None = None
+
+
+@dataclass(frozen=True)
+class RowCounting:
+    """How the compiler counts the rows of a run's operators where they are compiled, decided
+    by the run before it compiles any (:class:`~engine.exec.spark.executor.SparkPlanRun`)."""
+
+    scans: Mapping[str, Callable[[DataFrame], DataFrame]] = field(default_factory=dict)
+    """Scan id -> what observes its rows as they are read (:func:`scan_observed`)."""
+
+    aggregates: Mapping[str, Callable[[], InputCounter]] = field(default_factory=dict)
+    """Grouping ``collapsingaggregate`` id -> how it counts the rows of the operator it counts
+    (:func:`aggregate_counted`), asked as it compiles (a marker needs its scans compiled)."""
+
+    frames: Mapping[str, RowCounter] = field(default_factory=dict)
+    """``collapsingaggregate`` id -> what observes the rows of the fused windowframe it
+    aggregates over, summed over its frames (:meth:`OperatorMetrics.count_frames`)."""
 
 
 ONE_TO_ONE = operators_where(lambda t: t.one_to_one)

@@ -21,7 +21,7 @@ time.
 ``UNSUPPORTED`` lists functions with no native form (with the reason); ``PARTIAL`` lists argument
 forms a native builder refuses; ``AGGREGATE_NAMES`` are compiled by the aggregate operators.
 
-The module is longer than most (about 780 lines) because it is one table: a builder of a few lines
+The module is longer than most (about 850 lines) because it is one table: a builder of a few lines
 per registry function, grouped by family as above, and the coercions they share.
 
 >>> sorted(AGGREGATE_NAMES)[:3]

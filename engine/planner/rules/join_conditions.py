@@ -32,8 +32,9 @@ Inner joins only: a filter above a ``left`` join moves to the left input only th
 reading nothing but the left input's records (every left record reaches the output unchanged, so
 testing it before the join keeps the same rows; the filter keeps its id when all of it
 moves); a test of the right side's columns stays above the join (it also drops the rows the
-join added for left records without a match, which no join condition would). ``outer`` joins
-are left alone.
+join added for left records without a match, which no join condition would; a filter that
+drops all of those has already made the join inner: :mod:`~engine.planner.rules.outer_joins`).
+``outer`` joins are left alone.
 
 Nothing changes unless the inputs' top-level names are known and distinct (scans with a ``ref``,
 projects, as the SQL front end writes them): a joined record is then its inputs' records side by

@@ -62,3 +62,19 @@ def test_a_moved_limit_and_the_scan_it_bounds_say_so() -> None:
 def test_a_plan_no_structural_rule_touches_has_no_notes_as_it_loads() -> None:
     plan = plan_of(SCAN, {"@id": 2, "input": 1, **STORE})
     assert structural_notes(plan) == {}
+
+
+def test_a_left_join_its_filter_makes_inner_says_so() -> None:
+    plan = plan_of(
+        SCAN,
+        {**SCAN, "@id": 2, "ref": "r", "selection": {"path": "r"}},
+        {"@id": 3, "op": "join", "left": 1, "right": 2, "type": "left",
+         "conditions": [{"relationship": "==", "left": "e.k", "right": "r.k"}]},
+        {"@id": 4, "op": "filter", "input": 3, "expr": "r.y > 1 && e.x > 2"},
+        {"@id": 5, "input": 4, **STORE},
+    )  # fmt: skip
+    note = planner_notes(plan, optimize(plan))["3"]
+    assert note.endswith(
+        "runs as an inner join: the filter reading it drops the records the left join adds "
+        "for those without a match"
+    ), note

@@ -90,7 +90,6 @@ def _self_writes(source: str) -> list[str]:
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in changing
             and own(node.func.value)
-            and ast.unparse(node.func) != "self.frame_counters.pop"  # an observation used once
         ):
             found.append(ast.unparse(node.func))
     return found

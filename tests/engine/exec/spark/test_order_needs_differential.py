@@ -121,10 +121,36 @@ def test_an_order_by_every_member_read_agrees_with_the_local_executor(
     }
     on_spark, local, run = both_executors(spark, plan, tmp_path)
     assert on_spark == local, (orderings, rows)
-    # The tie-break is dropped unless a key is floating (f): then -0.0 may tie 0.0.
-    compiled_scan = run.compiler.compiled("1")  # what compiling the scan found of its types
-    tie_break = not run.properties["2"].total_order or compiled_scan.ties_differ
-    assert tie_break == ("f" in keys)
+    assert run.properties["2"].total_order  # no two records tie: no tie-break needed
+
+
+def test_an_order_by_a_float_keeps_the_order_of_records_that_tie_but_differ(
+    spark: Any, tmp_path: Path
+) -> None:
+    """-0.0 ties 0.0 in a sort but is another record: though the order reads every member of
+    its scan, its ties keep their scan order (the first file's first), as on the local
+    executor."""
+    rows = [(None, None, "a", -0.0), (None, None, "a", 0.0), (None, None, "a", 0.0)]
+    rows += [(None, None, "a", -0.0), (None, None, "a", 1.5), (None, None, "a", -0.0)]
+    write_table(tmp_path, "e", rows, ["a", "b", "s", "f"])
+    plan = {
+        "storage": {"fs": {"type": "fs", "root": str(tmp_path)}},
+        "query": [
+            scan(1, "e"),
+            {"@id": 2, "op": "order", "input": 1, "orderings": [{"order": "asc", "expr": "e.f"}]},
+            {
+                "@id": 3,
+                "op": "project",
+                "input": 2,
+                "projections": [{"ref": "output.f", "expr": "e.f"}],
+            },
+            {"@id": 4, "op": "store", "input": 3, "storageengine": "fs", "target": {"path": "out"}},
+        ],
+    }
+    on_spark, local, _ = both_executors(spark, plan, tmp_path)
+    signs = [row["f"][0] for row in on_spark]
+    assert signs == [-1.0, 1.0, 1.0, -1.0, -1.0, 1.0]  # the zeros in file order, then 1.5
+    assert on_spark == local
 
 
 @SETTINGS
