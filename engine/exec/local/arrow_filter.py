@@ -139,7 +139,21 @@ def _comparison(
     name = column.name
     compare = getattr(pc, kernel)
     expression = getattr(pc.field(name), _OPERATORS[kernel])(literal)
-    return expression, lambda t: compare(t.column(name), literal)
+    return expression, lambda t: _compared(t.column(name), compare, literal)
+
+
+def _compared(
+    column: pa.ChunkedArray | pa.Array, compare: Callable, literal: pa.Scalar
+) -> pa.ChunkedArray | pa.Array:
+    """``compare(column, literal)``; a dictionary column's dictionary is compared (each
+    distinct value once) and the outcomes taken by its indices (a null index gives null)."""
+    if not pa.types.is_dictionary(column.type):
+        return compare(column, literal)
+    if isinstance(column, pa.Array):
+        return compare(column.dictionary, literal).take(column.indices)
+    return pa.chunked_array(
+        [compare(c.dictionary, literal).take(c.indices) for c in column.chunks], pa.bool_()
+    )
 
 
 _OPERATORS = {

@@ -171,3 +171,34 @@ def test_nan_rows_survive_where_the_statistics_would_drop_them() -> None:
     table = pa.table({"d": [5.0, math.nan, 5.0]})
     assert _expected("f.d != 5", table) == [{"d": pytest.approx(math.nan, nan_ok=True)}]
     assert to_arrow_filter(parse_expression("f.d != 5"), table.schema, "f") is None
+
+
+@pytest.fixture(scope="module")
+def dictionary_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Texts stored as DuckDB (and Spark) store them: dictionary pages only, nulls among them."""
+    import duckdb
+
+    path = tmp_path_factory.mktemp("dictionary") / "t.parquet"
+    duckdb.sql(
+        "COPY (SELECT CASE WHEN i % 7 = 0 THEN NULL ELSE 'v' || (i % 5) END AS s, i "
+        f"FROM range(5000) t(i)) TO '{path}' (FORMAT parquet, ROW_GROUP_SIZE 1000)"
+    )
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    assert chunk.has_dictionary_page and "PLAIN" not in chunk.encodings
+    return path
+
+
+@pytest.mark.parametrize(
+    "condition",
+    ["f.s == 'v1'", "f.s != 'v1' && f.i < 4000", "!(f.s < 'v3') || f.i == 7", "f.i > 9"],
+)
+def test_dictionary_texts_are_filtered_before_they_are_decoded(
+    dictionary_file: Path, condition: str
+) -> None:
+    table = pq.read_table(dictionary_file)
+    found = arrow_filter(parse_expression(condition), table.schema, "f")
+    assert found is not None
+    read = ParquetReader(dictionary_file).read_arrow(prune=found.expression, keep=found.mask)
+    assert read.schema == table.schema  # plain texts, as without the dictionary
+    assert read.to_pylist() == _expected(condition, table)
+    assert ParquetReader(dictionary_file).read_arrow().equals(table)
