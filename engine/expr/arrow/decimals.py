@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import decimal
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -80,8 +79,6 @@ def arithmetic(operation: str, a: Value, b: Value) -> Value:
         return _modulo(a, b, target)
     if operation == "divide":
         result = _divide(a, b, left, right, target)
-    elif (small := _int64(operation, a, b, target)) is not None:
-        return small
     elif (narrow := _narrow(operation, a, b, left, right, target)) is not None:
         return narrow
     else:
@@ -122,70 +119,6 @@ def fit(value: Value, target: MajorType, what: str) -> Value:
         return pc.cast(value, to_arrow(target))
     except pa.ArrowInvalid as err:
         raise DecimalError(coercion.overflow_message(target, what)) from err
-
-
-def _int64(operation: str, a: Value, b: Value, target: MajorType) -> Value | None:
-    """``a <operation> b`` (add, subtract, multiply; at least one an array) computed on the
-    unscaled integers of the values in NumPy, when every value fits an int64 and no result can
-    pass 2**63 (checked on the values, not their types) and the exact result has ``target``'s
-    scale: no rounding, and the result fits ``target`` (at least 19 digits, or the exact digits
-    of the operands' types). Arrow's decimal128 kernels take several times longer. None where
-    that does not apply."""
-    if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
-        return None
-    if not (pa.types.is_decimal128(a.type) and pa.types.is_decimal128(b.type)):
-        return None
-    sa, sb = a.type.scale, b.type.scale
-    scale = sa + sb if operation == "multiply" else max(sa, sb)
-    if scale != target.scale:
-        return None
-    parts = [_unscaled(v) for v in (a, b)]
-    if parts[0] is None or parts[1] is None:
-        return None
-    (xa, va, ma), (xb, vb, mb) = parts
-    if operation == "multiply":
-        if ma * mb >= 2**63:
-            return None
-        result = np.multiply(xa, xb)
-    else:
-        fa, fb = 10 ** (scale - sa), 10 ** (scale - sb)
-        if ma * fa + mb * fb >= 2**63:
-            return None
-        xa, xb = (xa * fa if fa > 1 else xa), (xb * fb if fb > 1 else xb)
-        result = np.add(xa, xb) if operation == "add" else np.subtract(xa, xb)
-    valid = va if vb is None else vb if va is None else va & vb
-    length = len(result) if isinstance(result, np.ndarray) else 1
-    if not isinstance(result, np.ndarray):
-        result = np.full(length, result, dtype=np.int64)
-    integers = pa.array(result, pa.int64(), mask=None if valid is None else ~valid)
-    wide = integers.cast(pa.decimal128(MAX_DECIMAL_PRECISION, 0))
-    return wide.view(to_arrow(target))
-
-
-def _unscaled(
-    value: Value,
-) -> tuple[np.ndarray | int, np.ndarray | None, int] | None:
-    """The unscaled integers of a decimal128 ``value`` (an array, or a Python int for a scalar),
-    where its values are valid (None: all; a null scalar gives None), and the largest magnitude:
-    None where a valid value does not fit an int64."""
-    if isinstance(value, pa.Scalar):
-        if not value.is_valid:
-            return None
-        unscaled = int(value.as_py().scaleb(value.type.scale))
-        return (unscaled, None, abs(unscaled)) if abs(unscaled) < 2**63 else None
-    if value.offset or len(value) == 0:
-        return None
-    words = np.frombuffer(value.buffers()[1], dtype="<i8", count=2 * len(value)).reshape(-1, 2)
-    low, high = words[:, 0], words[:, 1]
-    valid = None if value.null_count == 0 else value.is_valid().to_numpy(zero_copy_only=False)
-    fits = high == (low >> 63)  # the high word only extends the low one's sign
-    if valid is not None:
-        fits |= ~valid
-        low = np.where(valid, low, 0)
-    if not fits.all():
-        return None
-    largest = int(max(low.max(), -(low.min() + 1)))
-    return low, valid, largest + 1
 
 
 def _narrow(

@@ -1,5 +1,5 @@
-"""DECIMAL add, subtract and multiply on Arrow: the int64 path (values that fit 18 digits) and
-the decimal kernels give what Python's decimals give, with the types of engine.expr.coercion."""
+"""DECIMAL add, subtract and multiply on Arrow give what Python's decimals give (rounded half
+away from zero where the rule's scale is smaller), with the types of engine.expr.coercion."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ OPERATIONS = {"add": "__add__", "subtract": "__sub__", "multiply": "__mul__"}
 def decimal_arrays(draw: st.DrawFn, length: int) -> pa.Array:
     precision = draw(st.integers(1, 38))
     scale = draw(st.integers(0, precision))
-    digits = draw(st.integers(1, min(precision, 20)))  # most fit an int64, some do not
+    digits = draw(st.integers(1, min(precision, 20)))
     bound = 10**digits - 1
     values = draw(
         st.lists(st.one_of(st.none(), st.integers(-bound, bound)), min_size=length, max_size=length)
@@ -60,7 +60,7 @@ def test_arithmetic_is_exact_with_the_rule_types(
 
 
 @pytest.mark.parametrize("operation", sorted(OPERATIONS))
-def test_values_past_an_int64_take_the_decimal_kernels(operation: str) -> None:
+def test_values_past_an_int64_are_exact(operation: str) -> None:
     big = Decimal("9" * 18)
     a = pa.array([big, -big, None], pa.decimal128(20, 0))
     result = decimals.arithmetic(operation, a, pa.array([big, big, big], pa.decimal128(20, 0)))
