@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from engine.expr.functions import FunctionKind, lookup_function
 from engine.expr.nodes import Call, Cast, Expr, FieldRef, IfElse, Literal
+from engine.types import MinorType
 
 
 def map_calls(expr: Expr, function: Callable[[Call], Expr]) -> Expr:
@@ -82,15 +83,19 @@ def conjuncts(expr: Expr) -> list[Expr]:
 
 
 def constant_date(expr: Expr) -> Literal | None:
-    """The text literal of ``to_date('...')`` (a date constant: there is no date literal), or
-    None when ``expr`` is not one.
+    """The text literal of ``to_date('...')`` or ``cast('...' as DATE)`` (a date constant:
+    there is no date literal; SQL's ``DATE '...'`` is the cast), or None when ``expr`` is not one.
 
     >>> from engine.expr import parse_expression
     >>> constant_date(parse_expression("to_date('1994-01-01')")).value
     '1994-01-01'
+    >>> constant_date(parse_expression("cast('1994-01-01' as DATE)")).value
+    '1994-01-01'
     """
     if isinstance(expr, Call) and expr.name == "to_date" and len(expr.args) == 1:
         (arg,) = expr.args
-        if isinstance(arg, Literal) and isinstance(arg.value, str):
-            return arg
-    return None
+    elif isinstance(expr, Cast) and expr.type.minor == MinorType.DATE:
+        arg = expr.expr
+    else:
+        return None
+    return arg if isinstance(arg, Literal) and isinstance(arg.value, str) else None

@@ -244,8 +244,7 @@ class FileScan:
         pushed = self._pushed_filter(reader, columns, tracker, file)
         table = None
         if pushed is not None:
-            table = reader.read_arrow(columns=columns, prune=pushed.expression)
-            table = table.filter(pushed.mask(table))
+            table = reader.read_arrow(columns=columns, prune=pushed.expression, keep=pushed.mask)
         if table is None:
             table = reader.read_arrow(columns=columns)
         else:

@@ -29,7 +29,7 @@ from engine.exec.local.buffering import BatchBuffer, concat_batches, to_batch
 from engine.expr import coercion
 from engine.expr.arrow import decimals
 from engine.expr.arrow.trees import get_path
-from engine.types import from_arrow, to_arrow
+from engine.types import MAX_DECIMAL_PRECISION, from_arrow, to_arrow
 
 # ---------------------------------------------------------------------------------------- runs
 
@@ -249,8 +249,11 @@ def _decimal_means(
                 continue
             total, count = results[at], results[at + 1]
             counted = pc.if_else(pc.equal(count, 0), pa.scalar(None, count.type), count)
-            target = coercion.avg_type(from_arrow(means[at]))
+            averaged = from_arrow(means[at])
+            target = coercion.avg_type(averaged)
             try:
+                if pa.types.is_decimal256(total.type):  # summed wide: its sum's DECIMAL first
+                    total = decimals.fit(total, coercion.sum_type(averaged), "avg")
                 out.append(decimals.quotient(total, counted, target))
             except decimals.DecimalError as err:
                 raise AggregateError(f"avg(): {err}") from err
@@ -440,7 +443,7 @@ def _dense_groups(
         slots = slots - offset
     span = high - offset + 1
     rows = np.bincount(slots, minlength=span)
-    order = _first_appearance(slots, np.count_nonzero(rows))
+    order = _first_appearance(slots)
     results = []
     for name, values in calls:
         if name in (COUNT_ALL, "count"):
@@ -469,18 +472,18 @@ def _dense_groups(
     return [pa.array(order + offset, key.type)], results
 
 
-def _first_appearance(slots: np.ndarray, groups: int) -> np.ndarray:
-    """The distinct ``slots`` (``groups`` of them) in order of first appearance. Most groups
-    appear early: a prefix of the rows usually holds every one, and sorting it is cheap."""
+def _first_appearance(slots: np.ndarray) -> np.ndarray:
+    """The distinct ``slots`` in order of first appearance: the first row of
+    every slot (``np.minimum.at``, one pass, no sort of the rows), the slots sorted by it.
+
+    >>> _first_appearance(np.array([3, 1, 3, 0, 1])).tolist()
+    [3, 1, 0]
+    """
     rows = len(slots)
-    prefix = min(rows, max(1024, 8 * groups))
-    found, first = np.unique(slots[:prefix], return_index=True)
-    if len(found) < groups:  # a group first appears later: the first row of every slot
-        first = np.full(int(slots.max()) + 1, rows, dtype=np.int64)
-        np.minimum.at(first, slots, np.arange(rows, dtype=np.int64))
-        found = np.flatnonzero(first < rows)
-        first = first[found]
-    return found[np.argsort(first)]
+    first = np.full(int(slots.max()) + 1, rows, dtype=np.int64)
+    np.minimum.at(first, slots, np.arange(rows, dtype=np.int64))
+    found = np.flatnonzero(first < rows)
+    return found[np.argsort(first[found])]
 
 
 def _unscaled(values: pa.Array) -> np.ndarray:
@@ -570,7 +573,28 @@ def _aggregatable(name: str, values: pa.Array) -> pa.Array:
         # Acero's mean keeps the input's scale: widened first, it has the scale avg gives.
         target = coercion.avg_type(from_arrow(values.type))
         return values.cast(pa.decimal128(target.precision or 38, target.scale or 0))
+    if name == "sum" and pa.types.is_decimal128(values.type) and not _sums_fit_38(values):
+        # Acero sums decimal128 values in 38 digits and wraps past them, silently: summed in
+        # decimal256, a total of more digits than sum's DECIMAL is an error (_decimal_results).
+        return values.cast(pa.decimal256(76, values.type.scale))
     return values
+
+
+def _sums_fit_38(values: pa.Array) -> bool:
+    """Whether every sum of ``values`` (decimal128) surely fits 38 digits: the digits the largest
+    value uses plus those of the number of values are at most 38.
+
+    >>> from decimal import Decimal
+    >>> _sums_fit_38(pa.array([Decimal("9" * 37)] * 9, pa.decimal128(38, 0)))
+    True
+    >>> _sums_fit_38(pa.array([Decimal("9" * 37)] * 10, pa.decimal128(38, 0)))
+    False
+    """
+    count_digits = len(str(len(values)))
+    if values.type.precision + count_digits <= MAX_DECIMAL_PRECISION:
+        return True
+    used = decimals.used_digits(values)
+    return used + count_digits <= MAX_DECIMAL_PRECISION
 
 
 def _is_number(dtype: pa.DataType) -> bool:

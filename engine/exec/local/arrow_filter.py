@@ -5,9 +5,9 @@ keeps the rows of the rest where the mask (the Expression's Arrow comparison ker
 directly: no Acero plan per file) is true, so the records need no filtering after the read. Only
 what keeps exactly the records :func:`~engine.expr.arrow.evaluate.evaluate_predicate` keeps is
 translated: comparisons of a top-level column of the record (bool, integer, float or string)
-with a non-null literal of the same family, joined by ``&&``, ``||`` and ``!`` (Kleene logic; a
-null outcome drops the record, as in the filter). Anything else gives None, and the scan filters
-after the read as before.
+with a non-null literal of the same family or of a date column with a date constant, joined by
+``&&``, ``||`` and ``!`` (Kleene logic; a null outcome drops the record, as in the filter).
+Anything else gives None, and the scan filters after the read as before.
 
 Floats are left out where NaN would tell: parquet statistics leave NaN out of min/max, and
 pyarrow then skips a row group whose only other value is 5 for ``x != 5`` although NaN != 5 is
@@ -27,6 +27,8 @@ True
 
 from __future__ import annotations
 
+import datetime
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -35,6 +37,7 @@ import pyarrow.compute as pc
 
 from engine.expr.functions import lookup_function
 from engine.expr.nodes import Call, Expr, FieldRef, Literal
+from engine.expr.rewrite import constant_date
 from engine.types import MinorType
 
 _COMPARISONS = {
@@ -114,21 +117,43 @@ def _comparison(
     kernel: str, args: tuple[Expr, ...], schema: pa.Schema, ref: str | None, negated: bool
 ) -> tuple[pc.Expression, _Mask] | None:
     left, right = args
-    if isinstance(right, FieldRef) and isinstance(left, Literal):
+    if isinstance(right, FieldRef) and not isinstance(left, FieldRef):
         left, right = right, left
         kernel = _MIRRORED.get(kernel, kernel)
-    if not isinstance(left, FieldRef) or not isinstance(right, Literal):
+    if not isinstance(left, FieldRef):
         return None
     column = _column(left, schema, ref)
-    if column is None or not _same_family(column.type, right):
+    if column is None:
         return None
-    if pa.types.is_floating(column.type) and (negated or kernel == "not_equal"):
-        return None  # NaN is outside the statistics (see the module docstring)
-    literal = pa.scalar(right.value, type=_literal_type(right))
+    date = _date(right)
+    if date is not None:
+        if not pa.types.is_date32(column.type):
+            return None
+        literal = pa.scalar(date, pa.date32())
+    elif isinstance(right, Literal) and _same_family(column.type, right):
+        if pa.types.is_floating(column.type) and (negated or kernel == "not_equal"):
+            return None  # NaN is outside the statistics (see the module docstring)
+        literal = pa.scalar(right.value, type=_literal_type(right))
+    else:
+        return None
     name = column.name
     compare = getattr(pc, kernel)
     expression = getattr(pc.field(name), _OPERATORS[kernel])(literal)
-    return expression, lambda t: compare(t.column(name), literal)
+    return expression, lambda t: _compared(t.column(name), compare, literal)
+
+
+def _compared(
+    column: pa.ChunkedArray | pa.Array, compare: Callable, literal: pa.Scalar
+) -> pa.ChunkedArray | pa.Array:
+    """``compare(column, literal)``; a dictionary column's dictionary is compared (each
+    distinct value once) and the outcomes taken by its indices (a null index gives null)."""
+    if not pa.types.is_dictionary(column.type):
+        return compare(column, literal)
+    if isinstance(column, pa.Array):
+        return compare(column.dictionary, literal).take(column.indices)
+    return pa.chunked_array(
+        [compare(c.dictionary, literal).take(c.indices) for c in column.chunks], pa.bool_()
+    )
 
 
 _OPERATORS = {
@@ -153,6 +178,21 @@ def _column(field: FieldRef, schema: pa.Schema, ref: str | None) -> pa.Field | N
     if schema.get_all_field_indices(path[0]) != [schema.get_field_index(path[0])]:
         return None  # missing or ambiguous
     return schema.field(path[0])
+
+
+def _date(expr: Expr) -> datetime.date | None:
+    """The day of a date constant (``to_date('1994-01-01')``, ``cast('1994-01-01' as DATE)``)
+    written as ``yyyy-mm-dd``; None for anything else (other texts are left to the evaluator)."""
+    text = constant_date(expr)
+    if text is None or not _ISO_DATE.fullmatch(text.value):
+        return None
+    try:
+        return datetime.date.fromisoformat(text.value)
+    except ValueError:
+        return None
+
+
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def _same_family(dtype: pa.DataType, literal: Literal) -> bool:

@@ -275,6 +275,10 @@ class KeyIndex:
 
 _DENSE = 1 << 16
 """Lookup tables hold up to four entries per key value plus this many."""
+_TABLE_SPAN = 1 << 21
+"""Or up to this many (16 MiB), however few the key values: a table lookup per probed key
+instead of a binary search (a few thousand part keys spanning 200,000 values, probed by
+every lineitem record)."""
 
 
 @dataclass(frozen=True)
@@ -290,7 +294,8 @@ class _Lookup:
         if uniques.dtype.kind not in "iu" or not len(uniques):
             return None
         low, high = int(uniques[0]), int(uniques[-1])
-        if high - low >= 4 * len(uniques) + _DENSE or not -(2**62) < low <= high < 2**62:
+        span = max(4 * len(uniques) + _DENSE, _TABLE_SPAN)
+        if high - low >= span or not -(2**62) < low <= high < 2**62:
             return None
         table = np.full(high - low + 1, -1, dtype=np.int64)
         table[uniques.astype(np.int64) - low] = np.arange(len(uniques), dtype=np.int64)

@@ -196,6 +196,17 @@ def _divide(a: Value, b: Value, left: MajorType, right: MajorType, target: Major
     return _checked(lambda: pc.divide(wide_a, wide_b), "divide")
 
 
+def used_digits(value: Value) -> int:
+    """The digits the values of a decimal ``value`` use (at least its scale, and 1).
+
+    >>> used_digits(pa.array([decimal.Decimal("-12.50"), None], pa.decimal128(38, 2)))
+    4
+    """
+    digits = _used(value, decimal_type(value)).precision
+    assert digits is not None
+    return digits
+
+
 def _used(value: Value, t: MajorType) -> MajorType:
     """``t`` with the precision the values of ``value`` need (at least 1 digit)."""
     assert t.precision is not None and t.scale is not None

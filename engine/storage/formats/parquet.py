@@ -17,7 +17,7 @@ parquet (or is truncated: the footer is at the end) is a ``StorageError`` naming
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -52,21 +52,39 @@ class ParquetReader(FormatReader):
         columns: Sequence[str] | None = None,
         schema: pa.Schema | None = None,
         prune: pc.Expression | None = None,
+        keep: Callable[[pa.Table], pa.ChunkedArray | pa.Array] | None = None,
     ) -> pa.Table:
         """The file as a table, without the row groups whose statistics show that no row of
-        theirs satisfies ``prune`` (the rows read are not filtered)."""
+        theirs satisfies ``prune``; with ``keep``, only the rows where ``keep`` of the columns
+        read is true.
+
+        Text columns stored with a dictionary in every row group are read as Arrow dictionaries
+        (each distinct text decoded once) and decoded to plain text after ``keep`` (only the rows
+        kept), several times cheaper than decoding each value: ``keep`` must accept dictionary
+        columns (:class:`~engine.exec.local.arrow_filter.ArrowFilter`'s mask does)."""
         if self.is_empty():
             return empty_table(schema, columns)
         with self._parquet() as parquet:
             names = self._present(parquet, columns)
             try:
                 groups = None if prune is None else self._row_groups(prune)
-                if groups is None or len(groups) == parquet.reader.num_row_groups:
-                    table = parquet.reader.read(columns=names)
+                if groups is not None and len(groups) == parquet.reader.num_row_groups:
+                    groups = None
+                reader = parquet.reader
+                if encoded := _dictionary_texts(reader, names):
+                    reader = pq.ParquetFile(
+                        parquet.binary, metadata=reader.metadata, read_dictionary=encoded
+                    )
+                if groups is None:
+                    table = reader.read(columns=names)
                 else:
-                    table = parquet.reader.read_row_groups(groups, columns=names)
+                    table = reader.read_row_groups(groups, columns=names)
             except (pa.ArrowInvalid, OSError) as err:
                 raise StorageError(f"cannot read parquet: {err}", file=self.name) from err
+            if keep is not None:
+                table = table.filter(keep(table))
+            if encoded:
+                table = _decoded(table)
             table = with_unions(table, parquet.schema)
         return self._typed(table, schema)
 
@@ -142,6 +160,41 @@ class ParquetReader(FormatReader):
                     ) from err
                 table = table.set_column(index, field.name, column)
         return table
+
+
+def _dictionary_texts(reader: pq.ParquetFile, names: Sequence[str] | None) -> list[str]:
+    """The top-level text columns among ``names`` (None: all) whose every row group holds a
+    dictionary and only dictionary-encoded pages (no plain fallback, which reading as a
+    dictionary would hash value by value)."""
+    metadata = reader.metadata
+    schema = reader.schema_arrow
+    wanted = set(schema.names if names is None else names)
+    found = []
+    for index, column in enumerate(metadata.schema):
+        name = column.path
+        if (
+            name not in wanted
+            or "." in name
+            or schema.get_all_field_indices(name) != [schema.get_field_index(name)]
+        ):
+            continue
+        if not pa.types.is_string(schema.field(name).type) or not metadata.num_row_groups:
+            continue
+        chunks = [metadata.row_group(g).column(index) for g in range(metadata.num_row_groups)]
+        if all(c.has_dictionary_page and "PLAIN" not in c.encodings for c in chunks):
+            found.append(name)
+    return found
+
+
+def _decoded(table: pa.Table) -> pa.Table:
+    """``table`` with its dictionary columns as plain values."""
+    for index, field in enumerate(table.schema):
+        if pa.types.is_dictionary(field.type):
+            column = table.column(index).cast(field.type.value_type)
+            table = table.set_column(
+                index, pa.field(field.name, column.type, field.nullable, field.metadata), column
+            )
+    return table
 
 
 class _OpenParquet:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal, localcontext
 from typing import Any
 
 import numpy as np
@@ -313,3 +314,27 @@ def test_max_of_floats_is_nan_where_a_run_or_group_holds_one_as_on_spark() -> No
     assert str(least.to_pylist()) == "[2.0, nan, nan, None, 1.0]"
     (plain,) = aggregate_runs([("max", pa.array([2.0, None, 3.0]))], starts[:3])
     assert plain.to_pylist() == [2.0, 3.0]
+
+
+def test_a_decimal_sum_past_38_digits_is_an_error_not_a_wrapped_value() -> None:
+    """Arrow sums decimal128 in 38 digits and wraps past them; Spark's ANSI mode fails there."""
+    big = Decimal("9" * 38)
+    values = pa.array([big, big, Decimal(1)], pa.decimal128(38, 0))
+    with pytest.raises(AggregateError, match=r"does not fit its type DECIMAL\(38, 0\) \(in sum\)"):
+        aggregate_groups([("sum", values)], [pa.array([1, 1, 2])])
+    with pytest.raises(AggregateError, match=r"does not fit its type DECIMAL\(38, 0\)"):
+        aggregate_runs([("sum", values)], np.array([True, False, True]))
+    with pytest.raises(AggregateError, match=r"does not fit its type DECIMAL\(38, 0\)"):
+        aggregate_runs([("avg", values)], np.array([True, False, True]))  # its sum overflows
+
+
+def test_decimal_sums_close_to_38_digits_are_exact() -> None:
+    big, less = Decimal("9" * 36 + ".5"), Decimal("-1" + "0" * 35)
+    values = pa.array([big, less, less, big, None], pa.decimal128(38, 1))
+    with localcontext(prec=40):
+        total = big + 2 * less
+    _, (sums,) = aggregate_groups([("sum", values)], [pa.array([1, 1, 1, 2, 2])])
+    assert sums.type == pa.decimal128(38, 1)
+    assert sums.to_pylist() == [total, big]
+    (runs,) = aggregate_runs([("sum", values)], np.array([True, False, False, True, False]))
+    assert runs.to_pylist() == [total, big]

@@ -3,6 +3,7 @@ evaluator keeps, including inside a parquet read that skips row groups by their 
 
 from __future__ import annotations
 
+import datetime
 import io
 import math
 import tempfile
@@ -28,6 +29,7 @@ TYPES = {
     "h": pa.float32(),
     "s": pa.string(),
     "b": pa.bool_(),
+    "t": pa.date32(),
 }
 _NUMBER = st.one_of(st.integers(-3, 3), st.sampled_from([-1.5, 0.0, -0.0, 2.5, math.nan]))
 VALUES = {
@@ -38,6 +40,7 @@ VALUES = {
     "h": _NUMBER.map(float),
     "s": st.sampled_from(["", "a", "b", "ab", "é"]),
     "b": st.booleans(),
+    "t": st.dates(datetime.date(1994, 12, 30), datetime.date(1995, 1, 2)),
 }
 ROW = st.fixed_dictionaries({c: st.one_of(st.none(), v) for c, v in VALUES.items()})
 
@@ -47,6 +50,11 @@ def _literal(column: str) -> st.SearchStrategy[str]:
         return st.sampled_from(["''", "'a'", "'ab'", "'é'"])
     if column == "b":
         return st.sampled_from(["true", "false"])
+    if column == "t":  # the date constants: to_date and SQL's DATE '...' (a cast)
+        days = ["1994-12-31", "1995-01-01"]
+        return st.sampled_from(
+            [f"to_date('{d}')" for d in days] + [f"cast('{d}' as DATE)" for d in days]
+        )
     return st.sampled_from(["0", "1", "-2", "2.5", "0.0", "-1.5"])
 
 
@@ -118,7 +126,8 @@ def test_a_translated_filter_keeps_what_the_evaluator_keeps(
 def test_the_translation_covers_every_column_type() -> None:
     schema = _table([]).schema
     for condition in ["f.i > 1", "f.j <= 2.5", "1 == f.u", "f.d < 0", "f.h >= 2", "f.s != 'a'",
-                      "f.b == true", "!(f.i == 1) && (f.s < 'b' || f.d > 1)"]:  # fmt: skip
+                      "f.b == true", "!(f.i == 1) && (f.s < 'b' || f.d > 1)",
+                      "f.t < to_date('1995-01-01')", "cast('1995-01-01' as DATE) <= f.t"]:  # fmt: skip
         assert to_arrow_filter(parse_expression(condition), schema, "f") is not None, condition
 
 
@@ -140,6 +149,10 @@ def test_the_translation_covers_every_column_type() -> None:
         "f.w > 1",  # uint64 against int64
         "g.i > 1",  # another record
         "isnotnull(f.i)",
+        "f.i > to_date('1995-01-01')",  # a date constant against a number
+        "f.t > to_date('1995-1-1')",  # a text only the evaluator reads
+        "f.t > to_date('1995-01-01', 'yyyy-MM-dd')",
+        "f.t > cast(f.s as DATE)",
     ],
 )
 def test_inexact_filters_are_not_translated(condition: str) -> None:
@@ -158,3 +171,34 @@ def test_nan_rows_survive_where_the_statistics_would_drop_them() -> None:
     table = pa.table({"d": [5.0, math.nan, 5.0]})
     assert _expected("f.d != 5", table) == [{"d": pytest.approx(math.nan, nan_ok=True)}]
     assert to_arrow_filter(parse_expression("f.d != 5"), table.schema, "f") is None
+
+
+@pytest.fixture(scope="module")
+def dictionary_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Texts stored as DuckDB (and Spark) store them: dictionary pages only, nulls among them."""
+    import duckdb
+
+    path = tmp_path_factory.mktemp("dictionary") / "t.parquet"
+    duckdb.sql(
+        "COPY (SELECT CASE WHEN i % 7 = 0 THEN NULL ELSE 'v' || (i % 5) END AS s, i "
+        f"FROM range(5000) t(i)) TO '{path}' (FORMAT parquet, ROW_GROUP_SIZE 1000)"
+    )
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    assert chunk.has_dictionary_page and "PLAIN" not in chunk.encodings
+    return path
+
+
+@pytest.mark.parametrize(
+    "condition",
+    ["f.s == 'v1'", "f.s != 'v1' && f.i < 4000", "!(f.s < 'v3') || f.i == 7", "f.i > 9"],
+)
+def test_dictionary_texts_are_filtered_before_they_are_decoded(
+    dictionary_file: Path, condition: str
+) -> None:
+    table = pq.read_table(dictionary_file)
+    found = arrow_filter(parse_expression(condition), table.schema, "f")
+    assert found is not None
+    read = ParquetReader(dictionary_file).read_arrow(prune=found.expression, keep=found.mask)
+    assert read.schema == table.schema  # plain texts, as without the dictionary
+    assert read.to_pylist() == _expected(condition, table)
+    assert ParquetReader(dictionary_file).read_arrow().equals(table)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -297,3 +298,46 @@ def test_a_run_that_does_not_fail_reads_no_file_names(spark: Any, tmp_path: Path
     frames = SparkPlanRun(plan, spark, engines=engines, params={}).compile_frames()
     for frame in frames.values():
         assert "input_file_name" not in frame._jdf.queryExecution().executedPlan().toString()
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["global", "grouped"])
+def test_a_decimal_sum_past_38_digits_fails_on_both_executors(
+    spark: Any, tmp_path: Path, grouped: bool
+) -> None:
+    """Spark's sum of DECIMAL(p, s) is DECIMAL(min(38, p + 10), s) and, in ANSI mode, fails
+    where it overflows; the local executor fails too (Arrow alone would wrap around)."""
+    big = pa.array([Decimal("9" * 37 + ".0")] * 2 + [Decimal("1.5")], pa.decimal128(38, 1))
+    pq.write_table(pa.table({"k": [1, 1, 2], "v": big}), tmp_path / "t.parquet")
+    segment = {"@id": 2, "op": "segment", "input": 1, "ref": "g", "exprs": ["r.k"]}
+    collapse = {
+        "@id": 3,
+        "op": "collapsingaggregate",
+        "input": 2 if grouped else 1,
+        "carryovers": ["r.k"] if grouped else [],
+        "aggregations": [{"ref": "s", "expr": "sum(r.v)"}],
+        **({"within": "g"} if grouped else {}),
+    }
+    plan = parse_plan(
+        {
+            "storage": {"fs": {"type": "fs", "root": str(tmp_path)}, "q": {"type": "queue"}},
+            "query": [
+                {
+                    "@id": 1,
+                    "op": "scan",
+                    "storageengine": "fs",
+                    "ref": "r",
+                    "selection": {"path": "t.parquet"},
+                },
+                *([segment] if grouped else []),
+                collapse,
+                {"@id": 4, "op": "store", "input": 3, "storageengine": "q", "target": {}},
+            ],
+        }
+    )
+    with pytest.raises(ExecutionError) as local:
+        run_plan(plan, executor="local")
+    with pytest.raises(ExecutionError) as on_spark:
+        run_plan(plan, executor="spark", spark=spark)
+    assert local.value.operator_id == on_spark.value.operator_id == "3"
+    assert "a DECIMAL result does not fit its type DECIMAL(38, 1) (in sum)" in local.value.message
+    assert "`sum(r.v)`: overflow" in on_spark.value.message
