@@ -16,7 +16,8 @@ scans), then times, in the same process and alternating, ``--repeat`` times afte
   with nothing of ours: per plan, ten ``OpDefinition``s with a plain compute function (as
   ``load_definitions`` makes them, without the decorators' signature inference), aliased
   invocations, a ``GraphDefinition`` and an ``AssetsDefinition`` with bare specs (key and deps);
-  no plan files, metadata, descriptions, tags or resources. What is above it is ours.
+  no plan files, metadata, descriptions, tags or resources; built with the cycle collector paused,
+  as ``load_definitions`` builds. What is above it is ours.
   ``bare_shared`` (with ``--bare``): the same with one ``OpDefinition`` per kind of node, invoked
   under each plan's aliases (what sharing op definitions between operators could save at most).
 
@@ -246,13 +247,23 @@ def _labels(index: int) -> list[str]:
 
 def bare_graphs(count: int, shared: bool = False) -> Definitions:
     """The shape ``load_definitions`` builds, with Dagster's classes and nothing else;
-    ``shared``: one op definition per kind of node."""
-    assets = _source_specs(count)
-    op_defs: dict[str, OpDefinition] = {}
-    for index in range(count):
-        assets.append(_bare_graph(index, op_defs if shared else None))
-    defs = Definitions(assets=assets)
-    defs.get_repository_def()
+    ``shared``: one op definition per kind of node. Built with the cycle collector paused, as
+    ``load_definitions`` builds its definitions (the floor is Dagster's work, not the
+    collector's)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        assets = _source_specs(count)
+        op_defs: dict[str, OpDefinition] = {}
+        for index in range(count):
+            assets.append(_bare_graph(index, op_defs if shared else None))
+        defs = Definitions(assets=assets)
+        defs.get_repository_def()
+    finally:
+        gc.freeze()  # as load_definitions: the objects go straight to the oldest generation
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
     return defs
 
 
