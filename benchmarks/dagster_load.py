@@ -12,6 +12,14 @@ scans), then times, in the same process and alternating, ``--repeat`` times afte
   plus the source specs; resolved the same way.
 * ``hand_assets`` (peer): one plain ``@asset`` per plan with the same keys and deps (what a user
   writing Python instead of plans would start with), resolved the same way.
+* ``bare_graphs`` (peer, ``--bare``): Dagster's own cost of the shape ``load_definitions`` builds,
+  with nothing of ours: per plan, ten ``OpDefinition``s with a plain compute function (as
+  ``load_definitions`` makes them, without the decorators' signature inference), aliased
+  invocations, a ``GraphDefinition`` and an ``AssetsDefinition`` with bare specs (key and deps);
+  no plan files, metadata, descriptions, tags or resources; built with the cycle collector paused,
+  as ``load_definitions`` builds. What is above it is ours.
+  ``bare_shared`` (with ``--bare``): the same with one ``OpDefinition`` per kind of node, invoked
+  under each plan's aliases (what sharing op definitions between operators could save at most).
 
 Target: ``load_definitions`` (and ``DrillPlansComponent``) <= 3 s for 1,000 plans. Run from the repository root::
 
@@ -19,6 +27,7 @@ Target: ``load_definitions`` (and ``DrillPlansComponent``) <= 3 s for 1,000 plan
     .venv/bin/python benchmarks/dagster_load.py --profile 25     # cProfile of one load, top 25
     .venv/bin/python benchmarks/dagster_load.py --server --repeat 1   # + the code server, ~2 min
     .venv/bin/python benchmarks/dagster_load.py --component      # + DrillPlansComponent (dg)
+    .venv/bin/python benchmarks/dagster_load.py --bare           # + Dagster's floor (bare_graphs)
 
 ``--server`` times the rest of what ``dagster dev``'s code server does after the repository is
 built, for ``load_definitions`` and ``hand_graphs``: ``load_all_definitions()`` (the gRPC server
@@ -45,11 +54,18 @@ from typing import Any
 from dagster import (
     AssetKey,
     AssetOut,
+    AssetsDefinition,
     AssetSpec,
     Definitions,
+    DependencyDefinition,
+    GraphDefinition,
     In,
+    InputMapping,
+    NodeInvocation,
     Nothing,
+    OpDefinition,
     Out,
+    OutputMapping,
     asset,
     graph_multi_asset,
     op,
@@ -149,13 +165,17 @@ def component(plans_dir: Path) -> Definitions:
     return defs
 
 
-def hand_graphs(count: int) -> Definitions:
-    """The same assets written with Dagster's API: ten ops per plan in a graph multi-asset."""
+def _source_specs(count: int) -> list[Any]:
     sources = sorted(
         {AssetKey(["raw", f"source_{i // CHAIN}"]) for i in range(count) if i % CHAIN == 0}
         | ({AssetKey(["raw", "dimension_csv"])} if count > 4 else set())
     )
-    assets: list[Any] = [AssetSpec(key) for key in sources]
+    return [AssetSpec(key) for key in sources]
+
+
+def hand_graphs(count: int) -> Definitions:
+    """The same assets written with Dagster's API: ten ops per plan in a graph multi-asset."""
+    assets = _source_specs(count)
     for index in range(count):
         assets.append(_hand_graph(index))
     defs = Definitions(assets=assets)
@@ -216,6 +236,102 @@ def _hand_graph(index: int) -> Any:
         return {"store_10": store(in_0=value)}
 
     return plan_graph
+
+
+def _labels(index: int) -> list[str]:
+    """The node names of plan ``index``'s ten operators, in plan order."""
+    middle = ["scan_2", "join_3"] if index % 5 == 4 else ["filter_2", "transform_3"]
+    tail = ["project_4", "order_5", "segment_6", "aggregate_7", "project_8", "limit_9"]
+    return ["scan_1", *middle, *tail, "store_10"]
+
+
+def bare_graphs(count: int, shared: bool = False) -> Definitions:
+    """The shape ``load_definitions`` builds, with Dagster's classes and nothing else;
+    ``shared``: one op definition per kind of node. Built with the cycle collector paused, as
+    ``load_definitions`` builds its definitions (the floor is Dagster's work, not the
+    collector's)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        assets = _source_specs(count)
+        op_defs: dict[str, OpDefinition] = {}
+        for index in range(count):
+            assets.append(_bare_graph(index, op_defs if shared else None))
+        defs = Definitions(assets=assets)
+        defs.get_repository_def()
+    finally:
+        gc.freeze()  # as load_definitions: the objects go straight to the oldest generation
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
+    return defs
+
+
+def _bare_step(context, inputs):  # type: ignore[no-untyped-def]  # Dagster checks the annotation
+    return None
+
+
+_BARE_INPUTS = {
+    "after": {"after": In(Nothing)},
+    "upstream": {"upstream": In()},
+    "join": {"left": In(), "right": In()},
+}
+
+
+def _bare_graph(index: int, shared: dict[str, OpDefinition] | None) -> AssetsDefinition:
+    name = f"plan_{index:04d}"
+    node_defs: list[OpDefinition] = []
+    dependencies: dict[NodeInvocation, dict[str, DependencyDefinition]] = {}
+    previous = ""
+    for label in _labels(index):
+        kind = "after" if label.startswith("scan") else "join" if label == "join_3" else "upstream"
+        op_name = f"{name}__{label}" if shared is None else f"bare_{label.split('_')[0]}"
+        op_def = None if shared is None else shared.get(op_name)
+        if op_def is None:
+            op_def = OpDefinition(
+                compute_fn=_bare_step, name=op_name, ins=_BARE_INPUTS[kind], outs={"result": Out()}
+            )
+            if shared is not None:
+                shared[op_name] = op_def
+        if op_def not in node_defs:
+            node_defs.append(op_def)
+        wiring: dict[str, DependencyDefinition] = {}
+        if kind == "upstream":
+            wiring["upstream"] = DependencyDefinition(previous, "result")
+        elif kind == "join":
+            wiring["left"] = DependencyDefinition("scan_1", "result")
+            wiring["right"] = DependencyDefinition("scan_2", "result")
+        dependencies[NodeInvocation(op_name, alias=label)] = wiring
+        if label != "scan_2":  # the join reads it; the chain goes on from scan_1
+            previous = label
+    upstream = _upstream(index)
+    scans = ["scan_1", "scan_2"][: len(upstream)]
+    graph = GraphDefinition(
+        name=name,
+        node_defs=node_defs,
+        dependencies=dependencies,
+        input_mappings=[
+            InputMapping(
+                graph_input_name=f"after_{n}", mapped_node_name=scan, mapped_node_input_name="after"
+            )
+            for n, scan in enumerate(scans)
+        ],
+        output_mappings=[
+            OutputMapping(
+                graph_output_name="store_10",
+                mapped_node_name="store_10",
+                mapped_node_output_name="result",
+            )
+        ],
+    )
+    key = AssetKey(f"table_{index}")
+    return AssetsDefinition(
+        node_def=graph,
+        keys_by_input_name={f"after_{n}": up for n, up in enumerate(upstream)},
+        keys_by_output_name={"store_10": key},
+        specs=[AssetSpec(key, deps=upstream)],
+        can_subset=True,
+    )
 
 
 def _asset_in(key: AssetKey) -> Any:
@@ -301,6 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--component", action="store_true", help="time DrillPlansComponent's build too"
     )
+    parser.add_argument(
+        "--bare", action="store_true", help="time bare_graphs too (Dagster's floor of the shape)"
+    )
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="drill-load-") as tmp:
@@ -320,10 +439,16 @@ def main(argv: list[str] | None = None) -> int:
         }
         if args.component:
             contenders["component"] = lambda: component(plans_dir)
+        if args.bare:
+            contenders["bare_graphs"] = lambda: bare_graphs(args.plans)
+            contenders["bare_shared"] = lambda: bare_graphs(args.plans, shared=True)
         defs = ours(plans_dir)
         keys = defs.resolve_asset_graph().get_all_asset_keys()
         expected = hand_graphs(args.plans).resolve_asset_graph().get_all_asset_keys()
         assert keys == expected, sorted(keys ^ expected)[:5]
+        if args.bare:
+            bare = bare_graphs(args.plans).resolve_asset_graph().get_all_asset_keys()
+            assert bare == expected, sorted(bare ^ expected)[:5]
         del defs  # a live Definitions of 1,000 plans slows every later run's garbage collection
         for fn in contenders.values():  # warm-up
             fn()
@@ -337,7 +462,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'':<17} {'wall':>7} {'cpu':>7}")
     for name in contenders:
         print(f"  {name:<17} {wall[name]:6.2f}s {cpu[name]:6.2f}s")
-    for peer in ("hand_graphs", "hand_assets"):
+    for peer in ("hand_graphs", "hand_assets", "bare_graphs", "bare_shared"):
+        if peer not in cpu:
+            continue
         print(
             f"  load_definitions / {peer}: {wall['load_definitions'] / wall[peer]:.2f} (wall), "
             f"{cpu['load_definitions'] / cpu[peer]:.2f} (cpu)"
