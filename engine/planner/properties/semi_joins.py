@@ -15,6 +15,9 @@ Conditions (else the plan runs as it is, never a different answer):
   only ``==`` conditions, each right side a field the ``project`` copies from a distinct key,
   every key once;
 * the ``project``, the aggregate and the segment each have one reader;
+* the right side's fields are under names the SQL front end makes (``$...``) and no scan the
+  left input reads holds its records at the top (a ``ref`` names them): the join merges no
+  left field with a right one;
 * the filter's conjuncts naming the right side are each ``isnotnull`` (semi) or ``isnull`` /
   ``!isnotnull`` (anti) of a key or of a ``count`` (never null where a match was found); and
   nothing after the filter reads the right side.
@@ -34,7 +37,7 @@ from engine.expr.rewrite import conjuncts
 from engine.plan import LogicalPlan
 from engine.plan.expressions import parse_cached
 from engine.plan.field_paths import output_path, overlaps
-from engine.plan.operators import CollapsingAggregate, Filter, Join, Project, Segment
+from engine.plan.operators import CollapsingAggregate, Filter, Join, Project, Scan, Segment
 from engine.planner.rewrite import consumers
 from engine.planner.rules.projection_pushdown import required_paths
 
@@ -77,6 +80,8 @@ def semi_joins(plan: LogicalPlan) -> dict[str, SemiJoin]:
             continue
         rows, keys, copies = keyed
         roots = {path[0] for path in copies}
+        if not _apart(plan, join.left, roots):
+            continue
         kind, rest = _match_test(parse_cached(op.expr), roots, copies)
         if kind is None or (kind == "anti" and join.type != "left"):
             continue
@@ -89,6 +94,18 @@ def semi_joins(plan: LogicalPlan) -> dict[str, SemiJoin]:
             continue  # the whole record, or fields of the right side, are read after the filter
         found[join.id] = SemiJoin(kind, rows, keys, op.id, rest)
     return found
+
+
+def _apart(plan: LogicalPlan, left: str, roots: set[str]) -> bool:
+    """Whether the left records hold no field named as the right side's (the join would merge
+    the two): the right side's are names the SQL front end makes (``$e1``, ...), and every scan
+    the left input reads holds its records under a ``ref`` of another name."""
+    if not all(root.startswith("$") for root in roots):
+        return False
+    scans = [plan.operator(a) for a in {*plan.ancestors(left), left}]
+    return all(
+        op.ref and op.ref.split(".")[0].lower() not in roots for op in scans if isinstance(op, Scan)
+    )
 
 
 def _one_reader(readers: dict[str, list[Any]], op_id: str, reader: str) -> bool:

@@ -16,6 +16,8 @@ from sql_oracle import check, tables
 from engine.explain import explain
 from engine.plan import parse_plan
 from engine.planner import Statistics
+from engine.planner.properties.semi_joins import semi_joins
+from engine.run import run_plan
 from engine.sql import sql_to_plan
 
 OUTER = pa.schema([("id", pa.int64()), ("x", pa.int64()), ("s", pa.string())])
@@ -98,3 +100,60 @@ def test_semi_joins_can_be_turned_off(data: Any) -> None:
     repo, con = data
     for sql in CASES.values():
         check(sql, repo, con, params={"semi_joins": False})
+
+
+def _plan(root: str) -> Any:
+    """A left join of distinct keys nested under ``root`` and a filter testing the match."""
+    return parse_plan(
+        {
+            "storage": {"q": {"type": "queue"}},
+            "query": [
+                {"@id": 1, "op": "constant", "content": [{"x": 1}, {"x": 2}]},
+                {"@id": 2, "op": "constant", "content": [{"k": 1}, {"k": 1}]},
+                {"@id": 3, "op": "segment", "input": 2, "ref": "$seg", "exprs": ["k"]},
+                {
+                    "@id": 4,
+                    "op": "collapsingaggregate",
+                    "input": 3,
+                    "within": "$seg",
+                    "carryovers": ["k"],
+                    "aggregations": [{"ref": "$a", "expr": "count(1)"}],
+                },
+                {
+                    "@id": 5,
+                    "op": "project",
+                    "input": 4,
+                    "projections": [
+                        {"ref": f"output.{root}.k", "expr": "k"},
+                        {"ref": f"output.{root}.m", "expr": "$a"},
+                    ],
+                },
+                {
+                    "@id": 6,
+                    "op": "join",
+                    "left": 1,
+                    "right": 5,
+                    "type": "left",
+                    "conditions": [{"relationship": "==", "left": "x", "right": f"{root}.k"}],
+                },
+                {"@id": 7, "op": "filter", "input": 6, "expr": f"isnull({root}.m)"},
+                {
+                    "@id": 8,
+                    "op": "project",
+                    "input": 7,
+                    "projections": [{"ref": "output.x", "expr": "x"}],
+                },
+                {"@id": 9, "op": "store", "input": 8, "storageengine": "q", "target": {}},
+            ],
+        }
+    )
+
+
+def test_only_fields_no_left_record_may_hold_make_a_semi_join() -> None:
+    """A left record may hold a field named as the right side's (the join merges the two): only
+    the names the SQL front end makes (``$...``) are known apart."""
+    assert semi_joins(_plan("$r"))["6"].kind == "anti"
+    assert semi_joins(_plan("r")) == {}
+    records = run_plan(_plan("$r")).records()
+    assert records == run_plan(_plan("$r"), params={"semi_joins": False}).records()
+    assert records == [{"x": 2}]
