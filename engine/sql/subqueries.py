@@ -25,6 +25,11 @@ SQL                                        operators (``outer`` is the enclosing
                                            other tests, the numbers found left-joined back
 =========================================  ==========================================================
 
+As a conjunct of WHERE, ``x NOT IN (select y ..)`` is two: no ``y`` found, and the counts allow
+it (no row, or no NULL ``y`` and ``x`` not NULL). A left join whose match only such a conjunct
+tests (``IN``, ``[NOT] EXISTS`` by equalities, ``NOT IN``) the planner runs as a semi or anti join
+(:mod:`engine.planner.properties.semi_joins`).
+
 Correlation is by equalities of a subquery column with an enclosing one (plus, for EXISTS, other
 tests of both); anything else fails with "not supported" and the subquery's line and column.
 """
