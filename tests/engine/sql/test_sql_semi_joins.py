@@ -44,6 +44,13 @@ CASES = {
     "not_exists_empty": (
         "select id from o where not exists (select * from i where i.k = o.x and i.y > 100)"
     ),
+    "in_and_scalar": (
+        "select id from o where x in (select k from i) and id > (select count(*) from i where y > 10)"
+    ),
+    "not_exists_and_scalar": (
+        "select id from o where not exists (select * from i where i.k = o.x) "
+        "and id >= (select min(y) from i) - 10"
+    ),
     "in_under_or": "select id from o where x in (select k from i) or s = 'c'",
     "not_in_grouped": (
         "select s, count(*) n from o where x not in (select k from i where k is not null) "
@@ -102,13 +109,13 @@ def test_semi_joins_can_be_turned_off(data: Any) -> None:
         check(sql, repo, con, params={"semi_joins": False})
 
 
-def _plan(root: str) -> Any:
+def _plan(root: str, test: str = "isnull({root}.m)") -> Any:
     """A left join of distinct keys nested under ``root`` and a filter testing the match."""
     return parse_plan(
         {
             "storage": {"q": {"type": "queue"}},
             "query": [
-                {"@id": 1, "op": "constant", "content": [{"x": 1}, {"x": 2}]},
+                {"@id": 1, "op": "constant", "content": [{"x": 1}, {"x": 2}, {"x": 3}, {}]},
                 {"@id": 2, "op": "constant", "content": [{"k": 1}, {"k": 1}]},
                 {"@id": 3, "op": "segment", "input": 2, "ref": "$seg", "exprs": ["k"]},
                 {
@@ -136,7 +143,7 @@ def _plan(root: str) -> Any:
                     "type": "left",
                     "conditions": [{"relationship": "==", "left": "x", "right": f"{root}.k"}],
                 },
-                {"@id": 7, "op": "filter", "input": 6, "expr": f"isnull({root}.m)"},
+                {"@id": 7, "op": "filter", "input": 6, "expr": test.format(root=root)},
                 {
                     "@id": 8,
                     "op": "project",
@@ -156,4 +163,31 @@ def test_only_fields_no_left_record_may_hold_make_a_semi_join() -> None:
     assert semi_joins(_plan("r")) == {}
     records = run_plan(_plan("$r")).records()
     assert records == run_plan(_plan("$r"), params={"semi_joins": False}).records()
-    assert records == [{"x": 2}]
+    assert records == [{"x": 2}, {"x": 3}, {"x": None}]
+
+
+@pytest.mark.parametrize(
+    ("test", "kind", "expected"),
+    [
+        ("isnotnull({root}.k) && x < 3", "semi", [{"x": 1}]),
+        ("x > 1 && !isnotnull({root}.m)", "anti", [{"x": 2}, {"x": 3}]),
+    ],
+)
+def test_the_filter_tests_the_rest_of_its_condition(test: str, kind: str, expected: Any) -> None:
+    plan = _plan("$r", test)
+    semi = semi_joins(plan)["6"]
+    assert (semi.kind, semi.rest) == (kind, "x < 3" if kind == "semi" else "x > 1")
+    for on in (True, False):  # not optimized: the rest stays in the filter
+        records = run_plan(plan, optimize=False, params={"semi_joins": on}).records()
+        assert records == expected
+
+
+@pytest.mark.spark
+def test_spark_filter_tests_the_rest_of_its_condition(spark: Any) -> None:
+    for test, expected in [
+        ("isnotnull({root}.k) && x < 3", [{"x": 1}]),
+        ("x > 1 && !isnotnull({root}.m)", [{"x": 2}, {"x": 3}]),
+    ]:
+        plan = _plan("$r", test)
+        records = run_plan(plan, executor="spark", spark=spark, optimize=False).records()
+        assert records == expected
