@@ -67,6 +67,7 @@ from engine.plan import (
     WindowFrame,
 )
 from engine.plan.expressions import parse_cached
+from engine.planner.properties.semi_joins import semi_joins
 from engine.planner.statistics import Statistics
 
 EXCHANGES = frozenset({"hash-partition", "broadcast", "single", "merge"})
@@ -236,6 +237,8 @@ class _Builder:
         self.graph: list[PhysicalOperator] = []
         self.parallel: dict[int, bool] = {}
         self.outs: dict[str, _Out] = {}
+        self.semi = semi_joins(plan)  # join id -> how it runs as a semi or anti join
+        self.semi_tests = {semi.test_of: (join_id, semi) for join_id, semi in self.semi.items()}
 
     def build(self) -> PhysicalPlan:
         readers = {ref for op in self.plan.query for ref in op.input_ids()}
@@ -340,6 +343,10 @@ class _Builder:
     # -- record at a time --------------------------------------------------------------------
 
     def _filter(self, op: Filter, inputs: list[_Out]) -> _Out:
+        if op.id in self.semi_tests:  # its match test is the semi (anti) join's
+            join_id, semi = self.semi_tests[op.id]
+            tested = f"{semi.label} join {join_id}"
+            return self.out("filter", inputs, op, expr=semi.rest or "true", match_by=tested)
         return self.out("filter", inputs, op, expr=op.expr)
 
     def _project(self, op: Project, inputs: list[_Out]) -> _Out:
@@ -460,7 +467,8 @@ class _Builder:
             {"relationship": c.relationship, "left": c.left, "right": c.right}
             for c in op.conditions
         ]
-        settings = {"type": op.type, "conditions": conditions}
+        semi = self.semi.get(op.id)
+        settings = {"type": semi.label if semi else op.type, "conditions": conditions}
         parallel = left.parallel or right.parallel
         equi = [c for c in op.conditions if c.relationship == "=="]
         build = self._broadcast_side(op, left, right)
@@ -503,7 +511,7 @@ class _Builder:
             for side, out in (("left", left), ("right", right))
             if out.bytes is not None and out.bytes <= limit
         }
-        if op.type == "left":
+        if op.type == "left" or op.id in self.semi:  # a semi join keeps left records
             small.pop("left", None)
         elif op.type == "outer":
             small = {}

@@ -25,6 +25,11 @@ SQL                                        operators (``outer`` is the enclosing
                                            other tests, the numbers found left-joined back
 =========================================  ==========================================================
 
+As a conjunct of WHERE, ``x NOT IN (select y ..)`` is two: no ``y`` found, and the counts allow
+it (no row, or no NULL ``y`` and ``x`` not NULL). A left join whose match only such a conjunct
+tests (``IN``, ``[NOT] EXISTS`` by equalities, ``NOT IN``) the planner runs as a semi or anti join
+(:mod:`engine.planner.properties.semi_joins`).
+
 Correlation is by equalities of a subquery column with an enclosing one (plus, for EXISTS, other
 tests of both); anything else fails with "not supported" and the subquery's line and column.
 """
@@ -209,7 +214,9 @@ class Subqueries:
 
     # -- IN -----------------------------------------------------------------------------------
 
-    def in_(self, node: exp.In, translator: ExprTranslator) -> Expr:
+    def in_(self, node: exp.In, translator: ExprTranslator, *, negated: bool = False) -> Expr:
+        """``node`` (``x IN (subquery)``) as an expression; ``negated``: ``NOT node`` as a
+        conjunct of WHERE (NULL reads as false), the test keeping the records it keeps."""
         query = node.args["query"]
         if isinstance(node.this, exp.Tuple):
             raise self.error("IN with several columns is not supported", node)
@@ -230,6 +237,8 @@ class Subqueries:
         if id(node) in self.only_true:
             self.pending.append(lambda op_id: self.join(op_id, found, "left", pairs))
             return Call("isnotnull", (FieldRef((found_key, "m")),))
+        if negated:
+            return self.not_in(out.op_id, column, value, (found_key, found), pairs)
         counted, (rows, values) = self.aggregate(
             out.op_id, [], [Call("count", (Literal.of(1),)), Call("count", (column,))]
         )
@@ -251,6 +260,35 @@ class Subqueries:
             ),
             Literal.of(False),
         )
+
+    def not_in(
+        self,
+        rows: str,
+        column: FieldRef,
+        value: Expr,
+        found: tuple[str, str],
+        pairs: list[tuple[Expr, Expr]],
+    ) -> Expr:
+        """``NOT x IN (subquery)`` as a conjunct of WHERE (``found``: the key and operator of
+        the distinct subquery values): true where no subquery row equals ``x`` and either the subquery has no row, or it has no NULL and ``x`` is not NULL (else
+        NOT IN is false or NULL). The no-match test is a conjunct of its own: the planner may
+        run the left join and it as an anti join."""
+        counted, (n, nn) = self.aggregate(
+            rows, [], [Call("count", (Literal.of(1),)), Call("count", (column,))]
+        )
+        count_key = self.key("n")
+        counts = self.nest(counted, count_key, {"n": n, "nn": nn})
+        found_key, found_id = found
+
+        def step(op_id: str) -> str:
+            op_id = self.join(op_id, counts, "inner")
+            return self.join(op_id, found_id, "left", pairs)
+
+        self.pending.append(step)
+        n_ref, nn_ref = FieldRef((count_key, "n")), FieldRef((count_key, "nn"))
+        no_null = Call("and", (Call("equal", (nn_ref, n_ref)), Call("isnotnull", (value,))))
+        counted_test = Call("or", (Call("equal", (n_ref, Literal.of(0))), no_null))
+        return Call("and", (Call("isnull", (FieldRef((found_key, "m")),)), counted_test))
 
     # -- EXISTS -------------------------------------------------------------------------------
 

@@ -477,7 +477,7 @@ class SqlPlanner:
                 [p for p in parts if has_query(p)],
             ):
                 if tests:
-                    expr = _and([translator.visit(p) for p in tests])
+                    expr = _and([_where_test(p, translator, subqueries) for p in tests])
                     op_id = subqueries.flush(op_id)
                     op_id = self.add({"op": "filter", "input": op_id, "expr": to_string(expr)})
         items = list(node.expressions)
@@ -740,6 +740,15 @@ class SqlPlanner:
 def _window_function(node: exp.AggFunc) -> bool:
     """Whether ``node`` is the function of an OVER (...), not an aggregate of the grouping."""
     return isinstance(node.parent, exp.Window) and node.parent.this is node
+
+
+def _where_test(part: exp.Expression, translator: ExprTranslator, subqueries: Subqueries) -> Expr:
+    """A conjunct of WHERE; ``NOT x IN (subquery)`` as the test keeping what it keeps (its
+    NULL reads as false), whose no-match test the planner may run as an anti join."""
+    inner = part.this.unnest() if isinstance(part, exp.Not) else None
+    if isinstance(inner, exp.In) and inner.args.get("query") is not None:
+        return subqueries.in_(inner, translator, negated=True)
+    return translator.visit(part)
 
 
 def _and(parts: list[Expr]) -> Expr:

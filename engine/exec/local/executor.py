@@ -16,12 +16,21 @@ from typing import Any
 
 import pyarrow as pa
 
+from engine.exec.local.join import SemiJoinOperator
 from engine.exec.local.registry import ExecContext, create
 from engine.exec.local.segment_aggregate import FUSE_PARAM, SegmentAggregateOperator, fusable
 from engine.exec.protocol import BatchOperator, BatchSource, FragmentExecutor
 from engine.expr import field_refs
 from engine.plan import LogicalPlan
-from engine.plan.operators import CollapsingAggregate, Operator, Scan, Segment, Store
+from engine.plan.operators import (
+    CollapsingAggregate,
+    Join,
+    Operator,
+    Scan,
+    Segment,
+    Store,
+)
+from engine.planner.properties.semi_joins import SEMI_JOIN_PARAM, semi_joins
 from engine.planner.rules.filter_pushdown import remaining_conditions
 
 ROWS = "rows"
@@ -60,6 +69,9 @@ class LocalExecutor:
             for filter_id, rest in remaining_conditions(plan).items()
             if rest.condition is None
         }
+        # Joins the planner runs as semi or anti joins, and the filters testing their matches.
+        self._semi = semi_joins(plan) if ctx.params.get(SEMI_JOIN_PARAM, True) else {}
+        self._semi_tests = {semi.test_of: semi for semi in self._semi.values()}
 
     def run(self) -> dict[str, pa.Table]:
         """Run every root (stores, or operators nobody reads); returns non-store roots' output."""
@@ -90,6 +102,17 @@ class LocalExecutor:
         if op.id in self._applied_filters:
             # The scan below already keeps only the records this filter keeps: not run twice.
             operator: BatchOperator = self._input(self.plan.operator(op.input or ""))
+        elif op.id in self._semi_tests:
+            # The semi (anti) join below kept the records its match test keeps: the rest only.
+            rest = self._semi_tests[op.id].rest
+            operator = self._input(self.plan.operator(op.input or ""))
+            if rest is not None:
+                operator = create(op.model_copy(update={"expr": rest}), [operator], self.ctx)
+        elif isinstance(op, Join) and op.id in self._semi:
+            semi = self._semi[op.id]
+            left = self._input(self.plan.operator(op.left))
+            rows = self._input(self.plan.operator(semi.rows))
+            operator = SemiJoinOperator(op, semi, left, rows, self.ctx)
         elif (segment := self._fused_segment(op)) is not None:
             # segment + collapsingaggregate over its groups: one hash aggregation, no reordering.
             upstream = self._input(self.plan.operator(segment.input or ""))

@@ -44,6 +44,7 @@ from engine.exec.protocol import BatchOperator, GeneratorOperator
 from engine.expr import Expr, parse_expression
 from engine.expr.arrow.evaluate import evaluate
 from engine.plan.operators import Join
+from engine.planner.properties.semi_joins import SemiJoin
 
 PAIR_BLOCK = 1 << 20
 """Candidate pairs a nested-loop join evaluates at once."""
@@ -205,6 +206,93 @@ class JoinOperator(GeneratorOperator):
         for first in range(0, len(li), step):
             lpart, rpart = li[first : first + step], ri[first : first + step]
             yield merge_records(_take(left, lpart), _take(right, rpart))
+
+
+class SemiJoinOperator(JoinOperator):
+    """A semi (anti) join the planner decided (:mod:`~engine.planner.properties.semi_joins`):
+    the left records (streamed, in order, each once) that some record of input 1 matches (that
+    none does), where input 1 holds the records whose ``keys`` the join's conditions compare. Of
+    those only the distinct keys are kept, not the records."""
+
+    def __init__(
+        self,
+        op: Join,
+        semi: SemiJoin,
+        left: BatchOperator,
+        rows: BatchOperator,
+        ctx: ExecContext,
+    ) -> None:
+        super().__init__(op, left, rows, ctx)
+        self.type = "inner"  # the pairs found: matches only
+        self.anti = semi.kind == "anti"
+        self.conditions = [
+            _Condition("==", parse_expression(c.left), parse_expression(key))
+            for c, key in zip(op.conditions, semi.keys, strict=True)
+        ]
+
+    def generate(self) -> Iterator[pa.RecordBatch]:
+        keys = self._distinct_keys()
+        emitted, left_schema = False, None
+        for left in self.drain(0):
+            left_schema = left.schema
+            matched = np.zeros(left.num_rows, dtype=bool)
+            for li, _ in self._pairs(left, keys, keys.columns):
+                matched[li] = True
+            kept = left.filter(pa.array(~matched if self.anti else matched))
+            if kept.num_rows:
+                emitted = True
+                yield kept
+        if not emitted:
+            yield _nulls(left_schema, 0)
+
+    def _distinct_keys(self) -> pa.RecordBatch:
+        """The distinct key values of the right records (column ``k<i>``: condition ``i``'s)."""
+        parts: list[list[pa.Array]] = [[] for _ in self.conditions]
+        for batch in self.drain(1):
+            for part, condition in zip(parts, self.conditions, strict=True):
+                value = evaluate(condition.right, batch)
+                if pa.types.is_dictionary(value.type):
+                    value = value.dictionary_decode()
+                if len(self.conditions) == 1 and not pa.types.is_integer(value.type):
+                    value = pc.unique(value) if _hashable(value.type, value.type) else value
+                part.append(value)
+        columns = [_concatenated(part) for part in parts]
+        names = [f"k{i}" for i in range(len(columns))]
+        hashable = all(_hashable(c.type, c.type) and not pa.types.is_null(c.type) for c in columns)
+        if hashable and len(columns) == 1:
+            columns = [_distinct(columns[0])]
+        table = pa.Table.from_arrays(columns, names=names)
+        if hashable and len(columns) > 1:
+            table = table.group_by(names, use_threads=False).aggregate([])
+        return table.combine_chunks().to_batches()[0] if table.num_rows else _empty(table.schema)
+
+
+def _distinct(values: pa.Array) -> pa.Array:
+    """The distinct values of ``values``; integers spanning few values by a table of those
+    present (no hash table, no sort: a semi join's keys are often a dense range)."""
+    if pa.types.is_integer(values.type) and len(values):
+        present = _numpy(pc.drop_null(values))
+        if len(present):
+            low, high = int(present.min()), int(present.max())
+            if high - low < 4 * len(present) + _DENSE:
+                table = np.zeros(high - low + 1, dtype=bool)
+                table[present - low] = True
+                return pa.array(np.flatnonzero(table) + low).cast(values.type)
+    return pc.unique(values)
+
+
+def _concatenated(arrays: list[pa.Array]) -> pa.Array:
+    """One array of ``arrays``' values (of one type where their types differ)."""
+    if not arrays:
+        return pa.nulls(0)
+    try:
+        return pa.concat_arrays(arrays)
+    except _ARROW_ERRORS:
+        return pa.array([v for a in arrays for v in a.to_pylist()])
+
+
+def _empty(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
 
 
 class KeyIndex:

@@ -57,6 +57,9 @@ RELATIONSHIPS: dict[str, Callable[[object, object], object]] = {
 JOIN_TYPES = {"inner": "inner", "left": "left", "outer": "full"}
 """Drill join type -> Spark join type."""
 
+SEMI_JOIN_TYPES = {"semi": "left_semi", "anti": "left_anti"}
+"""A semi or anti join (planner property ``semi_join``) -> Spark join type."""
+
 
 Condition = tuple[Column, str, Column]
 """``(left value, relationship, right value)``, each side compiled against its own input."""
@@ -190,6 +193,44 @@ def join_rows(
     lside, rside = lside.with_seq(F.col(left_seq)), rside.with_seq(F.col(right_seq))
     order, _ = _join_order(lside, rside, how, seq, ordered)
     return joined.select(*merged, order.column)
+
+
+def semi_join_rows(
+    left: DataFrame,
+    right: DataFrame,
+    conditions: Sequence[Condition],
+    *,
+    kind: str,
+    seq: str,
+    sides: tuple[PendingColumns | None, PendingColumns | None] = (None, None),
+) -> DataFrame:
+    """The records of ``left`` that some record of ``right`` matches (``kind="semi"``) or none
+    does (``"anti"``), each once, in their order: Spark's ``left_semi`` / ``left_anti`` join
+    (it may broadcast ``right``, and never repeats a left record). ``sides`` as for
+    :func:`join_rows`. The right side is read by its keys only, named apart, so that inputs
+    deriving from one DataFrame join as two."""
+    lside, rside = (
+        JoinSide.of(df, seq, p, missing=False) for df, p in zip((left, right), sides, strict=True)
+    )
+    names = list(lside.values)
+    left_seq = temp("join_lseq")
+    lhs = lside.df.select(
+        *[v.column.alias(temp(f"l{i}")) for i, v in enumerate(lside.values.values())],
+        *[c.alias(temp(f"jl{i}")) for i, (c, _, _) in enumerate(conditions)],
+        lside.seq.alias(left_seq),
+    )
+    rhs = rside.df.select(*[c.alias(temp(f"jr{i}")) for i, (_, _, c) in enumerate(conditions)])
+    matches = _all_hold(
+        [
+            _relation(F.col(temp(f"jl{i}")), relationship, F.col(temp(f"jr{i}")))
+            for i, (_, relationship, _) in enumerate(conditions)
+        ]
+    )
+    joined = lhs.join(rhs, on=matches, how=SEMI_JOIN_TYPES[kind])
+    return joined.select(
+        *[F.col(temp(f"l{i}")).alias(name) for i, name in enumerate(names)],
+        F.col(left_seq).alias(seq),
+    )
 
 
 def _named(column: Column, name: str) -> Column:

@@ -13,7 +13,7 @@ from pyspark.sql import types as T
 from engine.exec.spark.columns import compile_expression, compile_predicate, compile_typed
 from engine.exec.spark.compiled import Compiled, observed
 from engine.exec.spark.compiler_flatten import flatten_rows
-from engine.exec.spark.compiler_join import join_rows, union_rows
+from engine.exec.spark.compiler_join import join_rows, semi_join_rows, union_rows
 from engine.exec.spark.compiler_keys import (
     read_pending_field,
     unwritten_keys,
@@ -62,6 +62,12 @@ class RecordVisitors:
         (df,) = inputs
         condition = parse_cached(op.expr)
         rest = self.ctx.remaining.get(op.id)
+        props = self.ctx.props(op.id)
+        if props.match_tested:  # the semi (anti) join it reads applied its match test
+            if props.rest_test is None:
+                pending = self._reading.over(df) if self._reading is not None else None
+                return Compiled(df, unchanged=True, pending=pending)
+            condition, rest = parse_cached(props.rest_test), None
         if rest is not None:
             # The scan applied part of the condition: each test runs once.
             if rest.condition is None:
@@ -245,6 +251,10 @@ class RecordVisitors:
         elif build == "right":
             right = F.broadcast(right)
         props = self.ctx.props(op.id)
+        if props.semi_join is not None:
+            return semi_join_rows(
+                left, right, conditions, kind=props.semi_join.kind, seq=SEQ_COLUMN, sides=sides
+            )
         joined = join_rows(
             left,
             right,

@@ -67,6 +67,7 @@ from engine.plan import LogicalPlan
 from engine.plan.operators import Operator, Store, WindowFrame
 from engine.planner.properties import ids_where, plan_properties
 from engine.planner.properties.decisions import limit_inputs
+from engine.planner.properties.semi_joins import SEMI_JOIN_PARAM
 from engine.planner.rewrite import consumers
 from engine.planner.rules.filter_pushdown import Remaining, remaining_conditions
 from engine.scan.framework import FILE_COLUMNS
@@ -144,7 +145,13 @@ class SparkPlanRun:
             and isinstance(engines.get(op.storage_engine), ConsoleEngine | QueueEngine)
         }
         order = self.planned.topological_order()
-        self.properties = plan_properties(self.planned, sinks, stats, one_task_sort_limit(spark))
+        self.properties = plan_properties(
+            self.planned,
+            sinks,
+            stats,
+            one_task_sort_limit(spark),
+            semi=params.get(SEMI_JOIN_PARAM, True),
+        )
         props = self.properties
         self.ctx = SparkRunContext(
             engines=dict(engines),

@@ -45,6 +45,7 @@ from engine.planner.properties.order_needs import (
     total_orders,
     unordered_outputs,
 )
+from engine.planner.properties.semi_joins import SemiJoin, semi_joins
 from engine.planner.statistics import Statistics
 
 
@@ -118,6 +119,16 @@ class OperatorProperties:
     """A store that sorts its records in one task: the scans above it report sizes within the
     run's bound (:func:`~.decisions.one_task_sorts`)."""
 
+    semi_join: SemiJoin | None = None
+    """A join run as a semi or anti join (:func:`~.semi_joins.semi_joins`): its output is its
+    left input's records that have (have no) match."""
+
+    match_tested: bool = False
+    """A filter whose test of a match its input, a semi or anti join, applies."""
+
+    rest_test: str | None = None
+    """Such a filter's other tests, all it tests (None: none, it keeps every record)."""
+
 
 PlanProperties = Mapping[str, OperatorProperties]
 """Each operator id of a plan to its properties."""
@@ -128,11 +139,14 @@ def plan_properties(
     sinks: Collection[str],
     stats: Statistics | None = None,
     one_task_sort_bytes: int = -1,
+    *,
+    semi: bool = True,
 ) -> dict[str, OperatorProperties]:
     """The properties of each operator of ``plan`` (a planned plan), the rules run in the order
     they build on each other; ``sinks``: the stores whose records are kept in order in memory
     (a queue, the console); ``stats`` and ``one_task_sort_bytes``: the scans' sizes and the
-    bytes a store may sort in one task (-1: none does)."""
+    bytes a store may sort in one task (-1: none does); ``semi``: whether joins may run as semi
+    or anti joins (:data:`~.semi_joins.SEMI_JOIN_PARAM`)."""
     order = plan.topological_order()
     fused = fused_operators(plan)
     sets = {
@@ -172,6 +186,10 @@ def plan_properties(
         "ordered_by_keys": dict(scans_ordered_by_keys(order)),
         "frame_collapsed_by": frame_collapses(plan, set(fused)),
     }
+    joins = semi_joins(plan) if semi else {}
+    values["semi_join"] = dict(joins)
+    values["match_tested"] = {s.test_of: True for s in joins.values()}
+    values["rest_test"] = {s.test_of: s.rest for s in joins.values() if s.rest is not None}
     return {
         op.id: OperatorProperties(
             **{name: op.id in ids for name, ids in sets.items()},

@@ -11,7 +11,10 @@ only the left input provides keeps none of the right records without a match: it
 outer-join simplification of Calcite and Drill.
 
 Only where the filter is the join's one reader, and the top-level names of both inputs are known
-(scans with a ``ref``, projects: :func:`~engine.planner.rewrite.top_names`).
+(scans with a ``ref``, projects: :func:`~engine.planner.rewrite.top_names`). A left join the
+executors run as a semi join (:mod:`~engine.planner.properties.semi_joins`: a decorrelated ``IN``
+or ``EXISTS``) stays as it is: made inner, its match test would move below it, and the semi join,
+which reads the subquery's rows without grouping them, would be lost.
 
 >>> from engine.plan import parse_plan
 >>> scan = lambda i, ref: {"@id": i, "op": "scan", "storageengine": "fs", "ref": ref,
@@ -33,6 +36,7 @@ from engine.expr import Call, Expr, FieldRef
 from engine.expr.rewrite import COMPARISONS, conjuncts
 from engine.plan import Filter, Join, LogicalPlan
 from engine.plan.expressions import parse_cached
+from engine.planner.properties.semi_joins import SemiJoin, semi_joins
 from engine.planner.rewrite import consumers, top_names
 
 _NULL_REJECTING = COMPARISONS | {"isnotnull"}
@@ -44,6 +48,7 @@ def simplify_outer_joins(plan: LogicalPlan) -> LogicalPlan:
     readers = consumers(plan)
     by_id = {op.id: op for op in plan.query}
     changed: dict[str, str] = {}
+    semi: dict[str, SemiJoin] | None = None
     for op in plan.query:
         join = by_id.get(op.input or "") if isinstance(op, Filter) else None
         if not isinstance(join, Join) or join.type == "inner" or len(readers[join.id]) != 1:
@@ -56,7 +61,10 @@ def simplify_outer_joins(plan: LogicalPlan) -> LogicalPlan:
         drops_lone_left = bool(rejected & (right - left))  # its right names are null
         drops_lone_right = join.type == "outer" and bool(rejected & (left - right))
         if join.type == "left" and drops_lone_left:
-            changed[join.id] = "inner"
+            if semi is None:
+                semi = semi_joins(plan)
+            if join.id not in semi:
+                changed[join.id] = "inner"
         elif join.type == "outer" and drops_lone_right:
             changed[join.id] = "inner" if drops_lone_left else "left"
     if not changed:
