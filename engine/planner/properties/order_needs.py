@@ -10,6 +10,7 @@ from typing import Any
 
 from engine.expr import Expr, FieldRef, field_refs, parse_field_ref
 from engine.plan.expressions import parse_cached
+from engine.plan.field_paths import output_path
 from engine.plan.traits import traits
 from engine.planner.rewrite import top_names
 
@@ -241,7 +242,27 @@ def _member_path(expr: Expr) -> tuple[str, ...] | None:
 def unique_keys(op: Any, by_id: dict[str, Any]) -> frozenset[Expr] | None:
     """Expressions whose values no two of ``op``'s records share, or None if none is known: the
     carried keys of a ``collapsingaggregate`` that collapses a segment's groups (one record
-    per group; a segment without keys has one group)."""
+    per group; a segment without keys has one group), and the fields a ``project`` of such
+    records writes every one of those keys to (SQL's select list over a ``GROUP BY``).
+
+    >>> from engine.plan import parse_plan
+    >>> plan = parse_plan({"storage": {"fs": {"type": "fs", "root": "/d"}}, "query": [
+    ...   {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "l", "selection": {"path": "l"}},
+    ...   {"@id": 2, "op": "segment", "input": 1, "ref": "g", "exprs": ["l.mode"]},
+    ...   {"@id": 3, "op": "collapsingaggregate", "input": 2, "within": "g",
+    ...    "carryovers": ["l.mode"], "aggregations": [{"ref": "n", "expr": "count(1)"}]},
+    ...   {"@id": 4, "op": "project", "input": 3, "projections": [
+    ...    {"ref": "output.mode", "expr": "l.mode"}, {"ref": "output.n", "expr": "n"}]},
+    ...   {"@id": 5, "op": "order", "input": 4, "orderings": [{"expr": "mode"}]},
+    ...   {"@id": 6, "op": "store", "input": 5, "storageengine": "fs", "target": {"path": "x"}}]})
+    >>> ops = plan.topological_order()
+    >>> sorted(str(k) for k in unique_keys(ops[3], {op.id: op for op in ops}))
+    ['mode']
+    >>> total_orders(ops)
+    {'5'}
+    """
+    if op is not None and op.op == "project":
+        return _projected_keys(op, unique_keys(by_id.get(op.input or ""), by_id))
     if op is None or op.op != "collapsingaggregate":
         return None
     segment = by_id.get(op.input or "")
@@ -255,6 +276,23 @@ def unique_keys(op: Any, by_id: dict[str, Any]) -> frozenset[Expr] | None:
     ):
         return None
     return keys
+
+
+def _projected_keys(project: Any, keys: frozenset[Expr] | None) -> frozenset[Expr] | None:
+    """The fields ``project`` writes ``keys`` (its input's unique keys) to, or None unless each
+    key is written as it is to a field no other projection writes over or into."""
+    if keys is None:
+        return None
+    paths = [output_path(p.ref) for p in project.projections]
+    found: dict[Expr, Expr] = {}
+    for i, projection in enumerate(project.projections):
+        value = parse_cached(projection.expr)
+        if value not in keys or value in found or not paths[i]:
+            continue
+        if any(_overlap(paths[i], other) for j, other in enumerate(paths) if j != i):
+            continue
+        found[value] = FieldRef(paths[i])
+    return frozenset(found.values()) if set(found) == set(keys) else None
 
 
 def collapses_groups(segment: Any, op: Any) -> bool:
