@@ -45,10 +45,33 @@ def plan_of(*ops: dict[str, Any]) -> LogicalPlan:
     return parse_plan({"storage": STORAGE, "query": [*ops, store]})
 
 
+def comma_chain(refs: str, expr: str) -> LogicalPlan:
+    """``FROM a, b, c, d WHERE expr`` (``refs`` "a b c d"): scans 1, 2, 4 and 6 joined as
+    written by joins 3, 5 and 7 without conditions, under filter 8."""
+    a, b, c, d = refs.split()
+    return plan_of(
+        scan(1, a),
+        scan(2, b),
+        {"@id": 3, "op": "join", "left": 1, "right": 2},
+        scan(4, c),
+        {"@id": 5, "op": "join", "left": 3, "right": 4},
+        scan(6, d),
+        {"@id": 7, "op": "join", "left": 5, "right": 6},
+        {"@id": 8, "op": "filter", "input": 7, "expr": expr},
+    )
+
+
 def rows(**counts: int) -> Statistics:
     """Statistics giving scan ``<id>`` the row count of keyword ``s<id>``."""
     return Statistics(
         {name[1:]: ScanStatistics("parquet", 1, n * 10, n) for name, n in counts.items()}
+    )
+
+
+def ranged(scans: dict[str, tuple[int, dict[str, tuple[int, int]]]]) -> Statistics:
+    """Statistics giving each scan id its row count and its columns' integer ranges."""
+    return Statistics(
+        {i: ScanStatistics("parquet", 1, n, n, ranges=r) for i, (n, r) in scans.items()}
     )
 
 
@@ -123,20 +146,9 @@ def test_a_repeated_or_branch_is_factored_into_a_condition() -> None:
 
 def test_a_comma_chain_never_starts_with_a_cross_product() -> None:
     # FROM l, o, c, n WHERE ...: as written the first join (l, o) has no condition of its own.
-    plan = plan_of(
-        scan(1, "l"),
-        scan(2, "n"),
-        {"@id": 3, "op": "join", "left": 1, "right": 2},
-        scan(4, "o"),
-        {"@id": 5, "op": "join", "left": 3, "right": 4},
-        scan(6, "c"),
-        {"@id": 7, "op": "join", "left": 5, "right": 6},
-        {
-            "@id": 8,
-            "op": "filter",
-            "input": 7,
-            "expr": "l.ok == o.ok && o.ck == c.ck && c.nk == n.nk && n.name == 'X'",
-        },
+    plan = comma_chain(
+        "l n o c",
+        "l.ok == o.ok && o.ck == c.ck && c.nk == n.nk && n.name == 'X'",
     )
     planned = plan_joins(plan, rows(s1=6000, s2=25, s4=1500, s6=150))
     assert all(join.conditions for join in joins(planned))
@@ -152,20 +164,9 @@ def test_an_equality_on_few_distinct_values_is_joined_last() -> None:
     # TPC-H Q5's trap: customer and supplier share only the nation key (25 values), so they
     # are never joined on it alone: the chain follows the keys and the nation key is tested in
     # the last join, beside a key.
-    plan = plan_of(
-        scan(1, "c"),
-        scan(2, "o"),
-        {"@id": 3, "op": "join", "left": 1, "right": 2},
-        scan(4, "l"),
-        {"@id": 5, "op": "join", "left": 3, "right": 4},
-        scan(6, "s"),
-        {"@id": 7, "op": "join", "left": 5, "right": 6},
-        {
-            "@id": 8,
-            "op": "filter",
-            "input": 7,
-            "expr": "c.ck == o.ck && l.ok == o.ok && l.sk == s.sk && c.nk == s.nk",
-        },
+    plan = comma_chain(
+        "c o l s",
+        "c.ck == o.ck && l.ok == o.ok && l.sk == s.sk && c.nk == s.nk",
     )
     keys = {
         "1": (150_000, {"ck": (1, 150_000), "nk": (0, 24)}),
@@ -173,10 +174,7 @@ def test_an_equality_on_few_distinct_values_is_joined_last() -> None:
         "4": (6_000_000, {"ok": (1, 6_000_000), "sk": (1, 10_000)}),
         "6": (10_000, {"sk": (1, 10_000), "nk": (0, 24)}),
     }
-    stats = Statistics(
-        {i: ScanStatistics("parquet", 1, n, n, ranges=r) for i, (n, r) in keys.items()}
-    )
-    planned = plan_joins(plan, stats)
+    planned = plan_joins(plan, ranged(keys))
     order = [sorted({j.left, j.right} & set(keys)) for j in joins(planned)]
     assert order == [["1", "2"], ["4"], ["6"]]
     last = {(c.left, c.right) for c in joins(planned)[-1].conditions}
@@ -186,20 +184,9 @@ def test_an_equality_on_few_distinct_values_is_joined_last() -> None:
 def test_a_selective_input_is_joined_before_a_small_one_that_leads_to_a_large_join() -> None:
     # TPC-H Q9's shape: nation is the smallest input but leads only to all of lineitem through
     # supplier; part, filtered by a LIKE, cuts lineitem to a twentieth, so the chain starts there.
-    plan = plan_of(
-        scan(1, "p"),
-        scan(2, "s"),
-        {"@id": 3, "op": "join", "left": 1, "right": 2},
-        scan(4, "l"),
-        {"@id": 5, "op": "join", "left": 3, "right": 4},
-        scan(6, "n"),
-        {"@id": 7, "op": "join", "left": 5, "right": 6},
-        {
-            "@id": 8,
-            "op": "filter",
-            "input": 7,
-            "expr": "s.sk == l.sk && p.pk == l.pk && s.nk == n.nk && like(p.name, '%green%')",
-        },
+    plan = comma_chain(
+        "p s l n",
+        "s.sk == l.sk && p.pk == l.pk && s.nk == n.nk && like(p.name, '%green%')",
     )
     keys = {
         "1": (200_000, {"pk": (1, 200_000)}),
@@ -207,10 +194,7 @@ def test_a_selective_input_is_joined_before_a_small_one_that_leads_to_a_large_jo
         "4": (6_000_000, {"sk": (1, 10_000), "pk": (1, 200_000)}),
         "6": (25, {"nk": (0, 24)}),
     }
-    stats = Statistics(
-        {i: ScanStatistics("parquet", 1, n, n, ranges=r) for i, (n, r) in keys.items()}
-    )
-    planned = plan_joins(plan, stats)
+    planned = plan_joins(plan, ranged(keys))
     first = joins(planned)[0]
     sides = {first.left, first.right}
     assert "4" in sides and planned.operator((sides - {"4"}).pop()).op == "filter"  # part's
