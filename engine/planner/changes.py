@@ -31,7 +31,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.plan import Join, LogicalPlan, Operator, Scan
+from engine.plan import Filter, Join, LogicalPlan, Operator, Scan
+from engine.planner.rules.constant_folding import fold_text
+from engine.planner.rules.remove_redundant import is_redundant
 
 
 def stand_in(plan: LogicalPlan, planned: LogicalPlan, op_id: str) -> str:
@@ -57,10 +59,7 @@ def planner_notes(plan: LogicalPlan, planned: LogicalPlan) -> dict[str, str]:
     for op in plan.query:
         if op.id not in kept:
             source = _label(planned.operator(_stand_in(plan, kept, op.id)))
-            notes[op.id] = (
-                f"removed by the planner: it passes every record through unchanged; "
-                f"its readers read {source}"
-            )
+            notes[op.id] = f"removed by the planner: {_why_removed(op)}; its readers read {source}"
             continue
         new = planned.operator(op.id)
         if new is op:
@@ -83,6 +82,15 @@ def planner_notes(plan: LogicalPlan, planned: LogicalPlan) -> dict[str, str]:
         if said:
             notes[op.id] = "; ".join(said)
     return notes
+
+
+def _why_removed(op: Operator) -> str:
+    """Why the planner could drop ``op``: it does nothing, or its test moved below it."""
+    if isinstance(op, Filter) and not is_redundant(
+        op.model_copy(update={"expr": fold_text(op.expr)})
+    ):
+        return "its condition is tested below it (the planner moved it toward the scans)"
+    return "it passes every record through unchanged"
 
 
 def _scan_notes(op: Scan, new: Scan) -> list[str]:

@@ -78,3 +78,31 @@ def test_a_left_join_its_filter_makes_inner_says_so() -> None:
         "runs as an inner join: the filter reading it drops the records the left join adds "
         "for those without a match"
     ), note
+
+
+def test_a_filter_split_across_a_joins_inputs_says_its_condition_moved() -> None:
+    plan = plan_of(
+        SCAN,
+        {**SCAN, "@id": 2, "ref": "r", "selection": {"path": "r"}},
+        {"@id": 3, "op": "join", "left": 1, "right": 2, "type": "inner",
+         "conditions": [{"relationship": "==", "left": "e.k", "right": "r.k"}]},
+        {"@id": 4, "op": "filter", "input": 3, "expr": "r.y > 1 && e.x > 2"},
+        {"@id": 5, "input": 4, **STORE},
+    )  # fmt: skip
+    planned = optimize(plan)
+    assert "4" not in {op.id for op in planned.query}
+    assert planner_notes(plan, planned)["4"] == (
+        "removed by the planner: its condition is tested below it (the planner moved it toward "
+        "the scans); its readers read join 3"
+    )
+
+
+def test_a_filter_on_a_constant_truth_passes_every_record_through() -> None:
+    plan = plan_of(
+        SCAN,
+        {"@id": 2, "op": "filter", "input": 1, "expr": "1 < 2"},
+        {"@id": 3, "input": 2, **STORE},
+    )
+    assert planner_notes(plan, optimize(plan))["2"] == (
+        "removed by the planner: it passes every record through unchanged; its readers read scan 1"
+    )
