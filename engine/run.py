@@ -217,5 +217,7 @@ def _run_local(
     ctx = ExecContext(engines=engines, params=params)
     if max_buffered_bytes is not None:
         ctx.max_buffered_bytes = max_buffered_bytes
-    outputs = LocalExecutor(plan, ctx).run()
-    return collect_result(plan, engines, ctx.store_results, ctx.metrics, outputs, ctx.sink_records)
+    done = LocalExecutor(plan, ctx).run()
+    return collect_result(
+        plan, engines, done.store_results, done.metrics, done.outputs, done.sink_records
+    )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 
@@ -72,6 +73,10 @@ class BatchOperator:
         self.error: ExecutionError | None = None
         self.rows_out = 0
         self._state = _State.NEW
+
+    def counters(self) -> dict[str, Any]:
+        """What this operator counted besides its rows, for the run's metrics (a scan: files)."""
+        return {}
 
     # -- the protocol -------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ fused into its collapsing aggregate counts its input's rows (it emits one record
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +20,7 @@ import pyarrow as pa
 from engine.exec.local.join import SemiJoinOperator
 from engine.exec.local.registry import ExecContext, create
 from engine.exec.local.segment_aggregate import FUSE_PARAM, SegmentAggregateOperator, fusable
+from engine.exec.local.sources import StoreOperator
 from engine.exec.protocol import BatchOperator, BatchSource, FragmentExecutor
 from engine.expr import field_refs
 from engine.plan import LogicalPlan
@@ -50,8 +52,19 @@ def referenced_members(plan: LogicalPlan) -> dict[str, set[str]]:
     return found
 
 
+@dataclass
+class LocalRun:
+    """What one local run produced: the outputs of roots that are not stores, what each store
+    wrote, the records queue and console stores received (in arrival order) and the metrics."""
+
+    outputs: dict[str, pa.Table] = field(default_factory=dict)
+    store_results: dict[str, Any] = field(default_factory=dict)
+    sink_records: list[Any] = field(default_factory=list)
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
 class LocalExecutor:
-    """Runs a validated plan; results (sinks, stores, metrics) are collected in the context."""
+    """Runs a validated plan and returns a :class:`LocalRun`."""
 
     def __init__(self, plan: LogicalPlan, ctx: ExecContext) -> None:
         self.plan = plan
@@ -59,6 +72,7 @@ class LocalExecutor:
         self._built: dict[str, BatchOperator] = {}
         self._consumers: dict[str, int] = defaultdict(int)
         self._fused: dict[str, str] = {}  # fused segment id -> its input's id
+        self._shared: dict[str, list[pa.RecordBatch]] = {}  # fan-out: an operator's batches
         for op in plan.topological_order():
             for ref in op.input_ids():
                 self._consumers[ref] += 1
@@ -73,25 +87,23 @@ class LocalExecutor:
         self._semi = semi_joins(plan) if ctx.params.get(SEMI_JOIN_PARAM, True) else {}
         self._semi_tests = {semi.test_of: semi for semi in self._semi.values()}
 
-    def run(self) -> dict[str, pa.Table]:
-        """Run every root (stores, or operators nobody reads); returns non-store roots' output."""
-        outputs: dict[str, pa.Table] = {}
+    def run(self) -> LocalRun:
+        """Run every root (stores, or operators nobody reads)."""
+        done = LocalRun()
         for fragment, root in enumerate(self._roots()):
             table = FragmentExecutor(self._build(root), fragment=fragment).run()
             if not isinstance(root, Store):
-                outputs[root.id] = table
-        self._count_rows()
-        return outputs
-
-    def _count_rows(self) -> None:
-        metrics = self.ctx.metrics
+                done.outputs[root.id] = table
         for op_id, operator in self._built.items():
-            metrics.setdefault(op_id, {})[ROWS] = operator.rows_out
+            done.metrics[op_id] = {**operator.counters(), ROWS: operator.rows_out}
+            if isinstance(operator, StoreOperator) and operator.written is not None:
+                done.store_results[op_id] = operator.written
+                done.metrics[op_id][ROWS] = operator.written.row_count
+                done.sink_records.extend(operator.received)
         for segment_id, input_id in self._fused.items():
-            if ROWS in metrics.get(input_id, {}):
-                metrics.setdefault(segment_id, {})[ROWS] = metrics[input_id][ROWS]
-        for store_id, written in self.ctx.store_results.items():
-            metrics.setdefault(store_id, {})[ROWS] = written.row_count
+            if ROWS in done.metrics.get(input_id, {}):
+                done.metrics.setdefault(segment_id, {})[ROWS] = done.metrics[input_id][ROWS]
+        return done
 
     def _roots(self) -> list[Operator]:
         return [op for op in self.plan.topological_order() if self._consumers[op.id] == 0]
@@ -138,12 +150,6 @@ class LocalExecutor:
         if self._consumers[op.id] <= 1:
             return self._build(op)
         # Fan-out: run the shared operator once, replay its batches to each consumer.
-        key = f"__shared_{op.id}"
-        if key not in self.ctx.params:
-            self.ctx.params[key] = FragmentExecutor(self._build(op)).run().to_batches()
-        shared: list[pa.RecordBatch] = self.ctx.params[key]
-        return BatchSource(op.id, list(shared))
-
-
-def run_local(plan: LogicalPlan, ctx: ExecContext) -> dict[str, Any]:
-    return LocalExecutor(plan, ctx).run()
+        if op.id not in self._shared:
+            self._shared[op.id] = FragmentExecutor(self._build(op)).run().to_batches()
+        return BatchSource(op.id, list(self._shared[op.id]))

@@ -22,16 +22,14 @@ DEFAULT_MAX_BUFFERED_BYTES = 2 * 2**30
 
 @dataclass
 class ExecContext:
-    """What operators of one run share: storage engines, limits, parameters and results."""
+    """What operators of one run share: storage engines, limits and parameters (what they found
+    out is the run's: :class:`~engine.exec.local.executor.LocalRun`)."""
 
     engines: dict[str, Any] = field(default_factory=dict)  # name -> engine.storage StorageEngine
     classpath: list[Path] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
     batch_rows: int = DEFAULT_BATCH_ROWS
     max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES
-    store_results: dict[str, Any] = field(default_factory=dict)  # store operator id -> result
-    sink_records: list[Any] = field(default_factory=list)  # queue/console records, arrival order
-    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)  # operator id -> counters
 
     def engine(self, name: str) -> Any:
         return self.engines[name]

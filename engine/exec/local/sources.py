@@ -5,12 +5,13 @@ become the members of one map column named ``ref``. Its ``pushedFilter`` runs in
 read where :func:`~engine.exec.local.arrow_filter.arrow_filter` translates it exactly, on the
 wrapped records after the read otherwise. A constant emits ``content`` as records, typed
 the way a JSON scan would type them. A store drains its input into its storage engine and emits
-nothing; its :class:`~engine.storage.store.StoreResult` lands in ``ctx.store_results``.
+nothing; the run collects its :class:`~engine.storage.store.StoreResult` (``written``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 
@@ -31,7 +32,7 @@ from engine.storage.engines import ConsoleEngine, QueueEngine
 from engine.storage.jdbc.adbc import column_families, projected
 from engine.storage.jdbc.engine import JdbcEngine
 from engine.storage.jdbc.sql import comparisons_of
-from engine.storage.store import write_store_batches
+from engine.storage.store import StoreResult, write_store_batches
 
 
 def wrap_under(ref: str | None, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -49,7 +50,11 @@ class ScanOperator(BatchSource):
         self.op = op
         self.ctx = ctx
         self.scan: FileScan | None = None
+        self.read: dict[str, int] = {}
         super().__init__(op.id, self._batches)
+
+    def counters(self) -> dict[str, Any]:
+        return dict(self.read)
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
         engine = self.ctx.engine(self.op.storage_engine)
@@ -84,9 +89,7 @@ class ScanOperator(BatchSource):
                 batch = batch.slice(0, remaining)
                 remaining -= batch.num_rows
             yield batch
-        self.ctx.metrics.setdefault(self.op.id, {}).update(
-            files=self.scan.files_read, skipped_records=self.scan.skipped
-        )
+        self.read = {"files": self.scan.files_read, "skipped_records": self.scan.skipped}
 
     def _catalog_batches(self, engine: CatalogEngine) -> Iterator[pa.RecordBatch]:
         """A catalog table's rows, read from its files (:func:`read_table_batches`)."""
@@ -138,7 +141,7 @@ class ScanOperator(BatchSource):
             yield batch
         if not yielded:  # no rows: the columns still
             yield wrap_under(self.op.ref, pa.RecordBatch.from_pylist([], schema=empty))
-        self.ctx.metrics.setdefault(self.op.id, {}).update(files=0, skipped_records=0)
+        self.read = {"files": 0, "skipped_records": 0}
 
     def _row_filter(self, pushed: Expr) -> Callable[[pa.Schema], ArrowFilter | None]:
         """The pushed filter over a file's columns, where it is exact."""
@@ -185,6 +188,8 @@ class StoreOperator(BatchOperator):
         super().__init__(op.id, [upstream])
         self.op = op
         self.ctx = ctx
+        self.written: StoreResult | None = None
+        self.received: list[Any] = []  # the records a queue or console store received
 
     def produce(self) -> pa.RecordBatch | None:
         engine = self.ctx.engine(self.op.storage_engine)
@@ -194,10 +199,10 @@ class StoreOperator(BatchOperator):
             buffer = BatchBuffer(self.op.id, self.kind, max_bytes=self.ctx.max_buffered_bytes)
             table = concat_batches(buffer.extend(batches).batches, schema=self.inputs[0].schema)
             if isinstance(engine, QueueEngine | ConsoleEngine):
-                self.ctx.sink_records.extend(table.to_pylist())
+                self.received.extend(table.to_pylist())
             return table
 
-        self.ctx.store_results[self.op.id] = write_store_batches(
+        self.written = write_store_batches(
             engine,
             self.op.target,
             self.drain(),
