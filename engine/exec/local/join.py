@@ -421,7 +421,34 @@ def _numpy(array: pa.Array) -> np.ndarray:
         return array.cast(pa.int8()).to_numpy(zero_copy_only=False)
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
+    if pa.types.is_decimal(array.type):
+        return decimal_units(array)
     return array.to_numpy(zero_copy_only=False)
+
+
+def decimal_units(array: pa.Array) -> np.ndarray:
+    """A DECIMAL array's values in units of its last digit (``1.25`` of ``DECIMAL(15, 2)`` is
+    ``125``): integers that sort and compare as the values do within one type, read from the
+    array's buffer. NumPy would otherwise hold each value as a Python ``Decimal`` (a binary search
+    over 800,000 of them takes a second). Null slots hold unspecified numbers; a precision above
+    18 digits does not fit 64 bits and gives the ``Decimal`` objects.
+
+    >>> from decimal import Decimal
+    >>> values = pa.array([Decimal("1"), Decimal("-2.5"), Decimal("0.01")], pa.decimal128(15, 2))
+    >>> decimal_units(values.slice(1)).tolist()
+    [-250, 1]
+    """
+    dtype = array.type
+    if dtype.precision > 18:
+        return array.to_numpy(zero_copy_only=False)
+    # little-endian words: the lowest holds the value (18 digits fit 64 bits), the rest its sign
+    word = np.int32 if dtype.bit_width == 32 else np.int64
+    words = max(1, dtype.bit_width // 64)
+    data = array.buffers()[1]
+    if data is None:
+        return np.zeros(len(array), dtype=word)
+    units = np.frombuffer(data, dtype=word, count=words * (array.offset + len(array)))
+    return units[words * array.offset :: words].copy()
 
 
 def holds(relationship: str, a: pa.Array, b: pa.Array) -> np.ndarray:
