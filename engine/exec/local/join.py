@@ -314,26 +314,33 @@ class KeyIndex:
             valid &= ~key.is_null().to_numpy(zero_copy_only=False)
         self.uniques: list[np.ndarray] = []
         code = np.zeros(int(valid.sum()), dtype=np.int64)
+        self.lookups: list[_Lookup | None] = []
         for key in keys:
-            values = _numpy(key.filter(pa.array(valid)))
-            uniques = sorted_distinct(values)
+            values = _numpy(key.filter(pa.array(valid)) if len(code) < rows else key)
+            lookup = _Lookup.dense(values)
+            uniques = sorted_distinct(values) if lookup is None else lookup.uniques(values.dtype)
+            self.lookups.append(lookup or _Lookup.of(uniques))
             self.uniques.append(uniques)
-            code = code * max(len(uniques), 1) + np.searchsorted(uniques, values)
-        rows_kept = np.flatnonzero(valid)
-        order = np.argsort(code, kind="stable")
-        self.codes = code[order]
-        self.rows = rows_kept[order]
+            positions = np.searchsorted(uniques, values) if lookup is None else lookup.codes(values)
+            code = code * max(len(uniques), 1) + positions
         # Where the codes are few (always with one key), the first row of each code is looked up
         # instead of searched for, and so is each integer key's position among its values.
         space = int(np.prod([max(len(u), 1) for u in self.uniques], dtype=object))
         self.starts: np.ndarray | None = None
         self.unique = False  # no two rows of one key
+        order = None
         if space <= 4 * len(code) + _DENSE:
-            counts = np.bincount(self.codes, minlength=space)
+            counts = np.bincount(code, minlength=space)
             self.unique = not len(counts) or int(counts.max()) <= 1
             # one more code, of no rows: a key the right side does not hold
-            self.starts = np.concatenate([[0], np.cumsum(counts), [len(self.rows)]])
-        self.lookups = [_Lookup.of(uniques) for uniques in self.uniques]
+            self.starts = np.concatenate([[0], np.cumsum(counts), [len(code)]])
+            if self.unique:  # each row's place is its key's: no sort
+                order = np.empty(len(code), dtype=np.int64)
+                order[self.starts[code]] = np.arange(len(code), dtype=np.int64)
+        if order is None:
+            order = np.argsort(code, kind="stable")
+        self.codes = code[order]
+        self.rows = np.flatnonzero(valid)[order]
 
     def probe(self, keys: list[pa.Array], left_rows: int) -> tuple[np.ndarray, np.ndarray]:
         """``(left index, right index)`` of every matching pair, left-major, right in order."""
@@ -406,6 +413,12 @@ instead of a binary search (a few thousand part keys spanning 200,000 values, pr
 every lineitem record)."""
 
 
+def _spans_few(low: int, high: int, count: int) -> bool:
+    """Whether a lookup table of ``count`` integers from ``low`` to ``high`` is small enough."""
+    span = max(12 * count + _DENSE, _TABLE_SPAN)
+    return high - low < span and -(2**62) < low <= high < 2**62
+
+
 @dataclass(frozen=True)
 class _Lookup:
     """The position of each integer among sorted distinct integers, by table lookup."""
@@ -419,13 +432,33 @@ class _Lookup:
         if uniques.dtype.kind not in "iu" or not len(uniques):
             return None
         low, high = int(uniques[0]), int(uniques[-1])
-        span = max(12 * len(uniques) + _DENSE, _TABLE_SPAN)
-        if high - low >= span or not -(2**62) < low <= high < 2**62:
+        if not _spans_few(low, high, len(uniques)):
             return None
         dtype = np.int32 if len(uniques) < 2**31 - 1 else np.int64
         table = np.full(high - low + 3, len(uniques), dtype=dtype)
         table[uniques.astype(np.int64) - low + 1] = np.arange(len(uniques), dtype=dtype)
         return _Lookup(low, table)
+
+    @staticmethod
+    def dense(values: np.ndarray) -> _Lookup | None:
+        """The lookup of the distinct ``values`` when they are integers spanning few values,
+        found without sorting them; else None."""
+        if values.dtype.kind not in "iu" or not len(values):
+            return None
+        low, high = int(values.min()), int(values.max())
+        if not _spans_few(low, high, len(values)):
+            return None  # the distinct values may be fewer: of() decides on those
+        present = np.zeros(high - low + 3, dtype=bool)
+        present[values.astype(np.int64) - (low - 1)] = True
+        count = int(np.count_nonzero(present))
+        dtype = np.int32 if count < 2**31 - 1 else np.int64
+        table = np.cumsum(present, dtype=dtype) - 1
+        table[~present] = count
+        return _Lookup(low, table)
+
+    def uniques(self, dtype: np.dtype) -> np.ndarray:
+        """The values this lookup finds, sorted."""
+        return (np.flatnonzero(self.table < self.table[0]) + (self.low - 1)).astype(dtype)
 
     def codes(self, values: np.ndarray) -> np.ndarray:
         """The position of each value, ``len(uniques)`` where it is not one of them."""
@@ -573,12 +606,21 @@ def _merge(a: pa.Array | None, b: pa.Array | None, name: str) -> pa.Array:
 
 def _take(batch: pa.RecordBatch, indices: np.ndarray) -> pa.RecordBatch:
     """Rows ``indices`` of ``batch``; -1 gives a record of nulls."""
+    if _is_run(indices):
+        return batch.slice(int(indices[0]), len(indices))  # no copy
     missing = indices < 0
     if not missing.any():
         return batch.take(pa.array(indices))
     if batch.num_rows == 0:
         return _nulls(batch.schema, len(indices))
     return batch.take(pa.array(indices, mask=missing))
+
+
+def _is_run(indices: np.ndarray) -> bool:
+    """Whether ``indices`` are consecutive rows (``i, i + 1, ...``)."""
+    if not len(indices) or indices[0] < 0 or indices[-1] - indices[0] != len(indices) - 1:
+        return False
+    return len(indices) == 1 or bool((np.diff(indices) == 1).all())
 
 
 def _nulls(schema: pa.Schema | None, rows: int) -> pa.RecordBatch:
