@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from engine.exec.local.join import SemiJoinOperator
+from engine.exec.local.pruning import DropMembersOperator, dropped_after_filters
 from engine.exec.local.registry import ExecContext, create
 from engine.exec.local.segment_aggregate import FUSE_PARAM, SegmentAggregateOperator, fusable
 from engine.exec.local.sources import StoreOperator
@@ -35,6 +36,8 @@ from engine.plan.operators import (
 from engine.planner.properties.semi_joins import SEMI_JOIN_PARAM, semi_joins
 from engine.planner.rules.filter_pushdown import remaining_conditions
 
+PRUNE_PARAM = "_drop_filtered_members"
+"""Context parameter: False keeps the members only a filter reads (see :mod:`.pruning`)."""
 ROWS = "rows"
 """The metric name of an operator's row count (the Spark executor's too)."""
 
@@ -86,6 +89,8 @@ class LocalExecutor:
         # Joins the planner runs as semi or anti joins, and the filters testing their matches.
         self._semi = semi_joins(plan) if ctx.params.get(SEMI_JOIN_PARAM, True) else {}
         self._semi_tests = {semi.test_of: semi for semi in self._semi.values()}
+        # Members only a filter reads, not carried past it (copied by every join above).
+        self._dropped = dropped_after_filters(plan) if ctx.params.get(PRUNE_PARAM, True) else {}
 
     def run(self) -> LocalRun:
         """Run every root (stores, or operators nobody reads)."""
@@ -133,6 +138,8 @@ class LocalExecutor:
         else:
             inputs = [self._input(self.plan.operator(ref)) for ref in op.input_ids()]
             operator = create(op, inputs, self.ctx)
+        if op.id in self._dropped:
+            operator = DropMembersOperator(op.id, operator, *self._dropped[op.id])
         self._built[op.id] = operator
         return operator
 

@@ -126,9 +126,11 @@ class JoinOperator(GeneratorOperator):
         if hashed:
             li, ri = self._hash_pairs(left_values, right_values, hashed, left.num_rows)
             rest = [i for i in range(len(self.conditions)) if i not in hashed]
-            keep = self._hold(left_values, right_values, rest, li, ri)
+            if rest:
+                keep = self._hold(left_values, right_values, rest, li, ri)
+                li, ri = li[keep], ri[keep]
             # probe gives the pairs left-major, right in order: no sort needed
-            yield self._with_unmatched(li[keep], ri[keep], 0, left.num_rows)
+            yield self._with_unmatched(li, ri, 0, left.num_rows)
             return
         per_left = max(1, PAIR_BLOCK // max(right.num_rows, 1))
         all_conditions = list(range(len(self.conditions)))
@@ -312,26 +314,38 @@ class KeyIndex:
             valid &= ~key.is_null().to_numpy(zero_copy_only=False)
         self.uniques: list[np.ndarray] = []
         code = np.zeros(int(valid.sum()), dtype=np.int64)
+        self.lookups: list[_Lookup | None] = []
         for key in keys:
-            values = _numpy(key.filter(pa.array(valid)))
-            uniques = sorted_distinct(values)
+            values = _numpy(key.filter(pa.array(valid)) if len(code) < rows else key)
+            lookup = _Lookup.dense(values)
+            uniques = sorted_distinct(values) if lookup is None else lookup.uniques(values.dtype)
+            self.lookups.append(lookup or _Lookup.of(uniques))
             self.uniques.append(uniques)
-            code = code * max(len(uniques), 1) + np.searchsorted(uniques, values)
-        rows_kept = np.flatnonzero(valid)
-        order = np.argsort(code, kind="stable")
-        self.codes = code[order]
-        self.rows = rows_kept[order]
+            positions = np.searchsorted(uniques, values) if lookup is None else lookup.codes(values)
+            code = code * max(len(uniques), 1) + positions
         # Where the codes are few (always with one key), the first row of each code is looked up
         # instead of searched for, and so is each integer key's position among its values.
         space = int(np.prod([max(len(u), 1) for u in self.uniques], dtype=object))
         self.starts: np.ndarray | None = None
+        self.unique = False  # no two rows of one key
+        order = None
         if space <= 4 * len(code) + _DENSE:
-            counts = np.bincount(self.codes, minlength=space)
-            self.starts = np.concatenate([[0], np.cumsum(counts)])
-        self.lookups = [_Lookup.of(uniques) for uniques in self.uniques]
+            counts = np.bincount(code, minlength=space)
+            self.unique = not len(counts) or int(counts.max()) <= 1
+            # one more code, of no rows: a key the right side does not hold
+            self.starts = np.concatenate([[0], np.cumsum(counts), [len(code)]])
+            if self.unique:  # each row's place is its key's: no sort
+                order = np.empty(len(code), dtype=np.int64)
+                order[self.starts[code]] = np.arange(len(code), dtype=np.int64)
+        if order is None:
+            order = np.argsort(code, kind="stable")
+        self.codes = code[order]
+        self.rows = np.flatnonzero(valid)[order]
 
     def probe(self, keys: list[pa.Array], left_rows: int) -> tuple[np.ndarray, np.ndarray]:
         """``(left index, right index)`` of every matching pair, left-major, right in order."""
+        if (found := self._probe_one_integer(keys)) is not None:
+            return found
         found = np.ones(left_rows, dtype=bool)
         for key in keys:
             found &= ~key.is_null().to_numpy(zero_copy_only=False)
@@ -354,6 +368,36 @@ class KeyIndex:
         else:
             low = np.searchsorted(self.codes, code[left], side="left")
             high = np.searchsorted(self.codes, code[left], side="right")
+        return self._pairs_of(left, low, high)
+
+    def _probe_one_integer(self, keys: list[pa.Array]) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`probe` of one integer (or DECIMAL) key with a lookup table, in a few passes
+        over the left keys (the common equi-join: most of a join's time is its probes); None
+        for other keys."""
+        if len(keys) != 1 or self.starts is None or self.lookups[0] is None:
+            return None
+        key = keys[0]
+        if not (pa.types.is_integer(key.type) or pa.types.is_decimal(key.type)):
+            return None
+        nulls = key.null_count
+        values = _numpy(key.fill_null(0) if nulls and pa.types.is_integer(key.type) else key)
+        if values.dtype != self.uniques[0].dtype:
+            return None
+        code = self.lookups[0].codes(values)
+        if nulls:
+            code[key.is_null().to_numpy(zero_copy_only=False)] = len(self.uniques[0])
+        low = self.starts[code]
+        if self.unique:
+            left = np.flatnonzero(self.starts[code + 1] - low)
+            return left, self.rows[low[left]].astype(np.int64)
+        high = self.starts[code + 1]
+        left = np.flatnonzero(high - low)
+        return self._pairs_of(left, low[left], high[left])
+
+    def _pairs_of(
+        self, left: np.ndarray, low: np.ndarray, high: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each left row ``left[i]`` paired with the right rows ``rows[low[i]:high[i]]``."""
         counts = high - low
         li = np.repeat(left, counts)
         firsts = np.repeat(low - (np.cumsum(counts) - counts), counts)
@@ -362,19 +406,25 @@ class KeyIndex:
 
 
 _DENSE = 1 << 16
-"""Lookup tables hold up to four entries per key value plus this many."""
+"""Lookup tables hold up to twelve entries per key value plus this many."""
 _TABLE_SPAN = 1 << 21
-"""Or up to this many (16 MiB), however few the key values: a table lookup per probed key
+"""Or up to this many (8 MiB), however few the key values: a table lookup per probed key
 instead of a binary search (a few thousand part keys spanning 200,000 values, probed by
 every lineitem record)."""
+
+
+def _spans_few(low: int, high: int, count: int) -> bool:
+    """Whether a lookup table of ``count`` integers from ``low`` to ``high`` is small enough."""
+    span = max(12 * count + _DENSE, _TABLE_SPAN)
+    return high - low < span and -(2**62) < low <= high < 2**62
 
 
 @dataclass(frozen=True)
 class _Lookup:
     """The position of each integer among sorted distinct integers, by table lookup."""
 
-    low: int
-    table: np.ndarray  # position of value low + i, or -1
+    low: int  # the value of table entry 1
+    table: np.ndarray  # position of value low + i - 1, or len(uniques) (also at both ends)
 
     @staticmethod
     def of(uniques: np.ndarray) -> _Lookup | None:
@@ -382,20 +432,44 @@ class _Lookup:
         if uniques.dtype.kind not in "iu" or not len(uniques):
             return None
         low, high = int(uniques[0]), int(uniques[-1])
-        span = max(4 * len(uniques) + _DENSE, _TABLE_SPAN)
-        if high - low >= span or not -(2**62) < low <= high < 2**62:
+        if not _spans_few(low, high, len(uniques)):
             return None
-        table = np.full(high - low + 1, -1, dtype=np.int64)
-        table[uniques.astype(np.int64) - low] = np.arange(len(uniques), dtype=np.int64)
+        dtype = np.int32 if len(uniques) < 2**31 - 1 else np.int64
+        table = np.full(high - low + 3, len(uniques), dtype=dtype)
+        table[uniques.astype(np.int64) - low + 1] = np.arange(len(uniques), dtype=dtype)
         return _Lookup(low, table)
+
+    @staticmethod
+    def dense(values: np.ndarray) -> _Lookup | None:
+        """The lookup of the distinct ``values`` when they are integers spanning few values,
+        found without sorting them; else None."""
+        if values.dtype.kind not in "iu" or not len(values):
+            return None
+        low, high = int(values.min()), int(values.max())
+        if not _spans_few(low, high, len(values)):
+            return None  # the distinct values may be fewer: of() decides on those
+        present = np.zeros(high - low + 3, dtype=bool)
+        present[values.astype(np.int64) - (low - 1)] = True
+        count = int(np.count_nonzero(present))
+        dtype = np.int32 if count < 2**31 - 1 else np.int64
+        table = np.cumsum(present, dtype=dtype) - 1
+        table[~present] = count
+        return _Lookup(low, table)
+
+    def uniques(self, dtype: np.dtype) -> np.ndarray:
+        """The values this lookup finds, sorted."""
+        return (np.flatnonzero(self.table < self.table[0]) + (self.low - 1)).astype(dtype)
+
+    def codes(self, values: np.ndarray) -> np.ndarray:
+        """The position of each value, ``len(uniques)`` where it is not one of them."""
+        # Out of range lands on an end (a 64-bit wrap-around too: the range is far from it).
+        at = values.astype(np.int64, copy=False) - (self.low - 1)
+        return np.take(self.table, at, mode="clip")
 
     def find(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(position, found)`` of each value (position 0 where not found)."""
-        high = self.low + len(self.table) - 1
-        inside = (values >= self.low) & (values <= high)
-        position = np.full(len(values), -1, dtype=np.int64)
-        position[inside] = self.table[values[inside].astype(np.int64) - self.low]
-        hit = position >= 0
+        position = self.codes(values)
+        hit = position < self.table[0]
         return np.where(hit, position, 0), hit
 
 
@@ -421,7 +495,34 @@ def _numpy(array: pa.Array) -> np.ndarray:
         return array.cast(pa.int8()).to_numpy(zero_copy_only=False)
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
+    if pa.types.is_decimal(array.type):
+        return decimal_units(array)
     return array.to_numpy(zero_copy_only=False)
+
+
+def decimal_units(array: pa.Array) -> np.ndarray:
+    """A DECIMAL array's values in units of its last digit (``1.25`` of ``DECIMAL(15, 2)`` is
+    ``125``): integers that sort and compare as the values do within one type, read from the
+    array's buffer. NumPy would otherwise hold each value as a Python ``Decimal`` (a binary search
+    over 800,000 of them takes a second). Null slots hold unspecified numbers; a precision above
+    18 digits does not fit 64 bits and gives the ``Decimal`` objects.
+
+    >>> from decimal import Decimal
+    >>> values = pa.array([Decimal("1"), Decimal("-2.5"), Decimal("0.01")], pa.decimal128(15, 2))
+    >>> decimal_units(values.slice(1)).tolist()
+    [-250, 1]
+    """
+    dtype = array.type
+    if dtype.precision > 18:
+        return array.to_numpy(zero_copy_only=False)
+    # little-endian words: the lowest holds the value (18 digits fit 64 bits), the rest its sign
+    word = np.int32 if dtype.bit_width == 32 else np.int64
+    words = max(1, dtype.bit_width // 64)
+    data = array.buffers()[1]
+    if data is None:
+        return np.zeros(len(array), dtype=word)
+    units = np.frombuffer(data, dtype=word, count=words * (array.offset + len(array)))
+    return units[words * array.offset :: words].copy()
 
 
 def holds(relationship: str, a: pa.Array, b: pa.Array) -> np.ndarray:
@@ -505,12 +606,21 @@ def _merge(a: pa.Array | None, b: pa.Array | None, name: str) -> pa.Array:
 
 def _take(batch: pa.RecordBatch, indices: np.ndarray) -> pa.RecordBatch:
     """Rows ``indices`` of ``batch``; -1 gives a record of nulls."""
+    if _is_run(indices):
+        return batch.slice(int(indices[0]), len(indices))  # no copy
     missing = indices < 0
     if not missing.any():
         return batch.take(pa.array(indices))
     if batch.num_rows == 0:
         return _nulls(batch.schema, len(indices))
     return batch.take(pa.array(indices, mask=missing))
+
+
+def _is_run(indices: np.ndarray) -> bool:
+    """Whether ``indices`` are consecutive rows (``i, i + 1, ...``)."""
+    if not len(indices) or indices[0] < 0 or indices[-1] - indices[0] != len(indices) - 1:
+        return False
+    return len(indices) == 1 or bool((np.diff(indices) == 1).all())
 
 
 def _nulls(schema: pa.Schema | None, rows: int) -> pa.RecordBatch:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -346,6 +347,20 @@ def test_the_key_index_matches_a_nested_loop(left_keys: list[Any], right_keys: l
         if a is not None and b is not None and a == b
     ]
     assert [(r["i"], r["j"]) for r in out] == expected
+
+
+def test_decimal_keys_match_by_value() -> None:
+    # DECIMAL keys are indexed as their units (a sliced array starts at its offset); decimals of
+    # two scales compare by value.
+    cents = pa.decimal128(15, 2)
+    keys = [Decimal(v) if v else None for v in ["-1.50", "2.00", None, "0.01", "2.00", "9.99"]]
+    left = pa.record_batch({"k": pa.array(keys, cents), "i": range(6)}).slice(1)
+    right = pa.record_batch(
+        {"k2": pa.array([Decimal("2"), Decimal("0.01"), None, Decimal("-1.5")]), "j": range(4)}
+    )
+    for right_keys in (right, right.set_column(0, "k2", right["k2"].cast(cents))):
+        out = joined({"conditions": [on("k", "k2")]}, [left], [right_keys])
+        assert [(r["i"], r["j"]) for r in out] == [(1, 0), (3, 1), (4, 0)]
 
 
 def test_two_equality_keys_use_one_index() -> None:
