@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from engine.exec.local.join import SemiJoinOperator
-from engine.exec.local.pruning import DropMembersOperator, dropped_after_filters
+from engine.exec.local.pruning import DropMembersOperator
 from engine.exec.local.registry import ExecContext, create
 from engine.exec.local.segment_aggregate import FUSE_PARAM, SegmentAggregateOperator, fusable
 from engine.exec.local.sources import StoreOperator
@@ -33,11 +33,12 @@ from engine.plan.operators import (
     Segment,
     Store,
 )
+from engine.planner.properties.filtered_members import dropped_after_filters
 from engine.planner.properties.semi_joins import SEMI_JOIN_PARAM, semi_joins
 from engine.planner.rules.filter_pushdown import remaining_conditions
 
 PRUNE_PARAM = "_drop_filtered_members"
-"""Context parameter: False keeps the members only a filter reads (see :mod:`.pruning`)."""
+"""Context parameter: False keeps the members only a filter reads (see :mod:`~engine.planner.properties.filtered_members`)."""
 ROWS = "rows"
 """The metric name of an operator's row count (the Spark executor's too)."""
 
