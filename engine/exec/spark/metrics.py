@@ -66,7 +66,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from engine.exec.spark.datasource import SKIPPED_COLUMN
@@ -353,6 +353,12 @@ class OperatorMetrics:
     def _new_observation(self) -> Observation:
         return Observation(f"drill_{self._run}_{next(self._names)}")
 
+    @functools.cached_property
+    def _row_count(self) -> Column:
+        # One Column for every observation of the run: Spark resolves it in each plan anew, and
+        # building it costs three py4j calls (made once, on first use: a run needs a session).
+        return F.count(F.lit(1)).alias(ROWS)
+
     def track(
         self,
         op: Any,
@@ -412,7 +418,7 @@ class OperatorMetrics:
         observation = self._new_observation()
         self._observations[operator_id] = observation
         if SKIPPED_COLUMN not in df.columns:
-            return df.observe(observation, F.count(F.lit(1)).alias(ROWS))
+            return df.observe(observation, self._row_count)
         skipped = F.col(SKIPPED_COLUMN)
         observed = df.observe(
             observation,
@@ -434,7 +440,7 @@ class OperatorMetrics:
         if groups_of is None:
             return df.observe(self._observations[operator_id], total)
         self._groups[groups_of] = operator_id
-        groups = F.count(F.lit(1)).alias(GROUPS)
+        groups = self._row_count.alias(GROUPS)
         return df.observe(self._observations[operator_id], total, groups)
 
     def close(self) -> None:
