@@ -33,6 +33,9 @@ def push_limits(plan: LogicalPlan) -> LogicalPlan:
     return _into_scans(plan)
 
 
+_MOVABLE = Project | Transform  # built once, not at every call
+
+
 def _swap_one(plan: LogicalPlan) -> LogicalPlan | None:
     """Swap one ``limit`` with the project or transform below it, if any can move."""
     # Worked out only once a limit reads a project or transform: plans load by the thousand.
@@ -41,7 +44,7 @@ def _swap_one(plan: LogicalPlan) -> LogicalPlan | None:
         if not isinstance(limit, Limit) or limit.input is None:
             continue
         below = plan.operator(limit.input)
-        if not isinstance(below, Project | Transform):
+        if not isinstance(below, _MOVABLE):
             continue
         readers = readers if readers is not None else consumers(plan)
         if len(readers[below.id]) != 1:
