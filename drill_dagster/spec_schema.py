@@ -94,6 +94,10 @@ def store_types(plan: LogicalPlan, store_id: str) -> dict[str, MajorType] | None
     return {str(path[0]): t for path, t in record.fields.items()}
 
 
+# Built once: a union written inside isinstance() is built again at every call.
+_PASSING = Filter | Order | Limit | Store
+
+
 def _record_of(op: Operator, inputs: list[_Record]) -> _Record | None:
     if isinstance(op, Scan):
         provided = parse_schema((op.selection or {}).get("schema"), where="provided schema")
@@ -101,7 +105,7 @@ def _record_of(op: Operator, inputs: list[_Record]) -> _Record | None:
             return _Record({(name,): t for name, t in provided.items()}, open=True)
         ref = _path(op.ref)
         return _Record({ref: MajorType.map(provided)} if provided else {}, open=True)
-    if isinstance(op, Filter | Order | Limit | Store):
+    if isinstance(op, _PASSING):
         return inputs[0]
     if isinstance(op, Join):
         merged: dict[Path, MajorType] = {}

@@ -38,11 +38,14 @@ from engine.plan import Scan
 CODE_VERSION = "drill/code_version"
 INPUTS_VERSION = "drill/inputs_version"
 _IGNORED_KEYS = frozenset({"memo"})
+# One encoder and decoder, not one per call: json.dumps and json.loads build a new one each time.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_DECODER = json.JSONDecoder()
 
 
 def canonical_json(value: Any) -> str:
     """``value`` as JSON with sorted keys and no whitespace: the same for equal documents."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def _without_memos(value: Any) -> Any:
@@ -53,14 +56,17 @@ def _without_memos(value: Any) -> Any:
     return value
 
 
-def _operator_document(plan: DrillPlan, op: Any) -> dict[str, Any]:
-    """What ``op.to_dict()`` holds, in any key order (the hash sorts keys), from the JSON the
-    op's description shows: a fraction of the cost of to_dict, which a thousand plans' code
-    versions at each load make worth it."""
-    document = json.loads(plan.operator_json(op))
+def _operator_text(plan: DrillPlan, op: Any) -> str:
+    """The canonical JSON of ``op.to_dict()`` without ``memo`` texts, from the JSON the op's
+    description shows (a fraction of the cost of to_dict, which a thousand plans' code versions
+    at each load make worth it)."""
+    document = _DECODER.decode(plan.operator_json(op))
     document["@id"] = op.id
     document["op"] = op.op
-    return document
+    text = canonical_json(document)
+    if '"memo"' in text:  # rarely: walk the document only when a memo may be in it
+        text = canonical_json(_without_memos(document))
+    return text
 
 
 def store_code_version(store: DrillStore) -> str:
@@ -68,22 +74,25 @@ def store_code_version(store: DrillStore) -> str:
     plan = store.plan
     ancestors = plan.ancestors(store.id)
     operators = [op for op in plan.logical.topological_order() if op.id in ancestors]
-    engines = sorted({op.storage_engine for op in operators if hasattr(op, "storage_engine")})
+    # the model's fields, not hasattr: a pydantic model misses an attribute slowly
+    engines = sorted(
+        {op.__dict__["storage_engine"] for op in operators if "storage_engine" in op.__dict__}
+    )
     config = plan.config
-    document = {
-        "operators": [_operator_document(plan, op) for op in operators],
-        "storage": {
-            name: plan.logical.storage[name].to_dict()
-            for name in engines
-            if name in plan.logical.storage
-        },
-        "params": dict(sorted((config.params or {}).items())),
-        "partitions": config.partitions.model_dump() if config.partitions else None,
+    storage = {
+        name: plan.logical.storage[name].to_dict()
+        for name in engines
+        if name in plan.logical.storage
     }
-    text = canonical_json(document)
-    if '"memo"' in text:  # rarely: walk the document only when a memo may be in it
-        document["operators"] = [_without_memos(op) for op in document["operators"]]
-        text = canonical_json(document)
+    # canonical_json of {"operators": [...], "params": ..., "partitions": ..., "storage": ...},
+    # written key by key in sorted order: each operator's text is made once.
+    text = (
+        f'{{"operators":[{",".join(_operator_text(plan, op) for op in operators)}],'
+        f'"params":{canonical_json(dict(sorted((config.params or {}).items())))},'
+        f'"partitions":'
+        f"{canonical_json(config.partitions.model_dump() if config.partitions else None)},"
+        f'"storage":{canonical_json(storage)}}}'
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -183,6 +183,11 @@ def column_lineage(plan: LogicalPlan) -> dict[str, StoreLineage]:
     }
 
 
+# Built once: a union written inside isinstance() is built again at every call.
+_PASSING = Filter | Order | Limit | Store  # records pass through as they are
+_MERGING = Join | Union
+
+
 def operator_shapes(plan: LogicalPlan) -> dict[str, Shape]:
     """The shape of every operator's output records, by operator id."""
     shapes: dict[str, Shape] = {}
@@ -199,9 +204,9 @@ def _shape_of(op: Operator, inputs: list[Shape]) -> Shape:
         return scanned if op.ref is None else EMPTY.write(_name_path(op.ref), scanned)
     if isinstance(op, Constant):
         return _constant_shape(op.content)
-    if isinstance(op, Filter | Order | Limit | Store):
+    if isinstance(op, _PASSING):
         return source
-    if isinstance(op, Join | Union):
+    if isinstance(op, _MERGING):
         merged = EMPTY
         for shape in inputs:
             merged = merged.merge(shape)

@@ -252,7 +252,9 @@ class _Builder:
             hint = suggest(op.lower(), OP_NAMES) or f"; the operators are {', '.join(OP_NAMES)}"
             self.issues.append(PlanIssue(f"unknown op '{op}'{hint}", location.of("op"), raw.op_id))
             return PlacedOperator(raw.op_id, None, location)
-        model = self._validate(cls, {**raw.body, "op": op.lower()}, location, raw.op_id)
+        lowered = op.lower()
+        body = raw.body if op == lowered else {**raw.body, "op": lowered}
+        model = self._validate(cls, body, location, raw.op_id)
         return PlacedOperator(raw.op_id, model, location)
 
     def _validate(
@@ -282,11 +284,12 @@ class _Builder:
 def _with_alias_paths(location: Location, body: dict[str, Any]) -> Location:
     """Point the canonical key at the spelling the author used (``storageEngine``, flatten's ``name``)."""
     spelled = _FLATTEN_ALIASES if str(body.get("op")).lower() == "flatten" else _ALIASES
-    moved = dict(location.moved)
+    moved = None  # a copy only when an alias is used: most operators use none
     for key, canonical in spelled.items():
-        if key in body and canonical not in body and canonical not in moved:
+        if key in body and canonical not in body and canonical not in (moved or location.moved):
+            moved = moved if moved is not None else dict(location.moved)
             moved[canonical] = json_path(location.path, key)
-    return Location(location.path, moved)
+    return location if moved is None else Location(location.path, moved)
 
 
 def _rebase(location: Location, old: str, new: str) -> Location:

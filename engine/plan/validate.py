@@ -148,13 +148,16 @@ def _missing_input(
         )
 
 
+_WITH_ENGINE = Scan | Store  # built once, not at every call
+
+
 def _storage_engine(
     entry: PlacedOperator,
     op: Operator,
     storage: Collection[str],
     issues: list[PlanIssue],
 ) -> None:
-    if not isinstance(op, Scan | Store) or op.storage_engine in storage:
+    if not isinstance(op, _WITH_ENGINE) or op.storage_engine in storage:
         return
     declared = ", ".join(f"'{name}'" for name in storage) or "none"
     issues.append(
@@ -169,15 +172,17 @@ def _storage_engine(
 
 def _expressions(entry: PlacedOperator, op: Operator, issues: list[PlanIssue]) -> None:
     for site in op.expressions():
-        path = entry.location.below(site.path)
         try:
             problems = site.problems()
         except ExpressionSyntaxError as exc:
+            path = entry.location.below(site.path)
             issues.append(PlanIssue(f"expression syntax error: {exc}", path, entry.op_id))
             continue
-        issues.extend(
-            PlanIssue(f"in '{site.text}': {problem}", path, entry.op_id) for problem in problems
-        )
+        if problems:  # the path only then: most expressions have none
+            path = entry.location.below(site.path)
+            issues.extend(
+                PlanIssue(f"in '{site.text}': {problem}", path, entry.op_id) for problem in problems
+            )
 
 
 def _names(entry: PlacedOperator, op: Operator, issues: list[PlanIssue]) -> None:

@@ -33,14 +33,21 @@ def push_limits(plan: LogicalPlan) -> LogicalPlan:
     return _into_scans(plan)
 
 
+_MOVABLE = Project | Transform  # built once, not at every call
+
+
 def _swap_one(plan: LogicalPlan) -> LogicalPlan | None:
     """Swap one ``limit`` with the project or transform below it, if any can move."""
-    readers = consumers(plan)
+    # Worked out only once a limit reads a project or transform: plans load by the thousand.
+    readers = None
     for limit in plan.query:
         if not isinstance(limit, Limit) or limit.input is None:
             continue
         below = plan.operator(limit.input)
-        if not isinstance(below, Project | Transform) or len(readers[below.id]) != 1:
+        if not isinstance(below, _MOVABLE):
+            continue
+        readers = readers if readers is not None else consumers(plan)
+        if len(readers[below.id]) != 1:
             continue
         if not readers.get(limit.id):
             continue  # the limit is the plan's result: its id must stay the root
@@ -57,13 +64,16 @@ def _swap_one(plan: LogicalPlan) -> LogicalPlan | None:
 
 
 def _into_scans(plan: LogicalPlan) -> LogicalPlan:
-    readers = consumers(plan)
+    readers = None
     changed = {}
     for limit in plan.query:
         if not isinstance(limit, Limit) or limit.input is None or limit.last is None:
             continue
         scan = plan.operator(limit.input)
-        if isinstance(scan, Scan) and len(readers[scan.id]) == 1:
+        if not isinstance(scan, Scan):
+            continue
+        readers = readers if readers is not None else consumers(plan)
+        if len(readers[scan.id]) == 1:
             bound = min(
                 limit.last, scan.pushed_limit if scan.pushed_limit is not None else limit.last
             )

@@ -23,9 +23,12 @@ from engine.planner.rewrite import consumers, remove_operator
 
 def remove_redundant(plan: LogicalPlan) -> LogicalPlan:
     """The plan without the operators that pass their input through unchanged."""
-    readers = consumers(plan)
+    readers = None  # worked out only for a redundant operator: most plans have none
     for op in plan.query:
-        if readers.get(op.id) and is_redundant(op):
+        if not is_redundant(op):
+            continue
+        readers = readers if readers is not None else consumers(plan)
+        if readers.get(op.id):
             return remove_redundant(remove_operator(plan, op.id))
     return plan
 
