@@ -68,6 +68,7 @@ from engine.plan import (
 )
 from engine.plan.expressions import parse_cached
 from engine.planner.properties.semi_joins import reading_rows, semi_joins, skipped_operators
+from engine.planner.rules.join_conditions import BROADCAST_BYTES
 from engine.planner.statistics import Statistics
 
 EXCHANGES = frozenset({"hash-partition", "broadcast", "single", "merge"})
@@ -98,7 +99,7 @@ _EXTENSIONS = {
 class PlannerOptions:
     """Thresholds of the physical planner (bytes as the storage engines report them)."""
 
-    broadcast_threshold: int = 10 * 1024 * 1024
+    broadcast_threshold: int = BROADCAST_BYTES
     parallel_bytes: int = 128 * 1024 * 1024
     two_phase_min_rows: int = 10_000
     semi_joins: bool = True
