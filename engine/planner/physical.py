@@ -67,7 +67,8 @@ from engine.plan import (
     WindowFrame,
 )
 from engine.plan.expressions import parse_cached
-from engine.planner.properties.semi_joins import semi_joins
+from engine.planner.properties.semi_joins import reading_rows, semi_joins, skipped_operators
+from engine.planner.rules.join_conditions import BROADCAST_BYTES
 from engine.planner.statistics import Statistics
 
 EXCHANGES = frozenset({"hash-partition", "broadcast", "single", "merge"})
@@ -98,9 +99,11 @@ _EXTENSIONS = {
 class PlannerOptions:
     """Thresholds of the physical planner (bytes as the storage engines report them)."""
 
-    broadcast_threshold: int = 10 * 1024 * 1024
+    broadcast_threshold: int = BROADCAST_BYTES
     parallel_bytes: int = 128 * 1024 * 1024
     two_phase_min_rows: int = 10_000
+    semi_joins: bool = True
+    """Whether joins may run as semi or anti joins (:mod:`~engine.planner.properties.semi_joins`)."""
 
 
 @dataclass(frozen=True)
@@ -237,13 +240,19 @@ class _Builder:
         self.graph: list[PhysicalOperator] = []
         self.parallel: dict[int, bool] = {}
         self.outs: dict[str, _Out] = {}
-        self.semi = semi_joins(plan)  # join id -> how it runs as a semi or anti join
+        # join id -> how it runs as a semi or anti join
+        self.semi = semi_joins(plan) if options.semi_joins else {}
         self.semi_tests = {semi.test_of: (join_id, semi) for join_id, semi in self.semi.items()}
+        self.skipped = skipped_operators(self.semi)
 
     def build(self) -> PhysicalPlan:
         readers = {ref for op in self.plan.query for ref in op.input_ids()}
         roots = []
         for op in self.plan.topological_order():
+            if op.id in self.skipped:  # its semi (anti) join reads the records below it
+                continue
+            if op.id in self.semi:
+                op = reading_rows(op, self.semi[op.id])
             inputs = [self.outs[ref] for ref in op.input_ids()]
             self.outs[op.id] = getattr(self, f"_{op.op}")(op, inputs)
             if op.id not in readers:

@@ -64,10 +64,10 @@ from engine.exec.spark.spark_errors import translate_spark_error
 from engine.exec.spark.unions import collect_arrow
 from engine.exec.spark.unread_member import without_unread
 from engine.plan import LogicalPlan
-from engine.plan.operators import Operator, Store, WindowFrame
+from engine.plan.operators import Join, Operator, Store, WindowFrame
 from engine.planner.properties import ids_where, plan_properties
 from engine.planner.properties.decisions import limit_inputs
-from engine.planner.properties.semi_joins import SEMI_JOIN_PARAM
+from engine.planner.properties.semi_joins import SEMI_JOIN_PARAM, reading_rows
 from engine.planner.rewrite import consumers
 from engine.planner.rules.filter_pushdown import Remaining, remaining_conditions
 from engine.scan.framework import FILE_COLUMNS
@@ -124,18 +124,21 @@ class SparkPlanRun:
     ) -> None:
         from engine.planner import Statistics
         from engine.planner import optimize as optimize_plan
-        from engine.planner.physical import to_physical
+        from engine.planner.physical import PlannerOptions, to_physical
 
         if enabled(spark, PY4J_SHORTCUTS):  # an opt-in: it patches py4j for the process
             fewer_round_trips()
         self.plan = plan
         stats = Statistics.from_engines(plan, engines)
         self.planned = optimize_plan(plan, stats) if optimize else plan
-        self.physical = to_physical(self.planned, stats)
+        semi = params.get(SEMI_JOIN_PARAM, True)
+        self.physical = to_physical(self.planned, stats, PlannerOptions(semi_joins=semi))
         owners = {op: f.id for f in self.physical.fragments() for op in f.operators}
+        implementing = {pop.logical_id: pop.id for pop in self.physical.graph}
         self.fragments = {
-            op.id: owners[self.physical.implementing(op.id)[-1].id]
+            op.id: owners[implementing[op.id]]
             for op in self.planned.topological_order()
+            if op.id in implementing  # not an operator a semi join skips
         }
         scans = referenced_members(self.planned)
         sinks = {
@@ -150,7 +153,7 @@ class SparkPlanRun:
             sinks,
             stats,
             one_task_sort_limit(spark),
-            semi=params.get(SEMI_JOIN_PARAM, True),
+            semi=semi,
         )
         props = self.properties
         self.ctx = SparkRunContext(
@@ -208,7 +211,7 @@ class SparkPlanRun:
         counters = self.metrics.count_frames(list(counted_by))
         frames = {aggregate: counters[frame] for frame, aggregate in counted_by.items()}
         counts, observed = _aggregate_counts(
-            self.planned,
+            [self._as_run(op) for op in self.planned.topological_order() if not self._skipped(op)],
             self.ctx.remaining,
             self._frame_passes,
             ids_where(self.properties, lambda p: p.fused),
@@ -240,13 +243,34 @@ class SparkPlanRun:
         once per run): its DataFrame, counting its rows, not yet run; a store writes its input
         and returns None. Stores are the actions: build them in an order a run may take (a
         store another operator's scan reads first)."""
-        needed = self.planned.ancestors(op_id)
+        needed = self._ancestors(op_id)
         for op in self.planned.topological_order():
             if op.id in needed and op.id not in self._built:
                 self._build_one(op)
         return self.frames.get(op_id)
 
+    def _ancestors(self, op_id: str) -> set[str]:
+        """The operators ``op_id`` reads from as the run compiles it, itself included: a semi
+        (anti) join reads the records below the operators it skips."""
+        needed, todo = set(), [op_id]
+        while todo:
+            current = todo.pop()
+            if current not in needed:
+                needed.add(current)
+                todo.extend(self._as_run(self.planned.operator(current)).input_ids())
+        return needed
+
+    def _as_run(self, op: Operator) -> Operator:
+        """``op`` as the run compiles it: a semi (anti) join reading the subquery's records."""
+        semi = self.ctx.props(op.id).semi_join
+        return reading_rows(op, semi) if semi is not None and isinstance(op, Join) else op
+
+    def _skipped(self, op: Operator) -> bool:
+        """Whether ``op`` is never run: a semi (anti) join reads the records below it."""
+        return self.ctx.props(op.id).skipped_by is not None
+
     def _build_one(self, op: Operator, built: Future[DataFrame] | None = None) -> None:
+        op = self._as_run(op)
         inputs = [self.frames[ref] for ref in op.input_ids()]
         with _failures_named(op, self.fragments.get(op.id), self._culprit_of):
             frame = built.result() if built is not None else self.compiler.compile(op, inputs)
@@ -279,7 +303,8 @@ class SparkPlanRun:
         scans = [op for op in order if op.op == "scan"]
         built = build_apart(scans, self.compiler.compile, spark=self.compiler.spark)
         for op in order:
-            self._build_one(op, built.get(op.id))
+            if not self._skipped(op):
+                self._build_one(op, built.get(op.id))
         for op in roots:
             if not isinstance(op, Store):
                 with _failures_named(op, self.fragments.get(op.id), self._culprit_of):
@@ -350,6 +375,9 @@ class SparkPlanRun:
         readers = Counter(ref for op in order for ref in op.input_ids())
         frames: dict[str, DataFrame] = {}
         for op in order:
+            if self._skipped(op):
+                continue
+            op = self._as_run(op)
             label = op.op if op.has_generated_id else f"{op.op} {op.id}"
             with _failures_named(op, self.fragments.get(op.id)):
                 if isinstance(op, Store):
@@ -444,16 +472,17 @@ def _position(plan: LogicalPlan) -> Callable[[Operator], int]:
 
 
 def _aggregate_counts(
-    plan: LogicalPlan,
+    ops: Sequence[Operator],
     remaining: Mapping[str, Remaining],
     frames: Mapping[str, str],
     fused: Collection[str],
 ) -> tuple[dict[str, str], set[str]]:
-    """:func:`~engine.exec.spark.metrics.aggregate_counted` for ``plan``, and the operators it
-    would observe (what ``OperatorMetrics.track`` observes; among them the grouping aggregates
-    that count their groups with the input they count), given what its filters have left to
-    test (``remaining``: none, their scans apply their whole condition)."""
-    ops = plan.topological_order()
+    """:func:`~engine.exec.spark.metrics.aggregate_counted` for the operators a run compiles
+    (``ops``, in topological order: not those a semi join skips, the semi join reading the
+    records below them), and the operators it would observe (what ``OperatorMetrics.track``
+    observes; among them the grouping aggregates that count their groups with the input they
+    count), given what its filters have left to test (``remaining``: none, their scans apply
+    their whole condition)."""
     before_limit, counted_by = limit_inputs(ops), store_counted(ops, frames=frames)
     passes_all = {filter_id for filter_id, rest in remaining.items() if rest.condition is None}
     observed = {

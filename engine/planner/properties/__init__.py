@@ -45,7 +45,7 @@ from engine.planner.properties.order_needs import (
     total_orders,
     unordered_outputs,
 )
-from engine.planner.properties.semi_joins import SemiJoin, semi_joins
+from engine.planner.properties.semi_joins import SemiJoin, semi_joins, skipped_operators
 from engine.planner.statistics import Statistics
 
 
@@ -129,6 +129,10 @@ class OperatorProperties:
     rest_test: str | None = None
     """Such a filter's other tests, all it tests (None: none, it keeps every record)."""
 
+    skipped_by: str | None = None
+    """The semi or anti join that reads the records below this operator (a project, aggregate
+    or segment making a subquery's distinct keys): the operator is never run."""
+
 
 PlanProperties = Mapping[str, OperatorProperties]
 """Each operator id of a plan to its properties."""
@@ -190,6 +194,7 @@ def plan_properties(
     values["semi_join"] = dict(joins)
     values["match_tested"] = {s.test_of: True for s in joins.values()}
     values["rest_test"] = {s.test_of: s.rest for s in joins.values() if s.rest is not None}
+    values["skipped_by"] = skipped_operators(joins)
     return {
         op.id: OperatorProperties(
             **{name: op.id in ids for name, ids in sets.items()},

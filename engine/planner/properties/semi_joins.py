@@ -50,17 +50,36 @@ class SemiJoin:
     """A join run as a semi (``kind="semi"``) or anti (``"anti"``) join: a left record is kept
     when some record of operator ``rows`` has, for each condition ``i``, ``keys[i]`` equal to
     the condition's left value (``semi``), or when none has (``anti``). The join's output is its
-    left input's records; the filter reading it (``test_of``) tests only ``rest``."""
+    left input's records; the filter reading it (``test_of``) tests only ``rest``. The
+    operators ``skipped`` (the project, aggregate and segment making the distinct keys) are
+    needless: the join reads operator ``rows`` itself (:func:`reading_rows`)."""
 
     kind: str
     rows: str
     keys: tuple[str, ...]
     test_of: str
     rest: str | None
+    skipped: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
         return f"left {self.kind}"
+
+
+def reading_rows(join: Join, semi: SemiJoin) -> Join:
+    """``join`` as the semi (anti) join ``semi`` runs it: its right input operator ``semi.rows``,
+    each condition comparing its left value with its key over those records."""
+    conditions = [
+        c.model_copy(update={"right": key})
+        for c, key in zip(join.conditions, semi.keys, strict=True)
+    ]
+    return join.model_copy(update={"right": semi.rows, "conditions": conditions})
+
+
+def skipped_operators(joins: dict[str, SemiJoin]) -> dict[str, str]:
+    """``{operator id: the semi (anti) join id}`` for the operators those joins make needless
+    (never run: the join reads the records below them)."""
+    return {op_id: join_id for join_id, semi in joins.items() for op_id in semi.skipped}
 
 
 def semi_joins(plan: LogicalPlan) -> dict[str, SemiJoin]:
@@ -78,7 +97,7 @@ def semi_joins(plan: LogicalPlan) -> dict[str, SemiJoin]:
         keyed = _distinct_keys(plan, readers, join)
         if keyed is None:
             continue
-        rows, keys, copies = keyed
+        rows, keys, copies, skipped = keyed
         roots = {path[0] for path in copies}
         if not _apart(plan, join.left, roots):
             continue
@@ -92,7 +111,7 @@ def semi_joins(plan: LogicalPlan) -> dict[str, SemiJoin]:
             overlaps((root,), tuple(map(str, p))) for p in need for root in roots
         ):
             continue  # the whole record, or fields of the right side, are read after the filter
-        found[join.id] = SemiJoin(kind, rows, keys, op.id, rest)
+        found[join.id] = SemiJoin(kind, rows, keys, op.id, rest, skipped)
     return found
 
 
@@ -114,9 +133,10 @@ def _one_reader(readers: dict[str, list[Any]], op_id: str, reader: str) -> bool:
 
 def _distinct_keys(
     plan: LogicalPlan, readers: dict[str, list[Any]], join: Join
-) -> tuple[str, tuple[str, ...], dict[tuple[str, ...], str | None]] | None:
+) -> tuple[str, tuple[str, ...], dict[tuple[str, ...], str | None], tuple[str, ...]] | None:
     """For a join of the distinct keys of some records: those records' operator, the key per
-    condition, and what each field of the right side holds (a key, ``"count"``, or None)."""
+    condition, what each field of the right side holds (a key, ``"count"``, or None), and the
+    operators between those records and the join."""
     if join.type not in ("left", "inner") or not join.conditions:
         return None
     if any(c.relationship != "==" for c in join.conditions):
@@ -161,7 +181,7 @@ def _distinct_keys(
         chosen.append(key)
     if sorted(chosen) != sorted(keys) or len(set(chosen)) != len(chosen):
         return None
-    return segment.input, tuple(chosen), copies
+    return segment.input, tuple(chosen), copies, (project.id, aggregate.id, segment.id)
 
 
 def _match_test(

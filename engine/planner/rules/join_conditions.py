@@ -307,13 +307,20 @@ class _Placement:
 UNKNOWN_ROWS = 1e15
 """The size of an input without statistics: larger than any other, still a number."""
 
+BROADCAST_BYTES = 10 * 1024 * 1024
+"""The most bytes of a join input the physical planner broadcasts (Spark's default threshold,
+:class:`~engine.planner.physical.PlannerOptions`)."""
+
 
 @dataclass(frozen=True)
 class _Input:
-    """An input's estimated rows and its integer columns' value ranges (lower-cased names)."""
+    """An input's estimated rows, its integer columns' value ranges (lower-cased names) and
+    whether the physical planner may broadcast it (its files hold at most
+    :data:`BROADCAST_BYTES`)."""
 
     rows: float
     ranges: dict[str, tuple[int, int]]
+    small: bool = False
 
     def distinct(self, expr: Expr) -> float:
         """How many distinct values ``expr`` (reading this input only) may have: at most the
@@ -328,13 +335,14 @@ class _Input:
 def _describe(plan: LogicalPlan, op_id: str, stats: Statistics | None, tests: list[Expr]) -> _Input:
     """The estimate of an input (see the module docstring)."""
     rows, ranges = UNKNOWN_ROWS, {}
-    renamed = False
+    renamed = small = False
     op: Operator | None = plan.operator(op_id)
     while op is not None:
         if isinstance(op, Scan):
             scan_stats = stats.scan(op.id) if stats is not None else None
             if scan_stats is not None and scan_stats.row_count is not None:
                 rows = float(scan_stats.row_count)
+            small = scan_stats is not None and scan_stats.total_bytes <= BROADCAST_BYTES
             if scan_stats is not None and scan_stats.ranges and not renamed:
                 ranges = {name.lower(): r for name, r in scan_stats.ranges.items()}
             break
@@ -346,7 +354,7 @@ def _describe(plan: LogicalPlan, op_id: str, stats: Statistics | None, tests: li
         op = plan.operator(op.input_ids()[0])
     for test in tests:
         rows *= _selectivity(test)
-    return _Input(rows, ranges)
+    return _Input(rows, ranges, small)
 
 
 def _selectivity(test: Expr) -> float:
@@ -373,7 +381,10 @@ def _greedy_shape(
     """The cheapest of the greedy chains, one from each input: the cost of a chain is the sum of
     its joins' estimated results, so a selective input joined early wins over a small one that
     leads only to a large join (TPC-H q09: nation leads to all of lineitem, the filtered part to
-    a twentieth of it). Ties go to the smaller first input."""
+    a twentieth of it), plus the rows of both inputs of each join neither of whose inputs may
+    be broadcast (both are shuffled: TPC-H q08 shuffles a twentieth of lineitem after a
+    broadcast join with the filtered part, not all of it to meet orders first). Ties go to the
+    smaller first input."""
     best: tuple[float, float, int] | None = None
     best_shape: object = None
     for first in range(len(inputs)):
@@ -390,6 +401,7 @@ def _greedy_from(
     """A chain starting with ``first``, then always joining the connected input that gives the
     smallest estimated result (any smallest input when none is connected), and its cost."""
     joined, shape, size, cost = {first}, first, inputs[first].rows, 0.0
+    small = inputs[first].small  # a join's result is never broadcast: its bytes are unknown
     remaining = sorted(
         (i for i in range(len(inputs)) if i != first), key=lambda i: (inputs[i].rows, i)
     )
@@ -408,8 +420,10 @@ def _greedy_from(
         join_id = next(ids)
         rows = inputs[pick].rows
         shape = (pick, shape, join_id) if rows > size else (shape, pick, join_id)
+        if not (small or inputs[pick].small):
+            cost += size + rows  # both sides shuffled
         joined.add(pick)
-        size = max(1.0, new_size)
+        size, small = max(1.0, new_size), False
         cost += size
     return shape, cost
 

@@ -200,6 +200,31 @@ def test_a_selective_input_is_joined_before_a_small_one_that_leads_to_a_large_jo
     assert "4" in sides and planned.operator((sides - {"4"}).pop()).op == "filter"  # part's
 
 
+def test_a_large_input_meets_a_broadcast_one_before_a_join_that_shuffles_it() -> None:
+    # TPC-H Q8's shape: orders (filtered) and customer are too large to broadcast, part is not;
+    # joining lineitem with orders first shuffles all of lineitem, joining it with the filtered
+    # part first (a broadcast join) shuffles what is left of it.
+    plan = comma_chain(
+        "p l o c",
+        "p.pk == l.pk && l.ok == o.ok && o.ck == c.ck && p.type == 'X' && o.d >= 1 && o.d <= 2"
+        " && c.nk == 3",
+    )
+    mb = 1024 * 1024
+    sizes = {
+        "1": (6 * mb, 200_000, {"pk": (1, 200_000)}),
+        "2": (200 * mb, 6_000_000, {"pk": (1, 200_000), "ok": (1, 6_000_000)}),
+        "4": (56 * mb, 1_500_000, {"ok": (1, 6_000_000), "ck": (1, 150_000)}),
+        "6": (12 * mb, 150_000, {"ck": (1, 150_000)}),
+    }
+    stats = Statistics(
+        {i: ScanStatistics("parquet", 1, b, n, ranges=r) for i, (b, n, r) in sizes.items()}
+    )
+    planned = plan_joins(plan, stats)
+    first = joins(planned)[0]
+    assert first.left == "2"  # lineitem, with the filtered part
+    assert [(c.left, c.right) for c in first.conditions] == [("l.pk", "p.pk")]
+
+
 def test_an_or_across_inputs_tests_what_it_implies_of_each_below_the_joins() -> None:
     # TPC-H Q7: (n1 = a && n2 = b) || (n1 = b && n2 = a) implies n1 in (a, b) and n2 in (a, b)
     plan = plan_of(
