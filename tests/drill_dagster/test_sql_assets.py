@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 
 from drill_dagster import load_definitions
@@ -80,3 +82,35 @@ def test_sql_step_is_an_asset_reading_the_store_of_another_plan(tmp_path: Path) 
     assert stats is not None and stats.row_count == 2 and stats.file_count == 1
     assert repo.schema(repo.resolve(["lake", "orders"])).names == ["customer", "amount"]
     assert isinstance(revenue, AssetKey)
+
+
+SEMI_SQL = """-- store: lake.repeat_buyers
+-- format: parquet
+SELECT o.customer, o.amount
+FROM lake.orders o
+WHERE o.customer IN (SELECT i.customer FROM lake.orders i WHERE i.amount > 4)
+  AND NOT EXISTS (SELECT 1 FROM lake.orders x WHERE x.customer = o.customer AND x.amount = 3)
+"""
+
+
+@pytest.mark.parametrize("executor", ["local", "spark"])
+def test_sql_semi_and_anti_joins_materialize_op_by_op(
+    tmp_path: Path, executor: str, spark: Any
+) -> None:
+    # The planner runs IN and NOT EXISTS as semi and anti joins, skipping the subquery's distinct
+    # keys; the Dagster graph still has an op per operator as written.
+    plans = _project(tmp_path)
+    (plans / "repeat_buyers.sql").write_text(SEMI_SQL)
+    defs = load_definitions(plans, executor=executor)
+    with DagsterInstance.ephemeral() as instance:
+        result = materialize(
+            [*defs.assets],  # type: ignore[list-item]
+            resources=defs.resources,
+            instance=instance,
+        )
+    assert result.success
+    table = pq.read_table(tmp_path / "data" / "lake" / "repeat_buyers")
+    assert sorted(table.to_pylist(), key=lambda r: (r["customer"], r["amount"])) == [
+        {"customer": "bob", "amount": 1},
+        {"customer": "bob", "amount": 7},
+    ]
