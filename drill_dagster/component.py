@@ -192,6 +192,8 @@ class DrillPlansComponent(Component, Resolvable):
 
     def _selected_plans(self, project: DrillProject, translator: DrillTranslator) -> set[str]:
         """The names of the plans ``select`` and ``exclude`` leave (every plan by default)."""
+        if self.select is None and not self.exclude:
+            return {plan.name for plan in project.plans}  # no spec needed to match nothing
         names = {plan.name: _plan_names(plan, translator) for plan in project.plans}
         known = set().union(*names.values()) if names else set()
         for setting, tokens in (("select", self.select), ("exclude", self.exclude)):
