@@ -54,6 +54,17 @@ def _project(tmp_path: Path) -> Path:
     return plans
 
 
+def materialize_all(defs: Any) -> None:
+    """Materialize every asset of ``defs`` in one run on an ephemeral instance."""
+    with DagsterInstance.ephemeral() as instance:
+        result = materialize(
+            [*defs.assets],
+            resources=defs.resources,
+            instance=instance,
+        )
+    assert result.success
+
+
 def test_sql_step_is_an_asset_reading_the_store_of_another_plan(tmp_path: Path) -> None:
     plans = _project(tmp_path)
     defs = load_definitions(plans, executor="local")
@@ -63,13 +74,7 @@ def test_sql_step_is_an_asset_reading_the_store_of_another_plan(tmp_path: Path) 
     orders = next(k for name, k in keys.items() if name.endswith("orders"))
     assert orders in graph.get(revenue).parent_keys
 
-    with DagsterInstance.ephemeral() as instance:
-        result = materialize(
-            [*defs.assets],  # type: ignore[list-item]
-            resources=defs.resources,
-            instance=instance,
-        )
-    assert result.success
+    materialize_all(defs)
     lake = tmp_path / "data" / "lake"
     table = pq.read_table(lake / "revenue")
     assert sorted(table.to_pylist(), key=lambda r: r["customer"]) == [
@@ -102,13 +107,7 @@ def test_sql_semi_and_anti_joins_materialize_op_by_op(
     plans = _project(tmp_path)
     (plans / "repeat_buyers.sql").write_text(SEMI_SQL)
     defs = load_definitions(plans, executor=executor)
-    with DagsterInstance.ephemeral() as instance:
-        result = materialize(
-            [*defs.assets],  # type: ignore[list-item]
-            resources=defs.resources,
-            instance=instance,
-        )
-    assert result.success
+    materialize_all(defs)
     table = pq.read_table(tmp_path / "data" / "lake" / "repeat_buyers")
     assert sorted(table.to_pylist(), key=lambda r: (r["customer"], r["amount"])) == [
         {"customer": "bob", "amount": 1},

@@ -64,15 +64,20 @@ def test_a_plan_no_structural_rule_touches_has_no_notes_as_it_loads() -> None:
     assert structural_notes(plan) == {}
 
 
-def test_a_left_join_its_filter_makes_inner_says_so() -> None:
-    plan = plan_of(
+def filtered_join(join_type: str) -> Any:
+    """Scans 1 and 2 joined (3) on ``k``, a filter (4) testing both sides, a store (5)."""
+    return plan_of(
         SCAN,
         {**SCAN, "@id": 2, "ref": "r", "selection": {"path": "r"}},
-        {"@id": 3, "op": "join", "left": 1, "right": 2, "type": "left",
+        {"@id": 3, "op": "join", "left": 1, "right": 2, "type": join_type,
          "conditions": [{"relationship": "==", "left": "e.k", "right": "r.k"}]},
         {"@id": 4, "op": "filter", "input": 3, "expr": "r.y > 1 && e.x > 2"},
         {"@id": 5, "input": 4, **STORE},
     )  # fmt: skip
+
+
+def test_a_left_join_its_filter_makes_inner_says_so() -> None:
+    plan = filtered_join("left")
     note = planner_notes(plan, optimize(plan))["3"]
     assert note.endswith(
         "runs as an inner join: the filter reading it drops the records the left join adds "
@@ -81,14 +86,7 @@ def test_a_left_join_its_filter_makes_inner_says_so() -> None:
 
 
 def test_a_filter_split_across_a_joins_inputs_says_its_condition_moved() -> None:
-    plan = plan_of(
-        SCAN,
-        {**SCAN, "@id": 2, "ref": "r", "selection": {"path": "r"}},
-        {"@id": 3, "op": "join", "left": 1, "right": 2, "type": "inner",
-         "conditions": [{"relationship": "==", "left": "e.k", "right": "r.k"}]},
-        {"@id": 4, "op": "filter", "input": 3, "expr": "r.y > 1 && e.x > 2"},
-        {"@id": 5, "input": 4, **STORE},
-    )  # fmt: skip
+    plan = filtered_join("inner")
     planned = optimize(plan)
     assert "4" not in {op.id for op in planned.query}
     assert planner_notes(plan, planned)["4"] == (
