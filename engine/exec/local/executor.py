@@ -38,7 +38,8 @@ from engine.planner.properties.semi_joins import SEMI_JOIN_PARAM, semi_joins
 from engine.planner.rules.filter_pushdown import remaining_conditions
 
 PRUNE_PARAM = "_drop_filtered_members"
-"""Context parameter: False keeps the members only a filter reads (see :mod:`~engine.planner.properties.filtered_members`)."""
+"""Context parameter: False keeps the members only a filter reads (see
+:mod:`~engine.planner.properties.filtered_members`)."""
 ROWS = "rows"
 """The metric name of an operator's row count (the Spark executor's too)."""
 
