@@ -115,12 +115,17 @@ def _field_name(model: Any, key: str) -> str:
 
 def top_names(op: Any, by_id: Mapping[str, Any]) -> frozenset[str] | None:
     """The lower-cased names of the top-level fields ``op``'s records may hold (a superset), or
-    None where unknown (a scan without ``ref``, a constant, a project merging a map)."""
+    None where unknown (a scan without ``ref``, a project merging a map)."""
     if op is None:
         return None
     kind = op.op
     if kind == "scan":
         return frozenset({_name_steps(op.ref)[0].lower()}) if op.ref else None
+    if kind == "constant":
+        records = list(op.content or ())
+        if not all(isinstance(record, dict) for record in records):
+            return None
+        return frozenset(name.lower() for record in records for name in record)
     if kind == "project":
         outputs = [_name_steps(p.ref)[1:] for p in op.projections]
         if not all(outputs):

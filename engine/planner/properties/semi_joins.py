@@ -15,9 +15,8 @@ Conditions (else the plan runs as it is, never a different answer):
   only ``==`` conditions, each right side a field the ``project`` copies from a distinct key,
   every key once;
 * the ``project``, the aggregate and the segment each have one reader;
-* the right side's fields are under names the SQL front end makes (``$...``) and no scan the
-  left input reads holds its records at the top (a ``ref`` names them): the join merges no
-  left field with a right one;
+* the left records' top-level names are known (:func:`~engine.planner.rewrite.top_names`) and
+  none is the right side's: the join merges no left field with a right one;
 * the filter's conjuncts naming the right side are each ``isnotnull`` (semi) or ``isnull`` /
   ``!isnotnull`` (anti) of a key or of a ``count`` (never null where a match was found); and
   nothing after the filter reads the right side.
@@ -37,8 +36,8 @@ from engine.expr.rewrite import conjuncts
 from engine.plan import LogicalPlan
 from engine.plan.expressions import parse_cached
 from engine.plan.field_paths import output_path, overlaps
-from engine.plan.operators import CollapsingAggregate, Filter, Join, Project, Scan, Segment
-from engine.planner.rewrite import consumers
+from engine.plan.operators import CollapsingAggregate, Filter, Join, Project, Segment
+from engine.planner.rewrite import consumers, top_names
 from engine.planner.rules.projection_pushdown import required_paths
 
 SEMI_JOIN_PARAM = "semi_joins"
@@ -116,15 +115,10 @@ def semi_joins(plan: LogicalPlan) -> dict[str, SemiJoin]:
 
 
 def _apart(plan: LogicalPlan, left: str, roots: set[str]) -> bool:
-    """Whether the left records hold no field named as the right side's (the join would merge
-    the two): the right side's are names the SQL front end makes (``$e1``, ...), and every scan
-    the left input reads holds its records under a ``ref`` of another name."""
-    if not all(root.startswith("$") for root in roots):
-        return False
-    scans = [plan.operator(a) for a in {*plan.ancestors(left), left}]
-    return all(
-        op.ref and op.ref.split(".")[0].lower() not in roots for op in scans if isinstance(op, Scan)
-    )
+    """Whether the left records hold no top-level field named as the right side's (the join would
+    merge the two): the left input's top-level names must be known (a superset) and apart."""
+    names = top_names(plan.operator(left), {op.id: op for op in plan.query})
+    return names is not None and names.isdisjoint(root.lower() for root in roots)
 
 
 def _one_reader(readers: dict[str, list[Any]], op_id: str, reader: str) -> bool:

@@ -82,9 +82,22 @@ def test_a_join_another_operator_reads_is_left_alone() -> None:
 
 def test_unknown_names_are_left_alone() -> None:
     plan = join_plan("/d", "r.y > 1")
-    plan["query"][1] = {"@id": 2, "op": "constant", "content": [{"r": {"k": 1}}]}  # names unknown
-    parsed = parse_plan(plan)
+    # A project writing a whole map as the record: its names are unknown.
+    plan["query"][1] = {
+        "@id": 2,
+        "op": "project",
+        "input": 7,
+        "projections": [{"ref": "output", "expr": "c"}],
+    }
+    plan["query"].append({"@id": 7, "op": "constant", "content": [{"c": {"r": {"k": 1}}}]})
+    parsed = parse_plan(plan)  # fmt: skip
     assert simplify_outer_joins(parsed) == parsed
+
+
+def test_a_constants_names_are_its_records_keys() -> None:
+    plan = join_plan("/d", "r.y > 1")
+    plan["query"][1] = {"@id": 2, "op": "constant", "content": [{"r": {"k": 1, "y": 2}}]}
+    assert simplify_outer_joins(parse_plan(plan)).operator("3").type == "inner"
 
 
 def test_explain_shows_the_inner_join() -> None:

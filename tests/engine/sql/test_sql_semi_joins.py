@@ -157,10 +157,12 @@ def _plan(root: str, test: str = "isnull({root}.m)") -> Any:
 
 
 def test_only_fields_no_left_record_may_hold_make_a_semi_join() -> None:
-    """A left record may hold a field named as the right side's (the join merges the two): only
-    the names the SQL front end makes (``$...``) are known apart."""
+    """A left record may hold a field named as the right side's (the join merges the two): the
+    left input's top-level names must be known and apart from the right side's."""
     assert semi_joins(_plan("$r"))["6"].kind == "anti"
-    assert semi_joins(_plan("r")) == {}
+    assert semi_joins(_plan("r"))["6"].kind == "anti"
+    assert semi_joins(_plan("x")) == {}  # the left records' own x
+    assert semi_joins(_plan("X")) == {}  # names compare case-insensitively
     records = run_plan(_plan("$r")).records()
     assert records == run_plan(_plan("$r"), params={"semi_joins": False}).records()
     assert records == [{"x": 2}, {"x": 3}, {"x": None}]
