@@ -171,7 +171,8 @@ def test_local_rows_are_observed_not_marked(spark: Any, data: Path) -> None:
         {"@id": 2, "op": "filter", "input": 1, "expr": "x > 1"},
         {"@id": 3, "op": "constant", "content": [{"y": 2}, {"y": 3}, {"y": 3}]},
         inner_join(4, 2, 3, ("x", "y")),
-        {"@id": 5, "op": "filter", "input": 4, "expr": "x > 2"},
+        # A test of both sides: it stays above the join, which then counts its own rows.
+        {"@id": 5, "op": "filter", "input": 4, "expr": "x + y > 4"},
         store(6, 5),  # a store that sorts nothing: only the local rows keep markers away
     ]
     run, result = spark_run(spark, data, ops)
