@@ -213,6 +213,23 @@ def arithmetic_type(operation: str, left: MajorType, right: MajorType) -> MajorT
     raise ValueError(f"no arithmetic {operation!r}")
 
 
+def unbounded_arithmetic(operation: str, left: MajorType, right: MajorType) -> tuple[int, int]:
+    """``(precision, scale)`` of the exact result of ``add``, ``subtract`` or ``multiply`` of two
+    DECIMALs, the precision not capped at 38: where it is at most 38, every result fits
+    :func:`arithmetic_type` exactly and the operation can neither round nor overflow.
+
+    >>> unbounded_arithmetic("multiply", MajorType.decimal(15, 2), MajorType.decimal(15, 2))
+    (31, 4)
+    """
+    assert left.precision is not None and left.scale is not None
+    assert right.precision is not None and right.scale is not None
+    if operation == "multiply":
+        return left.precision + right.precision + 1, left.scale + right.scale
+    scale = max(left.scale, right.scale)
+    digits = max(left.precision - left.scale, right.precision - right.scale)
+    return digits + scale + 1, scale
+
+
 def sum_type(t: MajorType) -> MajorType:
     """``sum`` of a number: BIGINT for integers, FLOAT8 for floats, a wider DECIMAL for DECIMAL."""
     if is_decimal(t):

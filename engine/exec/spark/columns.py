@@ -15,7 +15,7 @@ Example (with a SparkSession)::
 
     df = spark.createDataFrame([({"id": 1},), ({"id": 5},)], "t struct<id:bigint>")
     df.select(compile_expression(parse_expression("t.id * 100 > 200"), df.schema))  # false, true
-    df.where(compile_predicate(parse_expression("t.id > 2"), df.schema))            # the 2nd row
+    df.where(compile_condition(parse_expression("t.id > 2"), df.schema))            # the 2nd row
 
 A mismatch the schema shows fails at compile time (``name > 3`` with ``name`` a string gives
 ``cannot apply '>' (greater_than) to (VARCHAR, BIGINT): cannot compare VARCHAR with BIGINT``), and
@@ -67,10 +67,12 @@ def compile_expression(expr: Expr, schema: T.StructType) -> Column:
     return compile_typed(expr, schema).column
 
 
-def compile_predicate(
+def compile_condition(
     expr: Expr, schema: T.StructType, *, resolve: FieldResolver | None = None
 ) -> Column:
-    """``expr`` as a filter condition: true keeps a row; false, null and missing do not.
+    """``expr`` as the condition of ``DataFrame.where``: true keeps a row; false and null do not
+    (Spark's ``Filter``), so no ``coalesce`` hides it from Spark's pushdown into a reader and its
+    inferred not-null tests.
 
     A condition that gives something other than a boolean is an ``ExpressionTypeError``.
     """
@@ -85,7 +87,16 @@ def compile_predicate(
             position=expr.position,
             hint="compare the value, for example `x > 0` or `isnotnull(x)`",
         )
-    return F.coalesce(value.column, F.lit(False))
+    return value.column
+
+
+def compile_predicate(
+    expr: Expr, schema: T.StructType, *, resolve: FieldResolver | None = None
+) -> Column:
+    """``expr`` as a boolean that is never null (false where the condition is null): a test
+    inside an expression, such as the elements an array keeps. For a ``where``, use
+    :func:`compile_condition`."""
+    return F.coalesce(compile_condition(expr, schema, resolve=resolve), F.lit(False))
 
 
 def compile_typed(

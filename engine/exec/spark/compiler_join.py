@@ -195,6 +195,26 @@ def join_rows(
     return joined.select(*merged, order.column)
 
 
+def scalar_join_rows(
+    left: DataFrame, right: DataFrame, *, scalar_side: str, seq: str
+) -> DataFrame | None:
+    """The records of the side other than ``scalar_side``, each extended with the members of the
+    one record of ``scalar_side`` (planner property ``scalar_side``), read as a scalar subquery:
+    Spark computes it once, as it does its own SQL's, where a join would pair it with every row
+    by nested loops. The order is the other side's. None where a top-level name is on both
+    sides (the records merge: a join)."""
+    rows, one = (left, right) if scalar_side == "right" else (right, left)
+    left_names, right_names = record_names(left, seq), record_names(right, seq)
+    if set(left_names) & set(right_names):
+        return None
+    columns = {name: top_column(name) for name in record_names(rows, seq)}
+    one_names = record_names(one, seq)
+    if one_names:
+        value = one.select(F.struct(*[top_column(n) for n in one_names]).alias("v")).scalar()
+        columns.update({name: value.getField(name).alias(name) for name in one_names})
+    return rows.select(*[columns[name] for name in left_names + right_names], top_column(seq))
+
+
 def semi_join_rows(
     left: DataFrame,
     right: DataFrame,

@@ -10,10 +10,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.exec.spark.columns import compile_expression, compile_predicate, compile_typed
+from engine.exec.spark.columns import compile_condition, compile_expression, compile_typed
 from engine.exec.spark.compiled import Compiled, observed
 from engine.exec.spark.compiler_flatten import flatten_rows
-from engine.exec.spark.compiler_join import join_rows, semi_join_rows, union_rows
+from engine.exec.spark.compiler_join import join_rows, scalar_join_rows, semi_join_rows, union_rows
 from engine.exec.spark.compiler_keys import (
     read_pending_field,
     unwritten_keys,
@@ -83,7 +83,7 @@ class RecordVisitors:
                 df = reading.select()  # Appendix A rewrites records: it filters them built
             else:
                 read = functools.partial(read_pending_field, reading)
-                kept = df.where(compile_predicate(condition, schema, resolve=read))
+                kept = df.where(compile_condition(condition, schema, resolve=read))
                 return Compiled(kept, pending=reading.over(kept))  # for its one reader
         pruned = union_filter(df, condition)
         return pruned if pruned is not None else filter_records(df, condition)
@@ -244,13 +244,20 @@ class RecordVisitors:
                 # Values that cannot be compared never match (and null never matches).
                 value_l, value_r = F.lit(None).cast("long"), F.lit(None).cast("long")
             conditions.append((value_l, condition.relationship, value_r))
+        props = self.ctx.props(op.id)
+        if props.scalar_side is not None:
+            records = [
+                p.over(df).select() if p else df for df, p in zip(inputs, sides, strict=True)
+            ]
+            scalar = scalar_join_rows(*records, scalar_side=props.scalar_side, seq=SEQ_COLUMN)
+            if scalar is not None:
+                return scalar
         # The physical plan's broadcast-hash-join: the small side is shipped to every task.
         build = self.ctx.broadcast.get(op.id)
         if build == "left":
             left = F.broadcast(left)
         elif build == "right":
             right = F.broadcast(right)
-        props = self.ctx.props(op.id)
         if props.semi_join is not None:
             return semi_join_rows(
                 left, right, conditions, kind=props.semi_join.kind, seq=SEQ_COLUMN, sides=sides

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from engine.exec.spark.catalog_tables import scan_table
-from engine.exec.spark.columns import compile_predicate
+from engine.exec.spark.columns import compile_condition
 from engine.exec.spark.compiled import Compiled
 from engine.exec.spark.compiler_order import (
     exact_type,
@@ -109,7 +109,7 @@ class SourceVisitors:
         """A scan of a catalog table (:mod:`~engine.exec.spark.catalog_tables`)."""
         df = scan_table(self.spark, engine, op.selection, op.ref, projection=op.projection)
         if op.pushed_filter:
-            df = df.where(compile_predicate(parse_cached(op.pushed_filter), df.schema))
+            df = df.where(compile_condition(parse_cached(op.pushed_filter), df.schema))
         if op.pushed_limit is not None:
             df = limit_rows(df, 0, op.pushed_limit, seq=SEQ_COLUMN)
         return df

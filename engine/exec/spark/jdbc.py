@@ -32,7 +32,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from engine.errors import DrillError, StorageError
-from engine.exec.spark.columns import compile_predicate
+from engine.exec.spark.columns import compile_condition
 from engine.exec.spark.names import column
 from engine.exec.spark.sources import unwrapped_filter
 from engine.exec.spark.unread_member import with_unread
@@ -158,13 +158,13 @@ def jdbc_scan_dataframe(
         tests, _ = comparisons_of(pushed_filter, ref, families)
         for test in tests:
             df = df.filter(_OPERATORS[test.op](column(test.column), F.lit(test.value)))
-        df = df.filter(compile_predicate(plain, df.schema))
+        df = df.filter(compile_condition(plain, df.schema))
     columns = [column(n) for n in names]
     record = [with_unread(columns).alias(ref)] if ref else columns
     # (the row ids are not deterministic: Spark pushes no filter below this select)
     df = df.select(*record, F.monotonically_increasing_id().alias(seq_column))
     if pushed_filter is not None and plain is None:
-        df = df.filter(compile_predicate(pushed_filter, df.schema))
+        df = df.filter(compile_condition(pushed_filter, df.schema))
     return observe(df) if observe is not None else df
 
 

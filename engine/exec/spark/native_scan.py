@@ -35,7 +35,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from engine.exec.spark.columns import compile_expression, compile_predicate
+from engine.exec.spark.columns import compile_condition, compile_expression
 from engine.exec.spark.compiler_order import with_bits
 from engine.exec.spark.datasource import is_json_lines
 from engine.exec.spark.file_ties import SharedValues
@@ -199,7 +199,7 @@ def native_scan_dataframe(
     if row_filter is not None:  # before the row ids, so that Spark pushes it into the reader
         tests, rest = _reader_tests(row_filter, read.schema)
         # One Filter (one analysis): the reader's tests first, then what they leave to test.
-        exact = [compile_predicate(conjunct, read.schema) for conjunct in rest]
+        exact = [compile_condition(conjunct, read.schema) for conjunct in rest]
         read = read.where(functools.reduce(operator.and_, [*tests, *exact]))
     names = resolved.table_columns
     shape = shape or _as_columns

@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.errors import NestedFilterError
-from engine.exec.spark.columns import compile_predicate
+from engine.exec.spark.columns import compile_condition, compile_predicate
 from engine.exec.spark.paths import Typed, column_of, get_in, get_typed, replace_in
 from engine.expr.nodes import Expr, FieldRef, field_refs
 
@@ -126,7 +126,7 @@ def filter_records(df: DataFrame, predicate: Expr) -> DataFrame:
     chains = {ref: array_levels(schema, ref.path) for ref in refs}
     crossing = [chain for chain in chains.values() if chain]
     if not crossing:
-        return df.where(compile_predicate(predicate, schema))
+        return df.where(compile_condition(predicate, schema))
     chain = _common_chain(crossing)
     if not chain:
         roots = sorted({_level_text(c[0]) for c in crossing})

@@ -39,7 +39,7 @@ from pyspark.sql.types import (
 
 from engine.errors import PlanningError
 from engine.exec.local.sources import records_to_batch
-from engine.exec.spark.columns import compile_predicate
+from engine.exec.spark.columns import compile_condition
 from engine.exec.spark.datasource import SKIPPED_COLUMN, register_data_source
 from engine.exec.spark.file_ties import SharedValues
 from engine.exec.spark.names import SEQ_COLUMN
@@ -280,7 +280,7 @@ def scan_plan_dataframe(
             .withColumn(SEQ_COLUMN, F.monotonically_increasing_id())
         )
     if row_filter is not None:
-        frame = frame.where(_keeping_counts(compile_predicate(row_filter, frame.schema), counting))
+        frame = frame.where(_keeping_counts(compile_condition(row_filter, frame.schema), counting))
     if observe is not None and observed:
         frame = observe(frame)
     record = record_of({c: column(c) for c in columns})
@@ -297,7 +297,7 @@ def scan_plan_dataframe(
 def _late_filtered(df: DataFrame, condition: Expr, counting: bool = False) -> DataFrame:
     """``df`` (a scan's records) where ``condition``, a pushed filter reading outside the
     records, is true."""
-    return df.where(_keeping_counts(compile_predicate(condition, df.schema), counting))
+    return df.where(_keeping_counts(compile_condition(condition, df.schema), counting))
 
 
 def _keeping_counts(predicate: Column, counting: bool) -> Column:

@@ -5,10 +5,14 @@ The result type of every operation comes from :mod:`engine.expr.coercion` (the r
 integer as DECIMAL(10|19, 0), as the local executor reads it) and the result to the rule's type.
 Spark's ``try_`` functions and ``try_cast`` give null where a value does not fit, whatever
 ``spark.sql.ansi.enabled`` says; such a null (from non-null operands) raises the engine's
-message, which :mod:`~engine.exec.spark.data_errors` reads back to name the expression.
+message, which :mod:`~engine.exec.spark.data_errors` reads back to name the expression. An
+addition, subtraction or multiplication whose exact result always fits its type (at most 38
+digits: ``DECIMAL(15, 2) * DECIMAL(15, 2)`` is ``DECIMAL(31, 4)``) is Spark's own operator, unchecked.
 """
 
 from __future__ import annotations
+
+import operator
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -16,7 +20,7 @@ from pyspark.sql import types as T
 
 from engine.exec.spark.paths import Typed
 from engine.expr import coercion
-from engine.types import MajorType, from_spark, to_spark
+from engine.types import MAX_DECIMAL_PRECISION, MajorType, from_spark, to_spark
 
 DECIMAL_OVERFLOW = coercion.DECIMAL_OVERFLOW
 DECIMAL_BY_ZERO = coercion.DECIMAL_BY_ZERO
@@ -27,6 +31,13 @@ _TRY = {
     "multiply": F.try_multiply,
     "divide": F.try_divide,
     "modulo": F.try_mod,
+}
+
+
+_EXACT = {
+    "add": operator.add,
+    "subtract": operator.sub,
+    "multiply": operator.mul,
 }
 
 
@@ -44,8 +55,17 @@ def as_decimal(value: Typed) -> Typed:
 
 def arithmetic(operation: str, a: Typed, b: Typed) -> Typed:
     """``a <operation> b`` of two exact numbers, at least one a DECIMAL."""
-    target = coercion.arithmetic_type(operation, from_spark(a.dtype), from_spark(b.dtype))
+    left, right = from_spark(a.dtype), from_spark(b.dtype)
+    target = coercion.arithmetic_type(operation, left, right)
     x, y = as_decimal(a).column, as_decimal(b).column
+    if operation in _EXACT:
+        precision, _ = coercion.unbounded_arithmetic(
+            operation, coercion.as_decimal(left), coercion.as_decimal(right)
+        )
+        if precision <= MAX_DECIMAL_PRECISION:
+            # Spark's own operator gives the rule's type and every result fits it: no check
+            # (one that would compute the value twice: a DECIMAL over 18 digits is a BigDecimal).
+            return Typed(_EXACT[operation](x, y).cast(to_spark(target)), to_spark(target))
     result = _TRY[operation](x, y)
     checked = _fits(result, target, x.isNotNull() & y.isNotNull(), operation)
     if operation in ("divide", "modulo"):

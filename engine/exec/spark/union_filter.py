@@ -38,7 +38,7 @@ from pyspark.sql import types as T
 from pyspark.sql.utils import is_remote
 
 from engine.errors import NestedFilterError
-from engine.exec.spark.columns import compile_predicate
+from engine.exec.spark.columns import compile_condition, compile_predicate
 from engine.exec.spark.nested_filter import array_levels
 from engine.exec.spark.paths import Typed, column_of, get_typed, make_struct, null_typed
 from engine.expr.nodes import Expr, FieldRef, common_path_prefix, field_refs
@@ -102,7 +102,7 @@ def union_filter(df: DataFrame, predicate: Expr) -> DataFrame | None:
     top = column_of(schema, root) if isinstance(root, str) else None
     if top is None:
         # No common path to walk: the condition per record, each reference read where it is.
-        condition = compile_predicate(predicate, schema, resolve=walker.read_record)
+        condition = compile_condition(predicate, schema, resolve=walker.read_record)
         return df.where(condition)
     walked, _ = walker.walk(top, 1, 0)
     staged = df.withColumn(_WALKED, walked)

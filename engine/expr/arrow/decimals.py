@@ -131,12 +131,12 @@ def _narrow(
     when the exact result needs more digits or another scale."""
     if not (pa.types.is_decimal128(a.type) and pa.types.is_decimal128(b.type)):
         return None
-    precision, scale = _unbounded(operation, left, right)
+    precision, scale = coercion.unbounded_arithmetic(operation, left, right)
     if scale != target.scale:
         return None
     if precision > MAX_DECIMAL_PRECISION:
         left, right = _used(a, left), _used(b, right)
-        precision, scale = _unbounded(operation, left, right)
+        precision, scale = coercion.unbounded_arithmetic(operation, left, right)
         if precision > MAX_DECIMAL_PRECISION or scale != target.scale:
             return None
         a, b = _retyped(a, to_arrow(left)), _retyped(b, to_arrow(right))
@@ -145,18 +145,6 @@ def _narrow(
     if result.type != pa.decimal128(precision, scale):  # Arrow's rule differs: the exact path
         return None
     return fit(result, target, operation)
-
-
-def _unbounded(operation: str, left: MajorType, right: MajorType) -> tuple[int, int]:
-    """``(precision, scale)`` of the exact result of add, subtract or multiply, the precision
-    not capped at 38."""
-    assert left.precision is not None and left.scale is not None
-    assert right.precision is not None and right.scale is not None
-    if operation == "multiply":
-        return left.precision + right.precision + 1, left.scale + right.scale
-    scale = max(left.scale, right.scale)
-    digits = max(left.precision - left.scale, right.precision - right.scale)
-    return digits + scale + 1, scale
 
 
 def _retyped(value: Value, dtype: pa.DataType) -> Value:

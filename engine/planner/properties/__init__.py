@@ -45,6 +45,7 @@ from engine.planner.properties.order_needs import (
     total_orders,
     unordered_outputs,
 )
+from engine.planner.properties.scalar_joins import scalar_joins
 from engine.planner.properties.semi_joins import SemiJoin, semi_joins, skipped_operators
 from engine.planner.statistics import Statistics
 
@@ -119,6 +120,10 @@ class OperatorProperties:
     """A store that sorts its records in one task: the scans above it report sizes within the
     run's bound (:func:`~.decisions.one_task_sorts`)."""
 
+    scalar_side: str | None = None
+    """A join's input (``"left"`` or ``"right"``) whose one record is a value for each record of
+    the other (:func:`~.scalar_joins.scalar_joins`: a scalar subquery)."""
+
     semi_join: SemiJoin | None = None
     """A join run as a semi or anti join (:func:`~.semi_joins.semi_joins`): its output is its
     left input's records that have (have no) match."""
@@ -190,6 +195,7 @@ def plan_properties(
         "ordered_by_keys": dict(scans_ordered_by_keys(order)),
         "frame_collapsed_by": frame_collapses(plan, set(fused)),
     }
+    values["scalar_side"] = scalar_joins(plan)
     joins = semi_joins(plan) if semi else {}
     values["semi_join"] = dict(joins)
     values["match_tested"] = {s.test_of: True for s in joins.values()}

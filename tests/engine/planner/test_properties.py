@@ -97,3 +97,45 @@ def test_a_join_of_two_scans_has_unrelated_inputs_and_paired_scans() -> None:
     props = plan_properties(plan, sinks={"4"})
     assert props["3"].unrelated_inputs
     assert props["1"].paired and props["2"].paired
+
+
+def _scalar_plan(right: list[dict[str, Any]], join: dict[str, Any]) -> Any:
+    return plan_of(scan(1, "t"), scan(2, "u"), *right,
+                   {"@id": 9, "op": "join", "left": 1, "right": 8, **join}, queue(10, 9))  # fmt: skip
+
+
+AVG = {"@id": 7, "op": "collapsingaggregate", "input": 2,
+       "aggregations": [{"ref": "a", "expr": "avg(u.y)"}]}  # fmt: skip
+AS_S = {"@id": 8, "op": "project", "input": 7, "projections": [{"ref": "output.s", "expr": "a"}]}
+
+
+@pytest.mark.parametrize(
+    ("right", "join", "side"),
+    [
+        ([AVG, AS_S], {"type": "inner"}, "right"),  # a global aggregate under a project
+        ([AVG, AS_S], {"type": "left"}, "right"),  # its one record always matches
+        ([AVG, AS_S], {"type": "outer"}, None),  # no left record: the right one alone
+        ([{"@id": 8, "op": "constant", "content": [{"s": 1}]}], {}, "right"),
+        ([{"@id": 8, "op": "constant", "content": [{"s": 1}, {"s": 2}]}], {}, None),
+        ([{**AVG, "within": "u.g"}, AS_S], {}, None),  # one record per segment
+        ([{**AVG, "target": "u.ok"}, AS_S], {}, None),  # no record where no target holds
+        ([AVG, {"@id": 8, "op": "filter", "input": 7, "expr": "a > 1"}], {}, None),  # 0 or 1
+        ([AVG, AS_S], {"conditions": [{"relationship": "==", "left": "t.x", "right": "s"}]}, None),
+    ],
+)
+def test_a_join_to_one_record_with_no_conditions_is_a_scalar_join(
+    right: list[dict[str, Any]], join: dict[str, Any], side: str | None
+) -> None:
+    props = plan_properties(_scalar_plan(right, join), sinks={"10"})
+    assert props["9"].scalar_side == side
+
+
+@pytest.mark.parametrize(("join_type", "side"), [("inner", "left"), ("left", None)])
+def test_one_record_on_the_left_is_scalar_only_in_an_inner_join(
+    join_type: str, side: str | None
+) -> None:
+    """A left join keeps its one left record where the right side gives none."""
+    plan = plan_of(scan(1, "t"), scan(2, "u"), AVG, AS_S,
+                   {"@id": 9, "op": "join", "left": 8, "right": 1, "type": join_type},
+                   queue(10, 9))  # fmt: skip
+    assert plan_properties(plan, sinks={"10"})["9"].scalar_side == side

@@ -255,13 +255,13 @@ def test_a_filter_on_the_partition_column_prunes_partitions(spark, warehouse):
     target = {"table": "ev", "partitionBy": ["day"]}
     run_plan(_write(warehouse, db, records, target), executor="spark", spark=spark)
     from engine.exec.spark.catalog_tables import scan_table
-    from engine.exec.spark.columns import compile_predicate
+    from engine.exec.spark.columns import compile_condition
     from engine.expr import parse_expression
     from engine.storage.catalog import create_catalog_engine
 
     engine = create_catalog_engine("cat", {"warehouse": str(warehouse), "database": db})
     scanned = scan_table(spark, engine, {"table": "ev"}, "r")
-    kept = scanned.where(compile_predicate(parse_expression("r.day == 'd1'"), scanned.schema))
+    kept = scanned.where(compile_condition(parse_expression("r.day == 'd1'"), scanned.schema))
     plan = kept._jdf.queryExecution().executedPlan().toString()
     assert re.search(r"PartitionFilters: \[[^\]]*day#\d+ = d1", plan), plan
     assert sorted(r["r"]["v"] for r in kept.collect()) == [1, 4, 7]

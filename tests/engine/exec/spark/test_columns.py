@@ -1,13 +1,16 @@
-"""compile_expression / compile_predicate: typed literals, field paths, conditionals, casts, and the
+"""compile_expression / compile_condition / compile_predicate: typed literals, field paths, conditionals, casts, and the
 errors a schema shows before Spark runs anything."""
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 import pytest
 from pyspark.sql import types as T
 
 from engine.exec.spark.columns import (
     ExpressionCompileError,
+    compile_condition,
     compile_expression,
     compile_predicate,
     compile_typed,
@@ -103,6 +106,36 @@ def test_field_paths_literals_conditionals_and_casts(df) -> None:
 def test_predicate_reads_null_and_missing_as_false(df) -> None:
     kept = df.where(compile_predicate(parse_expression("qty > 0 || e.nope == 1"), df.schema))
     assert [r["name"] for r in kept.collect()] == ["apple"]
+
+
+def test_a_predicate_is_false_where_its_condition_is_null(df) -> None:
+    rows = df.select(compile_predicate(parse_expression("qty > 0"), df.schema)).collect()
+    assert [row[0] for row in rows] == [True, False, False]
+
+
+def test_a_condition_reaches_the_parquet_reader_with_its_not_null_tests(spark, tmp_path) -> None:
+    """A ``where`` condition is Spark's own boolean (no ``coalesce``): Spark pushes each conjunct
+    into the reader and infers the not-null tests, as for its own SQL."""
+    path = str(tmp_path / "t.parquet")
+    spark.createDataFrame([(1, 5), (3, 1), (None, 2)], "x bigint, y bigint").write.parquet(path)
+    read = spark.read.parquet(path)
+    kept = read.where(compile_condition(parse_expression("x > 2 && y < 3"), read.schema))
+    plan = kept._jdf.queryExecution().executedPlan().toString()
+    assert "GreaterThan(x,2)" in plan and "LessThan(y,3)" in plan and "IsNotNull(x)" in plan
+    assert [tuple(row) for row in kept.collect()] == [(3, 1)]
+
+
+def test_decimal_arithmetic_that_always_fits_is_unchecked(spark) -> None:
+    """DECIMAL(15, 2) * DECIMAL(15, 2) is DECIMAL(31, 4) exactly: Spark multiplies once, with no
+    overflow test; past 38 digits the result is tested."""
+    rows = [(Decimal("1.50"), Decimal("2.00")), (None, Decimal("1.00"))]
+    df = spark.createDataFrame(rows, "a decimal(15,2), b decimal(30,2)")
+    exact = compile_typed(parse_expression("a * a + a"), df.schema)
+    assert exact.dtype == T.DecimalType(32, 4)
+    assert [row[0] for row in df.select(exact.column).collect()] == [Decimal("3.7500"), None]
+    assert "raise_error" not in str(df.select(exact.column)._jdf.queryExecution().optimizedPlan())
+    wide = compile_typed(parse_expression("b * a"), df.schema)
+    assert "raise_error" in str(df.select(wide.column)._jdf.queryExecution().optimizedPlan())
 
 
 def test_types_follow_the_local_evaluator() -> None:
