@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -346,6 +345,8 @@ def run(argv: Sequence[str] | None = None, extra_commands: Sequence[AddCommand] 
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as err:  # an engine bug, not the user's mistake
+        import traceback  # only here: a command that succeeds does not load it
+
         print(
             f"internal error: {type(err).__name__}: {err}\n"
             "This is a bug in drill-dagster, not in your plan. Please file an issue with the plan "
