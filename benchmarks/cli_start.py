@@ -35,7 +35,9 @@ def _cpu() -> float:
 def _time(command: list[str]) -> tuple[float, float]:
     """Wall and CPU seconds of one run of ``command``."""
     started, cpu = time.perf_counter(), _cpu()
-    subprocess.run(command, check=True, capture_output=True)
+    # Run from this checkout: `-m` puts the working directory first on the path, so the code
+    # measured is this checkout's, not an installed (or editable-installed) copy elsewhere.
+    subprocess.run(command, check=True, capture_output=True, cwd=ROOT)
     return time.perf_counter() - started, _cpu() - cpu
 
 

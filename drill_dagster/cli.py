@@ -13,12 +13,12 @@ Example::
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from drill_dagster.cli_scaffold import add_scaffold_command
-from engine import cli as engine_cli
 
 
 def add_pipes_option(subparsers: Any) -> None:
@@ -47,10 +47,20 @@ DAGSTER_COMMANDS = (add_scaffold_command, add_pipes_option)
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
+    from engine import cli as engine_cli  # main() loads it first, with the collector paused
+
     return engine_cli.run(argv, extra_commands=DAGSTER_COMMANDS)
 
 
 def main() -> None:
+    # The console script owns its process. The engine's modules, classes and tables (tens of
+    # thousands of objects) live until it exits: the garbage collector does not run while they
+    # load, and once frozen it does not walk them again, during the command or at exit.
+    gc.disable()
+    import engine.cli  # noqa: F401
+
+    gc.freeze()
+    gc.enable()
     sys.exit(run())
 
 

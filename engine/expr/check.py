@@ -11,8 +11,6 @@ aggregations) and ``running`` (runningaggregate's aggregations).
 
 from __future__ import annotations
 
-import difflib
-
 from engine.expr.functions import FunctionKind, FunctionSpec, function_names, lookup_function
 from engine.expr.nodes import Call, Expr
 from engine.expr.parser import parse_expression
@@ -82,6 +80,8 @@ def _unknown(node: Call) -> str:
     if node.name.lower().startswith("cast"):
         types = ", ".join(sorted(TYPE_NAMES))
         return f"{message}; write cast(x as TYPE) or castTYPE(x) with TYPE one of {types}"
+    import difflib  # only for a misspelling: a valid expression never needs it
+
     close = difflib.get_close_matches(node.name.lower(), function_names(), n=3, cutoff=0.6)
     if close:
         return f"{message}; did you mean " + " or ".join(f"'{name}'" for name in close) + "?"

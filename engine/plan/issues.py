@@ -6,7 +6,6 @@ Pydantic says ``Field required`` at ``('projections', 0, 'expr')``; the author r
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from typing import Any
@@ -42,6 +41,8 @@ def issues_from_validation(
 
 def suggest(word: str, choices: typing.Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest choice, or nothing when none is close."""
+    import difflib  # only for a misspelling: a valid plan never needs it
+
     match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{match[0]}'?)" if match else ""
 

@@ -31,7 +31,9 @@ from engine.plan.paths import Location
 class LogicalPlan(BaseModel):
     """A logical plan. ``query`` lists the operators in document order, sequences expanded."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Built on first use: the parser makes plans with model_construct, so `validate` never needs
+    # this model's validator.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     head: Head = Field(default_factory=Head)
     storage: dict[str, StorageConfig] = Field(default_factory=dict)

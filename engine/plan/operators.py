@@ -35,6 +35,7 @@ from engine.plan.parts import (
     PlanModel,
     Projection,
     WindowRef,
+    empty_list,
     keyword_schema,
 )
 
@@ -208,7 +209,7 @@ class Join(Operator):
         BeforeValidator(_join_type),
         keyword_schema("inner", "left", "outer"),
     ] = "inner"
-    conditions: list[JoinCondition] = Field(default_factory=list)
+    conditions: list[JoinCondition] = Field(default_factory=empty_list)
 
     def input_ids(self) -> list[str]:
         return [self.left, self.right]
@@ -309,7 +310,7 @@ class Segment(SingleInputOperator):
 
     op: Literal["segment"] = "segment"
     ref: Name
-    exprs: list[Expression] = Field(default_factory=list)
+    exprs: list[Expression] = Field(default_factory=empty_list)
 
     def expressions(self) -> list[ExpressionSite]:
         return [ExpressionSite(f"exprs[{i}]", text, "scalar") for i, text in enumerate(self.exprs)]
@@ -362,7 +363,7 @@ class CollapsingAggregate(SingleInputOperator):
     op: Literal["collapsingaggregate"] = "collapsingaggregate"
     within: Name | None = None
     target: Name | None = None
-    carryovers: list[Name] = Field(default_factory=list)
+    carryovers: list[Name] = Field(default_factory=empty_list)
     aggregations: list[NamedExpression]
 
     def expressions(self) -> list[ExpressionSite]:

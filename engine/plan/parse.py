@@ -120,7 +120,9 @@ class _Builder:
         self.issues.extend(check_store_targets(placed, storage))
         if self.issues:
             raise PlanError(self.issues, source=self.source)
-        plan = LogicalPlan(
+        # Built without a second validation: the head, the engines and the operators were just
+        # validated one by one (where each problem is reported with its path).
+        plan = LogicalPlan.model_construct(
             head=head,
             storage=storage,
             query=[entry.model for entry in placed if entry.model is not None],

@@ -50,6 +50,15 @@ def keyword_schema(*words: str) -> WithJsonSchema:
     return WithJsonSchema({"enum": [*words, *(w.upper() for w in words)]})
 
 
+def empty_list() -> list[Any]:
+    """A list field's ``default_factory``.
+
+    A Python function rather than ``list``: pydantic reads a factory's signature, and a builtin's
+    is parsed with the tokenizer, whose regular expressions take milliseconds to compile at startup.
+    """
+    return []
+
+
 Name = Annotated[str, Field(min_length=1)]
 """A field path naming an output field (``donuts.typeCount``); not parsed as an expression."""
 

@@ -15,12 +15,12 @@ Works on the raw JSON so that every problem keeps the path of the document the a
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import PlanIssue
 from engine.plan.ids import IdAllocator, normalize_op_id
+from engine.plan.issues import suggest
 from engine.plan.operators import OPERATORS, OperatorKind
 from engine.plan.paths import Location, json_path
 
@@ -221,8 +221,7 @@ class _Expander:
     def _check_envelope(self, sequence: dict[str, Any], path: str, seq_id: str | None) -> None:
         for key in sequence:
             if key not in SEQUENCE_KEYS:
-                hint = difflib.get_close_matches(key, SEQUENCE_KEYS, n=1)
-                suggestion = f" (did you mean '{hint[0]}'?)" if hint else ""
+                suggestion = suggest(key, SEQUENCE_KEYS)
                 self.issues.append(
                     PlanIssue(
                         f"unknown field '{key}' in a sequence{suggestion}; a sequence takes "

@@ -189,6 +189,8 @@ def test_validate_loads_no_executor_dataset_or_dagster_code(tmp_path: Path) -> N
     plan.write_text('{"query": [{"@id": 1, "op": "constant", "content": [{"a": 1}]}]}')
     heavy = ("pandas", "pyarrow.dataset", "pyspark", "dagster", "engine.exec", "engine.storage")
     heavy += ("hjson", "engine.plan.json_schema")
+    # nor what only a misspelled name (difflib) or an internal error (traceback) needs
+    heavy += ("difflib", "traceback")
     code = (
         "import sys; from drill_dagster.cli import run; code = run(['validate', sys.argv[1]]); "
         f"print(code, [m for m in {heavy!r} if m in sys.modules])"
