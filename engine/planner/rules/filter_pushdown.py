@@ -2,9 +2,13 @@
 
 A conjunct of a filter's ``&&`` chain is pushable when it compares one top-level member of the
 scan's record with a literal (``e.amount > 10``, ``'x' == e.kind``), and the statistics say the
-member is a plain scalar column (a number, text or boolean; the same type in every file) of the
-right family for the literal; or a date column with a date constant (``to_date('1994-01-01')``). Such a test keeps or drops whole records, exactly as the filter
-would: Appendix A's nested filtering only applies through maps and arrays, and these never are.
+member is a plain scalar column (a number, decimal, text or boolean; the same type in every file)
+of the right family for the literal (a number or a decimal constant, ``cast('0.05' as DECIMAL(2,
+2))``, for numbers); or a date column with a date constant (``to_date('1994-01-01')``); or an
+``||`` or ``&&`` of such comparisons (``e.mode == 'AIR' || e.mode == 'RAIL'``). Such a test keeps
+or drops whole records, exactly as the filter would: Appendix A's nested filtering only applies
+through maps and arrays, and these never are. Each reader applies what of it its own pushdown
+tests exactly and evaluates the rest as the filter would.
 The pushable conjuncts become the scan's ``pushedFilter`` (Spark's parquet reader gets it as a
 Column filter right after the read, so row groups can be skipped); the filter stays in the plan.
 
@@ -37,7 +41,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from engine.expr import Call, Expr, FieldRef, Literal, to_string
+from engine.expr import Call, Cast, Expr, FieldRef, Literal, to_string
 from engine.expr.rewrite import COMPARISONS, conjuncts, constant_date
 from engine.plan import Filter, Join, LogicalPlan, Order, Scan, Transform
 from engine.plan.expressions import parse_cached
@@ -212,6 +216,9 @@ def _overlaps(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 
 def _pushable(test: Expr, scan: Scan, columns: dict) -> bool:
+    if isinstance(test, Call) and test.name in ("and", "or") and test.args:
+        # (a == 'x' || a == 'y'): every record it keeps, its tests keep, however combined
+        return all(_pushable(arg, scan, columns) for arg in test.args)
     if not isinstance(test, Call) or test.name not in COMPARISONS or len(test.args) != 2:
         return False
     left, right = test.args
@@ -219,7 +226,8 @@ def _pushable(test: Expr, scan: Scan, columns: dict) -> bool:
     if not isinstance(ref, FieldRef):
         return False
     date = constant_date(literal)
-    if date is None and (not isinstance(literal, Literal) or literal.value is None):
+    constant = _constant_type(literal)
+    if date is None and constant is None:
         return False
     prefix = (scan.ref,) if scan.ref else ()
     path = ref.path
@@ -233,13 +241,28 @@ def _pushable(test: Expr, scan: Scan, columns: dict) -> bool:
         return False
     if date is not None:
         return pa.types.is_date32(matches[0])
-    return is_scalar_type(matches[0]) and _same_family(matches[0], literal)
+    column = matches[0]
+    scalar = is_scalar_type(column) or pa.types.is_decimal(column)
+    return scalar and constant is not None and _same_family(column, constant)
 
 
-def _same_family(dtype: object, literal: Literal) -> bool:
-    minor = literal.type.minor
-    if minor in (MinorType.BIGINT, MinorType.FLOAT8):
-        return pa.types.is_integer(dtype) or pa.types.is_floating(dtype)
+def _constant_type(expr: Expr) -> MinorType | None:
+    """The type of a non-null literal, or of ``cast('0.05' as DECIMAL(2, 2))`` (SQL's decimal
+    constants); None when ``expr`` is neither."""
+    if isinstance(expr, Cast) and expr.type.minor == MinorType.DECIMAL:
+        expr = expr.expr
+        if isinstance(expr, Literal) and expr.value is not None:
+            return MinorType.DECIMAL
+    if isinstance(expr, Literal) and expr.value is not None:
+        return expr.type.minor
+    return None
+
+
+def _same_family(dtype: object, minor: MinorType) -> bool:
+    if minor in (MinorType.BIGINT, MinorType.FLOAT8, MinorType.DECIMAL):
+        return (
+            pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
+        )
     if minor == MinorType.VARCHAR:
         return pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
     if minor == MinorType.BIT:

@@ -258,7 +258,8 @@ def test_simple_tests_on_scalar_parquet_columns_are_pushed() -> None:
         "e.tags == 1",  # an array: nested filtering
         "e.missing > 1",  # unknown column
         "e.kind == e.other",  # no literal
-        "e.kind == 'a' || e.n > 1",  # not a conjunction
+        "e.kind == 'a' || e.other > 1",  # a disjunction with an untestable part
+        "e.n > cast('1' as VARCHAR)",  # a cast to another type than DECIMAL
     ],
 )
 def test_other_tests_are_not_pushed(expr: str) -> None:
@@ -266,6 +267,21 @@ def test_other_tests_are_not_pushed(expr: str) -> None:
     assert (
         push_filters(chain({"op": "filter", "expr": expr}), stats).operator("1").pushed_filter
         is None
+    )
+
+
+def test_decimal_comparisons_and_disjunctions_of_comparisons_are_pushed() -> None:
+    """SQL's decimal constants are casts; numbers compare with a DECIMAL column; an ``||`` of
+    pushable comparisons is one (each reader tests exactly what its own pushdown can)."""
+    expr = (
+        "e.price >= cast('0.05' as DECIMAL(2, 2)) && e.price < 24 && "
+        "(e.kind == 'a' || e.kind == 'b' && e.n > 1) && e.n + 1 > 2"
+    )
+    stats = parquet_stats(kind=pa.string(), n=pa.int64(), price=pa.decimal128(15, 2))
+    pushed = push_filters(chain({"op": "filter", "expr": expr}), stats).operator("1")
+    assert pushed.pushed_filter == (
+        "e.price >= cast('0.05' as DECIMAL(2, 2)) && e.price < 24 && "
+        "(e.kind == 'a' || e.kind == 'b' && e.n > 1)"
     )
 
 
