@@ -51,3 +51,25 @@ def like_to_java(pattern: str, escape: str | None = None) -> str:
     '(?s)\\\\Aa.*b.\\\\z'
     """
     return "(?s)\\A" + like_regex_body(pattern, escape) + "\\z"
+
+
+def like_shape(pattern: str, escape: str | None = None) -> tuple[str, str] | None:
+    """A LIKE pattern that is a plain test of its text, as ``(kind, text)``: ``"equals"``,
+    ``"prefix"`` (``'forest%'``), ``"suffix"`` (``'%BRASS'``) or ``"contains"`` (``'%green%'``);
+    None for any other pattern (``_``, an inner ``%``, an escape). Such a test is what Spark's
+    optimizer makes of its own SQL's LIKE, and a reader can push a prefix into parquet.
+
+    >>> like_shape("forest%"), like_shape("%green%"), like_shape("a_b"), like_shape("%a%b%")
+    (('prefix', 'forest'), ('contains', 'green'), None, None)
+    """
+    if "_" in pattern or (escape and escape in pattern):
+        return None
+    starts, ends = pattern.startswith("%"), pattern.endswith("%") and len(pattern) > 1
+    text = pattern[1 if starts else 0 : len(pattern) - 1 if ends else len(pattern)]
+    if "%" in text:
+        return None
+    if starts and ends:
+        return "contains", text
+    if starts:
+        return "suffix", text
+    return ("prefix", text) if ends else ("equals", text)

@@ -43,7 +43,7 @@ from engine.errors import UnsupportedOnSpark
 from engine.exec.spark import spark_decimals
 from engine.exec.spark.paths import Typed, cast_column, null_typed, same_type
 from engine.expr import coercion
-from engine.expr.like import like_to_java
+from engine.expr.like import like_shape, like_to_java
 from engine.types import MajorType, MinorType, from_spark, to_spark
 
 Builder = Callable[..., Typed]
@@ -548,6 +548,14 @@ def _like_regex_column(pattern: Column) -> Column:
     return F.concat(F.lit("(?s)\\A"), wild, F.lit("\\z"))
 
 
+_PLAIN_LIKE: dict[str, Callable[[Column, Column], Column]] = {
+    "equals": lambda text, value: text == value,
+    "prefix": lambda text, value: text.startswith(value),
+    "suffix": lambda text, value: text.endswith(value),
+    "contains": lambda text, value: text.contains(value),
+}
+
+
 def _like(s: Typed, pattern: Typed, escape: Typed | None = None) -> Typed:
     text, pattern = string(s), string(pattern)
     escape_char: str | None = None
@@ -559,6 +567,10 @@ def _like(s: Typed, pattern: Typed, escape: Typed | None = None) -> Typed:
     if pattern.is_constant:
         if pattern.constant is None:
             return null_typed(BOOLEAN)
+        shape = like_shape(pattern.constant, escape_char)
+        if shape is not None:  # a plain test Spark's optimizer knows (and a reader may push)
+            kind, value = shape
+            return _typed(_PLAIN_LIKE[kind](text.column, F.lit(value)), BOOLEAN)
         regex = like_to_java(pattern.constant, escape_char)
         return _typed(text.column.rlike(regex), BOOLEAN)
     if escape_char is not None:

@@ -125,6 +125,16 @@ def test_a_condition_reaches_the_parquet_reader_with_its_not_null_tests(spark, t
     assert [tuple(row) for row in kept.collect()] == [(3, 1)]
 
 
+def test_a_like_prefix_reaches_the_parquet_reader(spark, tmp_path) -> None:
+    """``like(name, 'fo%')`` is Spark's ``startswith``, which the reader tests on row groups."""
+    path = str(tmp_path / "t.parquet")
+    spark.createDataFrame([("forest",), ("fog",), ("x%",)], "name string").write.parquet(path)
+    read = spark.read.parquet(path)
+    kept = read.where(compile_condition(parse_expression("like(name, 'fo%')"), read.schema))
+    assert "StringStartsWith(name,fo)" in kept._jdf.queryExecution().executedPlan().toString()
+    assert sorted(row[0] for row in kept.collect()) == ["fog", "forest"]
+
+
 def test_decimal_arithmetic_that_always_fits_is_unchecked(spark) -> None:
     """DECIMAL(15, 2) * DECIMAL(15, 2) is DECIMAL(31, 4) exactly: Spark multiplies once, with no
     overflow test; past 38 digits the result is tested."""
