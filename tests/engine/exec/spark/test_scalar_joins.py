@@ -50,7 +50,9 @@ def plan_of(root: Path, subquery_filter: str = "p.price >= 0", right_name: str =
 
 
 def spark_run(spark: Any, plan: Any) -> tuple[SparkPlanRun, Any]:
-    run = SparkPlanRun(plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={})
+    run = SparkPlanRun(
+        plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
+    )
     return run, run.run()
 
 
