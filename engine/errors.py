@@ -55,8 +55,18 @@ class ExpressionSyntaxError(DrillError):
     def _render(self) -> str:
         lines = self.expression.splitlines() or [""]
         text = lines[self.line - 1] if 0 < self.line <= len(lines) else ""
-        caret = " " * (self.column - 1) + "^"
+        offset = self.column - 1
+        if len(text) > _EXCERPT:  # a long line: the part around the fault, marked as cut
+            start = max(0, min(offset - _EXCERPT // 2, len(text) - _EXCERPT))
+            cut = text[start : start + _EXCERPT]
+            text = ("..." if start else "") + cut + ("..." if start + _EXCERPT < len(text) else "")
+            offset = offset - start + (3 if start else 0)
+        caret = " " * offset + "^"
         return f"{self.reason} at line {self.line}, column {self.column}\n  {text}\n  {caret}"
+
+
+_EXCERPT = 100
+"""The characters of a long expression line shown around a fault."""
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,20 @@ def parse_expression(text: str) -> Expr:
     """
     if not isinstance(text, str):
         return _Parser(text).parse()
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise syntax_error(
+            text,
+            MAX_EXPRESSION_CHARS,
+            f"the expression is {len(text):,} characters long, over the limit of "
+            f"{MAX_EXPRESSION_CHARS:,}: split it (several filters or projections; a long IN "
+            "list as a constant joined to the records)",
+        )
     return _parse_text(text)
+
+
+MAX_EXPRESSION_CHARS = 100_000
+"""The longest expression text a plan may hold: parsing is linear, but a megabyte takes tens of
+seconds in Python, and a plan is untrusted input."""
 
 
 @lru_cache(maxsize=4096)

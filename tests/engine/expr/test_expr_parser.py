@@ -229,6 +229,25 @@ def test_absurd_nesting_is_a_syntax_error_not_a_crash() -> None:
         parse_expression("(" * 5000 + "a" + ")" * 5000)
 
 
+def test_an_expression_over_the_length_limit_is_refused_before_parsing() -> None:
+    """A plan is untrusted: a megabyte of expression would take tens of seconds to parse."""
+    from engine.expr.parser import MAX_EXPRESSION_CHARS
+
+    text = "x + " * (MAX_EXPRESSION_CHARS // 4) + "1"
+    with pytest.raises(ExpressionSyntaxError, match="over the limit of 100,000") as raised:
+        parse_expression(text)
+    assert raised.value.column == MAX_EXPRESSION_CHARS + 1
+    parse_expression("s == '" + "a" * 90_000 + "'")  # a long one within the limit parses
+
+
+def test_a_long_line_shows_the_part_around_the_fault() -> None:
+    with pytest.raises(ExpressionSyntaxError) as raised:
+        parse_expression("x + " * 200 + ")")
+    _, excerpt, caret = str(raised.value).splitlines()
+    assert len(excerpt) < 120 and excerpt.startswith("  ...") and excerpt.endswith(")")
+    assert len(caret) == len(excerpt)  # the caret is under the ')'
+
+
 def test_a_text_is_parsed_once_and_its_errors_every_time() -> None:
     assert parse_expression("a.b + 1 > 2") is parse_expression("a.b + 1 > 2")
     for _ in range(2):
