@@ -32,7 +32,7 @@ which reads the subquery's rows without grouping them, would be lost.
 
 from __future__ import annotations
 
-from engine.expr import Call, Expr, FieldRef
+from engine.expr import Call, Cast, Expr, FieldRef
 from engine.expr.rewrite import COMPARISONS, conjuncts
 from engine.plan import Filter, Join, LogicalPlan
 from engine.plan.expressions import parse_cached
@@ -40,6 +40,8 @@ from engine.planner.properties.semi_joins import SemiJoin, semi_joins
 from engine.planner.rewrite import consumers, top_names
 
 _NULL_REJECTING = COMPARISONS | {"isnotnull"}
+_NULL_PROPAGATING = frozenset({"add", "subtract", "multiply", "divide", "modulo", "negate", "abs"})
+"""Calls that are null where an operand is: a reference under them is still null-rejected."""
 
 
 def simplify_outer_joins(plan: LogicalPlan) -> LogicalPlan:
@@ -80,22 +82,34 @@ def simplify_outer_joins(plan: LogicalPlan) -> LogicalPlan:
 def null_rejected(condition: Expr) -> frozenset[str]:
     """Top-level names (lower case) a record must hold non-null for ``condition`` to keep it:
     those of the field references a conjunct tests with ``isnotnull`` or compares (a null
-    operand makes the comparison null, which a filter drops). A reference inside another call
-    (``coalesce(r.x, 0) > 1``) or under an OR does not count.
+    operand makes the comparison null, which a filter drops), directly or under arithmetic and
+    casts, which are null where an operand is (``0.5 * r.x > l.y``). A reference inside another
+    call (``coalesce(r.x, 0) > 1``) or under an OR does not count.
 
     >>> from engine.expr import parse_expression
     >>> sorted(null_rejected(parse_expression("isnotnull(r.m) && l.a > r.b || true")))
     []
     >>> sorted(null_rejected(parse_expression("isnotnull($e.m) && l.a > R.b")))
     ['$e', 'l', 'r']
+    >>> sorted(null_rejected(parse_expression("cast(l.a as INT) > 0.5 * -r.b")))
+    ['l', 'r']
     >>> sorted(null_rejected(parse_expression("coalesce(r.x, 0) > 1 && isnull(r.y)")))
     []
     """
     names: set[str] = set()
     for part in conjuncts(condition):
-        if not isinstance(part, Call) or part.name not in _NULL_REJECTING:
-            continue
-        for arg in part.args:
-            if isinstance(arg, FieldRef) and isinstance(arg.path[0], str):
-                names.add(arg.path[0].lower())
+        if isinstance(part, Call) and part.name in _NULL_REJECTING:
+            for arg in part.args:
+                names.update(_strict_references(arg))
     return frozenset(names)
+
+
+def _strict_references(expr: Expr) -> set[str]:
+    """Top-level names of the references that make ``expr`` null when they are."""
+    if isinstance(expr, FieldRef):
+        return {expr.path[0].lower()} if isinstance(expr.path[0], str) else set()
+    if isinstance(expr, Cast):
+        return _strict_references(expr.expr)
+    if isinstance(expr, Call) and expr.name in _NULL_PROPAGATING:
+        return set().union(*(_strict_references(arg) for arg in expr.args))
+    return set()

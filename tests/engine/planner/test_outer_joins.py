@@ -63,6 +63,9 @@ def join_type(expr: str, how: str = "left", readers: int = 1) -> str:
         ("isnull(r.y)", "left", "left"),
         ("r.y > 1 || true", "left", "left"),
         ("coalesce(r.y, 0) > 1", "left", "left"),
+        ("l.x > 0.5 * -r.y", "left", "inner"),  # arithmetic is null where r.y is
+        ("cast(r.y as FLOAT8) + 1 < 3", "left", "inner"),
+        ("coalesce(r.y, 0) + 1 > 1", "left", "left"),
         ("l.x > 0", "left", "left"),
         ("l.x > 0", "outer", "left"),
         ("l.x > 0 && r.y > 0", "outer", "inner"),
@@ -115,6 +118,8 @@ EXPRS = [
     "isnull(r.y)",
     "r.y > 1 || true",
     "coalesce(r.y, 0) > 1",
+    "l.x > 0.5 * -r.y",
+    "coalesce(r.y, 0) + 1 > 1",
     "l.x > 0",
     "l.x > 0 && r.y > 0",
 ]
