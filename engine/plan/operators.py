@@ -258,11 +258,18 @@ class Project(SingleInputOperator):
 
 
 class Order(SingleInputOperator):
-    """Sorts by ``orderings`` (stable), within each segment when ``within`` is given."""
+    """Sorts by ``orderings``, within each segment when ``within`` is given. Records that tie
+    keep their input order unless ``stable`` is false (SQL's ``ORDER BY``, which leaves ties in
+    any order): then the executors need not number the records to break ties."""
 
     op: Literal["order"] = "order"
     within: Name | None = None
     orderings: list[Ordering] = Field(min_length=1)
+    stable: bool = Field(
+        True,
+        description="Whether records that tie keep their input order (the default); false "
+        "leaves them in any order, as SQL's ORDER BY does, which saves numbering the records.",
+    )
 
     def expressions(self) -> list[ExpressionSite]:
         return [

@@ -720,7 +720,10 @@ class SqlPlanner:
                 if ordered.meta.get("nulls_explicit"):
                     entry["nullCollation"] = "first" if ordered.args.get("nulls_first") else "last"
                 orderings.append(entry)
-            op_id = self.add({"op": "order", "input": op_id, "orderings": orderings})
+            # SQL leaves the order of ties to the engine: no numbering to keep them in input order.
+            op_id = self.add(
+                {"op": "order", "input": op_id, "orderings": orderings, "stable": False}
+            )
         limit, offset = node.args.get("limit"), node.args.get("offset")
         if limit is not None or offset is not None:
             first = self.count_of(offset) if offset is not None else 0

@@ -142,8 +142,9 @@ def _left_determined(key: Expr, right_names: frozenset[str] | None, equated: set
 
 def total_orders(operators: Sequence[Any]) -> set[str]:
     """The ids of the ``order`` operators (without ``within``) that need no tie-break by input
-    order: no two records tie (their keys include every key of a collapse of a segment's groups,
-    its input, which are unique), or records that tie are equal (:func:`tie_free_orders`).
+    order: ties may come in any order (``stable: false``), no two records tie (their keys
+    include every key of a collapse of a segment's groups, its input, which are unique), or
+    records that tie are equal (:func:`tie_free_orders`).
 
     Keys are compared as expressions (``l.a`` is ``l.a``, not ``l.A``); null equals null, as in
     a segment's groups and in a sort."""
@@ -151,6 +152,9 @@ def total_orders(operators: Sequence[Any]) -> set[str]:
     total = set(tie_free_orders(operators))
     for op in operators:
         if op.op != "order" or op.within is not None:
+            continue
+        if not op.stable:
+            total.add(op.id)
             continue
         keys = unique_keys(by_id.get(op.input or ""), by_id)
         if keys is not None and keys <= {parse_cached(o.expr) for o in op.orderings}:

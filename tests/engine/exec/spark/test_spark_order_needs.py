@@ -692,8 +692,9 @@ EVENTS = pa.table(
 )
 
 
-def events_plan(root: Path, keys: list[str], read: list[str]) -> Any:
-    """scan e -> order by ``keys`` -> project ``read`` (members of e) -> file store."""
+def events_plan(root: Path, keys: list[str], read: list[str], stable: bool = True) -> Any:
+    """scan e -> order by ``keys`` (``stable``) -> project ``read`` (members of e) -> file
+    store."""
     return plan_of(
         {**SCAN, "ref": "e", "selection": {"path": "e", "format": "parquet"}},
         {
@@ -701,6 +702,7 @@ def events_plan(root: Path, keys: list[str], read: list[str]) -> Any:
             "op": "order",
             "input": 1,
             "orderings": [{"order": "asc", "expr": f"e.{k}"} for k in keys],
+            "stable": stable,
         },
         {
             "@id": 3,
@@ -766,6 +768,24 @@ def test_an_order_whose_tied_records_may_differ_keeps_the_tie_break(
     kinds = [r["kind"] for r in written_to_out(events)]
     run_plan(plan, executor="local")
     assert kinds == [r["kind"] for r in written_to_out(events)] == list("fdbehgac")
+
+
+def test_an_order_that_need_not_be_stable_breaks_no_ties(spark: Any, events: Path) -> None:
+    # SQL's ORDER BY: tied records may come in any order, so the scan numbers no rows.
+    plan = events_plan(events, ["user", "ts"], ["user", "ts", "kind"], stable=False)
+    run = run_of(spark, plan)
+    assert run.properties["2"].total_order
+    assert run.properties["1"].unordered
+    (frame,) = run.compile_frames().values()
+    assert "row_index" not in physical_plan(frame)
+    run_of(spark, plan).run()
+    on_spark = written_to_out(events)
+    keys = [(r["user"] is not None, r["user"], r["ts"]) for r in on_spark]
+    assert keys == sorted(keys)  # nulls first, as the order's default
+    run_plan(plan, executor="local")
+    local = written_to_out(events)
+    assert sorted(map(str, on_spark)) == sorted(map(str, local))
+    assert [r["kind"] for r in local] == list("fdbehgac")  # the local sort keeps input order
 
 
 def test_a_floating_key_keeps_the_tie_break_where_ties_may_differ_in_sign(
