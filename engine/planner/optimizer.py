@@ -33,6 +33,7 @@ from engine.errors import DrillError, PlanningError
 from engine.plan import LogicalPlan
 from engine.planner.rules.constant_folding import fold_constants
 from engine.planner.rules.filter_pushdown import push_filters
+from engine.planner.rules.group_key_filters import filter_group_keys
 from engine.planner.rules.join_conditions import plan_joins
 from engine.planner.rules.limit_pushdown import push_limits
 from engine.planner.rules.outer_joins import simplify_outer_joins
@@ -47,14 +48,16 @@ RULES: tuple[Rule, ...] = (
     remove_redundant,
     simplify_outer_joins,
     plan_joins,
+    filter_group_keys,
     push_filters,
     push_limits,
     push_projections,
 )
 """The rules in the order they run: folding first (it makes filters redundant), then the outer
 joins a filter makes inner, then the joins' conditions (they move filters down to the scans,
-where filter pushdown looks; an inner join's the most), projection pushdown last (it reads the
-final shape of the plan)."""
+where filter pushdown looks; an inner join's the most), then the group keys a join can match
+(its conditions known, its filters not yet pushed into scans, where the estimates read them),
+projection pushdown last (it reads the final shape of the plan)."""
 
 
 def optimize(

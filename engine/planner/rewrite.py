@@ -43,6 +43,19 @@ def field_paths(expr: str | Expr) -> list[Path]:
     return paths
 
 
+class IdSource:
+    """Fresh operator ids for a rule's new operators: numbers above the plan's largest numeric
+    id."""
+
+    def __init__(self, plan: LogicalPlan) -> None:
+        numbers = [int(op.id) for op in plan.query if op.id.isdigit()]
+        self.next = max(numbers, default=0) + 1
+
+    def take(self) -> str:
+        self.next += 1
+        return str(self.next - 1)
+
+
 def consumers(plan: LogicalPlan) -> dict[str, list[Operator]]:
     """For every operator id, the operators reading it (document order)."""
     found: dict[str, list[Operator]] = {op.id: [] for op in plan.query}

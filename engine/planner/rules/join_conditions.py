@@ -58,7 +58,7 @@ What a reordering changes is the order of the joined records, which inner joins 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from engine.expr import Call, Expr, FieldRef, Literal, field_refs, to_string
@@ -67,7 +67,7 @@ from engine.plan import Filter, Join, LogicalPlan, Operator, Scan
 from engine.plan.expressions import parse_cached
 from engine.plan.parts import JoinCondition
 from engine.plan.traits import traits
-from engine.planner.rewrite import consumers, top_names, with_inputs_renamed
+from engine.planner.rewrite import IdSource, consumers, top_names, with_inputs_renamed
 from engine.planner.statistics import Statistics
 
 _CALLS = {
@@ -84,7 +84,7 @@ _FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 def plan_joins(plan: LogicalPlan, stats: Statistics | None = None) -> LogicalPlan:
     """The plan with the conjuncts of filters over joins placed as described in the module
     docstring (each filter, and each filter this creates, is considered once)."""
-    ids = _IdSource(plan)
+    ids = IdSource(plan)
     done: set[str] = set()
     while True:
         readers = consumers(plan)
@@ -100,18 +100,6 @@ def plan_joins(plan: LogicalPlan, stats: Statistics | None = None) -> LogicalPla
         changed = _rewrite(plan, op, readers, stats, ids)
         if changed is not None:
             plan = changed
-
-
-class _IdSource:
-    """Fresh operator ids: numbers above the plan's largest numeric id."""
-
-    def __init__(self, plan: LogicalPlan) -> None:
-        numbers = [int(op.id) for op in plan.query if op.id.isdigit()]
-        self.next = max(numbers, default=0) + 1
-
-    def take(self) -> str:
-        self.next += 1
-        return str(self.next - 1)
 
 
 @dataclass(frozen=True)
@@ -146,7 +134,7 @@ def _rewrite(
     top: Filter,
     readers: dict[str, list[Operator]],
     stats: Statistics | None,
-    ids: _IdSource,
+    ids: IdSource,
 ) -> LogicalPlan | None:
     below = plan.operator(top.input) if top.input else None
     if not isinstance(below, Join) or len(readers.get(below.id, [])) != 1:
@@ -176,7 +164,7 @@ def _rewrite(
     shape = tree.shape
     if tree.bare_join:
         inputs = [
-            _describe(plan, ref, stats, placement.pushed.get(i, []))
+            estimate_input(plan, ref, stats, placement.pushed.get(i, []))
             for i, ref in enumerate(tree.inputs)
         ]
         shape = _greedy_shape(inputs, placement.candidates, list(tree.joins))
@@ -332,8 +320,13 @@ class _Input:
         return max(1.0, self.rows)
 
 
-def _describe(plan: LogicalPlan, op_id: str, stats: Statistics | None, tests: list[Expr]) -> _Input:
-    """The estimate of an input (see the module docstring)."""
+def estimate_input(
+    plan: LogicalPlan, op_id: str, stats: Statistics | None, tests: Sequence[Expr] = ()
+) -> _Input:
+    """The estimate of the records of operator ``op_id`` (see the module docstring), filtered
+    further by ``tests``: rows, value ranges and whether its files are small. Records of a join,
+    an aggregate or anything but record-wise operators over a scan count as
+    :data:`UNKNOWN_ROWS`."""
     rows, ranges = UNKNOWN_ROWS, {}
     renamed = small = False
     op: Operator | None = plan.operator(op_id)
@@ -457,7 +450,7 @@ class _Builder:
     """Writes a shape as operators: filters on inputs, joins with conditions, filters above."""
 
     def __init__(
-        self, plan: LogicalPlan, tree: _Tree, placement: _Placement, top: Filter, ids: _IdSource
+        self, plan: LogicalPlan, tree: _Tree, placement: _Placement, top: Filter, ids: IdSource
     ) -> None:
         self.plan, self.tree, self.placement, self.top, self.ids = plan, tree, placement, top, ids
         self.placed: set[int] = set()
@@ -547,7 +540,7 @@ class _Builder:
 
 
 def _below_left_join(
-    plan: LogicalPlan, top: Filter, join: Join, ids: _IdSource
+    plan: LogicalPlan, top: Filter, join: Join, ids: IdSource
 ) -> LogicalPlan | None:
     """Moves the conjuncts of ``top`` that read only the left input's records below the join."""
     by_id = {op.id: op for op in plan.query}

@@ -1,0 +1,233 @@
+"""Groups no join can match are never built: ``filter_group_keys(plan, stats)``.
+
+A decorrelated subquery is an aggregate grouped by its correlation keys, joined back to the
+enclosing query on those keys (TPC-H q17: the average quantity of *every* part's lines, joined
+to the few parts of one brand). Where that join is ``inner`` and its other side holds far fewer
+keys than the aggregate reads rows, this rule filters the aggregate's input to the keys the other
+side can match, with a semi join, before any group is built: the aggregate's records that remain
+are those the join keeps, the same records as before (a group is dropped whole, never changed;
+an inner equality never matches a group whose key is missing from the other side, nor a null).
+This is the "magic set" rewrite of the decorrelation literature, also applied by Spark to a semi
+join across an equality (q20).
+
+The keys come from the cheaper of:
+
+* a semi join (:mod:`~engine.planner.properties.semi_joins`) the other side's records passed
+  through filters only, on the same value the join compares (q20: parts named ``forest%``, whose
+  ``partsupp`` records join the per-part-and-supplier sums of ``lineitem``): its subquery's rows;
+* the other side's records themselves (q17: the parts of one brand and container).
+
+Only where the keys' estimated rows (:func:`~engine.planner.rules.join_conditions.estimate_input`)
+are at most a tenth of the rows the aggregate reads: the filter then costs a scan of a small input
+and saves grouping the large one. Only for an aggregate collapsing a segment's groups, carrying
+its keys, read (through a ``project`` copying them) by the join alone, and for ``==`` conditions
+comparing such copies; the aggregate's input records must have known top-level names (the semi
+join must not merge fields).
+
+The filter is written as the semi join the SQL front end writes for ``IN``: the input joined
+``left`` to the distinct keys (``segment``, ``collapsingaggregate`` counting them, ``project``
+nesting them under ``$keys<id>``) and a ``filter`` on ``isnotnull`` of the count, so that both
+executors run it as a semi join and ``explain`` shows it.
+
+>>> from engine.plan import parse_plan
+>>> from engine.planner.statistics import ScanStatistics, Statistics
+>>> def scan(i, ref):
+...     return {"@id": i, "op": "scan", "storageengine": "fs", "ref": ref,
+...             "selection": {"path": ref}}
+>>> plan = parse_plan({"storage": {"fs": {"type": "fs", "root": "/d"}}, "query": [
+...     scan(1, "line"), scan(2, "part"),
+...     {"@id": 3, "op": "segment", "input": 1, "ref": "$seg", "exprs": ["line.pk"]},
+...     {"@id": 4, "op": "collapsingaggregate", "input": 3, "within": "$seg",
+...      "carryovers": ["line.pk"], "aggregations": [{"ref": "$a", "expr": "avg(line.q)"}]},
+...     {"@id": 5, "op": "project", "input": 4, "projections": [
+...         {"ref": "output.$s.k", "expr": "line.pk"}, {"ref": "output.$s.a", "expr": "$a"}]},
+...     {"@id": 6, "op": "join", "left": 5, "right": 2, "type": "inner",
+...      "conditions": [{"relationship": "==", "left": "$s.k", "right": "part.pk"}]}]})
+>>> sizes = {"1": 6_000_000, "2": 2_000}
+>>> stats = Statistics({i: ScanStatistics("parquet", 1, n * 10, n) for i, n in sizes.items()})
+>>> planned = filter_group_keys(plan, stats)
+>>> semi = planned.operator(planned.operator("3").input)
+>>> semi.op, semi.expr, planned.operator(semi.input).conditions[0].left
+('filter', 'isnotnull($keys10.m)', 'line.pk')
+"""
+
+from __future__ import annotations
+
+from engine.expr import FieldRef
+from engine.plan import (
+    CollapsingAggregate,
+    Filter,
+    Join,
+    LogicalPlan,
+    Operator,
+    Project,
+    Segment,
+)
+from engine.plan.expressions import parse_cached
+from engine.plan.field_paths import output_path
+from engine.planner.properties.semi_joins import SemiJoin, semi_joins
+from engine.planner.rewrite import IdSource, consumers, top_names
+from engine.planner.rules.join_conditions import UNKNOWN_ROWS, estimate_input
+from engine.planner.statistics import Statistics
+
+KEYS_PER_INPUT_ROWS = 0.1
+"""The most estimated key rows per row the aggregate reads for the filter to be added."""
+
+
+def filter_group_keys(plan: LogicalPlan, stats: Statistics | None = None) -> LogicalPlan:
+    """``plan`` with the input of each aggregate an inner join matches on its group keys
+    filtered to the keys the join's other side holds, as described in the module docstring."""
+    ids = IdSource(plan)
+    done: set[str] = set()
+    while True:
+        changed = _filter_one(plan, stats, ids, done)
+        if changed is None:
+            return plan
+        plan = changed
+
+
+def _filter_one(
+    plan: LogicalPlan, stats: Statistics | None, ids: IdSource, done: set[str]
+) -> LogicalPlan | None:
+    """The plan with the first aggregate found (not in ``done``) filtered, or None."""
+    readers = consumers(plan)
+    semi: dict[str, SemiJoin] | None = None
+    for join in plan.query:
+        if not isinstance(join, Join) or join.type != "inner" or not join.conditions:
+            continue
+        if any(c.relationship != "==" for c in join.conditions):
+            continue
+        for side in ("left", "right"):
+            grouped = _grouped(plan, readers, join, side)
+            if grouped is None or grouped[0].id in done:
+                continue
+            segment, pairs = grouped
+            done.add(segment.id)
+            if semi is None:
+                semi = semi_joins(plan)
+            other = join.right if side == "left" else join.left
+            source, keys = _key_source(plan, semi, other, pairs)
+            assert segment.input is not None
+            if not _worth_it(plan, stats, source, segment.input):
+                continue
+            return _with_filter(plan, segment, source, keys, ids)
+    return None
+
+
+def _grouped(
+    plan: LogicalPlan, readers: dict[str, list[Operator]], join: Join, side: str
+) -> tuple[Segment, list[tuple[str, str]]] | None:
+    """For a join ``side`` that is a project of an aggregate of a segment's groups: the segment
+    and, per condition comparing a copy of a group key, ``(the other side's value, the key)``."""
+    project = plan.operator(getattr(join, side))
+    if not isinstance(project, Project) or [r.id for r in readers[project.id]] != [join.id]:
+        return None
+    aggregate = plan.operator(project.input or "")
+    if not isinstance(aggregate, CollapsingAggregate) or aggregate.within is None:
+        return None
+    segment = plan.operator(aggregate.input or "")
+    if (
+        not isinstance(segment, Segment)
+        or segment.ref != aggregate.within
+        or segment.input is None
+        or [r.id for r in readers[aggregate.id]] != [project.id]
+        or [r.id for r in readers[segment.id]] != [aggregate.id]
+        or list(aggregate.carryovers) != list(segment.exprs)
+    ):
+        return None
+    group_keys = {str(parse_cached(k)) for k in segment.exprs}
+    if not all(isinstance(parse_cached(k), FieldRef) for k in segment.exprs):
+        return None
+    copies = {
+        tuple(map(str, output_path(p.ref))): str(parse_cached(p.expr)) for p in project.projections
+    }
+    pairs: dict[str, str] = {}
+    for condition in join.conditions:
+        mine, theirs = (
+            (condition.left, condition.right)
+            if side == "left"
+            else (condition.right, condition.left)
+        )
+        ref = parse_cached(mine)
+        key = copies.get(tuple(map(str, ref.path))) if isinstance(ref, FieldRef) else None
+        if key in group_keys and key not in pairs:
+            pairs[key] = str(parse_cached(theirs))
+    if not pairs:
+        return None
+    names = top_names(plan.operator(segment.input), {op.id: op for op in plan.query})
+    if names is None:
+        return None
+    return segment, [(theirs, key) for key, theirs in pairs.items()]
+
+
+def _key_source(
+    plan: LogicalPlan, semi: dict[str, SemiJoin], other: str, pairs: list[tuple[str, str]]
+) -> tuple[str, list[tuple[str, str]]]:
+    """The operator whose records give the keys, and ``(group key, its key there)`` pairs: a
+    semi join's rows the ``other`` side's records passed on a value the join compares, else the
+    other side's records themselves."""
+    op = plan.operator(other)
+    while isinstance(op, Filter):
+        below = plan.operator(op.input or "")
+        found = semi.get(below.id) if isinstance(below, Join) else None
+        if isinstance(below, Join) and found is not None and found.test_of == op.id:
+            if found.kind == "semi":
+                tested = {
+                    str(parse_cached(c.left)): k for c, k in zip(below.conditions, found.keys)
+                }
+                matched = [(key, tested[theirs]) for theirs, key in pairs if theirs in tested]
+                if matched:
+                    return found.rows, matched
+            op = plan.operator(below.left)
+            continue
+        op = below
+    return other, [(key, theirs) for theirs, key in pairs]
+
+
+def _worth_it(plan: LogicalPlan, stats: Statistics | None, source: str, grouped: str) -> bool:
+    keys = estimate_input(plan, source, stats).rows
+    rows = estimate_input(plan, grouped, stats).rows
+    return keys < UNKNOWN_ROWS and rows < UNKNOWN_ROWS and keys <= rows * KEYS_PER_INPUT_ROWS
+
+
+def _with_filter(
+    plan: LogicalPlan,
+    segment: Segment,
+    source: str,
+    keys: list[tuple[str, str]],
+    ids: IdSource,
+) -> LogicalPlan:
+    """``plan`` with ``segment``'s input semi joined to the distinct ``keys`` of ``source``."""
+    seg_id, agg_id, project_id, join_id, filter_id = (ids.take() for _ in range(5))
+    name = f"$keys{join_id}"
+    theirs = [k for _, k in keys]
+    added = [
+        Segment.model_validate(
+            {"@id": seg_id, "op": "segment", "input": source, "ref": "$seg", "exprs": theirs}
+        ),
+        CollapsingAggregate.model_validate(
+            {"@id": agg_id, "op": "collapsingaggregate", "input": seg_id, "within": "$seg",
+             "carryovers": theirs, "aggregations": [{"ref": "$n", "expr": "count(1)"}]}
+        ),
+        Project.model_validate(
+            {"@id": project_id, "op": "project", "input": agg_id, "projections": [
+                *({"ref": f"output.{name}.v{i}", "expr": k} for i, k in enumerate(theirs)),
+                {"ref": f"output.{name}.m", "expr": "$n"}]}
+        ),
+        Join.model_validate(
+            {"@id": join_id, "op": "join", "left": segment.input, "right": project_id,
+             "type": "left", "conditions": [
+                {"relationship": "==", "left": mine, "right": f"{name}.v{i}"}
+                for i, (mine, _) in enumerate(keys)]}
+        ),
+        Filter.model_validate(
+            {"@id": filter_id, "op": "filter", "input": join_id, "expr": f"isnotnull({name}.m)"}
+        ),
+    ]  # fmt: skip
+    query: list[Operator] = []
+    for op in plan.query:
+        if op.id == segment.id:
+            query += [*added, op.model_copy(update={"input": filter_id})]
+        else:
+            query.append(op)
+    return plan.with_query(query)
