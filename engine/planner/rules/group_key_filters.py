@@ -18,8 +18,9 @@ The keys come from the cheaper of:
 * the other side's records themselves (q17: the parts of one brand and container).
 
 Only where the keys' estimated rows (:func:`~engine.planner.rules.join_conditions.estimate_input`)
-are at most a tenth of the rows the aggregate reads: the filter then costs a scan of a small input
-and saves grouping the large one. Only for an aggregate collapsing a segment's groups, carrying
+are known and at most a tenth of the rows the aggregate reads (an input of unknown size, such as a
+join's records, counts as large): the filter then costs a scan of a small input and saves
+grouping the large one. Only for an aggregate collapsing a segment's groups, carrying
 its keys, read (through a ``project`` copying them) by the join alone, and for ``==`` conditions
 comparing such copies; the aggregate's input records must have known top-level names (the semi
 join must not merge fields).
@@ -67,7 +68,7 @@ from engine.plan.expressions import parse_cached
 from engine.plan.field_paths import output_path
 from engine.planner.properties.semi_joins import SemiJoin, semi_joins
 from engine.planner.rewrite import IdSource, consumers, top_names
-from engine.planner.rules.join_conditions import UNKNOWN_ROWS, estimate_input
+from engine.planner.rules.join_conditions import estimate_input
 from engine.planner.statistics import Statistics
 
 KEYS_PER_INPUT_ROWS = 0.1
@@ -185,9 +186,10 @@ def _key_source(
 
 
 def _worth_it(plan: LogicalPlan, stats: Statistics | None, source: str, grouped: str) -> bool:
-    keys = estimate_input(plan, source, stats).rows
+    keys = estimate_input(plan, source, stats)
+    # An input of unknown size (a join's records) counts as large, as in join ordering.
     rows = estimate_input(plan, grouped, stats).rows
-    return keys < UNKNOWN_ROWS and rows < UNKNOWN_ROWS and keys <= rows * KEYS_PER_INPUT_ROWS
+    return keys.known and keys.rows <= rows * KEYS_PER_INPUT_ROWS
 
 
 def _with_filter(

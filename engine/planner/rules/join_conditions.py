@@ -309,6 +309,7 @@ class _Input:
     rows: float
     ranges: dict[str, tuple[int, int]]
     small: bool = False
+    known: bool = False  # rows estimated from a scan's row count, not UNKNOWN_ROWS
 
     def distinct(self, expr: Expr) -> float:
         """How many distinct values ``expr`` (reading this input only) may have: at most the
@@ -328,13 +329,13 @@ def estimate_input(
     an aggregate or anything but record-wise operators over a scan count as
     :data:`UNKNOWN_ROWS`."""
     rows, ranges = UNKNOWN_ROWS, {}
-    renamed = small = False
+    renamed = small = known = False
     op: Operator | None = plan.operator(op_id)
     while op is not None:
         if isinstance(op, Scan):
             scan_stats = stats.scan(op.id) if stats is not None else None
             if scan_stats is not None and scan_stats.row_count is not None:
-                rows = float(scan_stats.row_count)
+                rows, known = float(scan_stats.row_count), True
             small = scan_stats is not None and scan_stats.total_bytes <= BROADCAST_BYTES
             if scan_stats is not None and scan_stats.ranges and not renamed:
                 ranges = {name.lower(): r for name, r in scan_stats.ranges.items()}
@@ -347,7 +348,7 @@ def estimate_input(
         op = plan.operator(op.input_ids()[0])
     for test in tests:
         rows *= _selectivity(test)
-    return _Input(rows, ranges, small)
+    return _Input(rows, ranges, small, known)
 
 
 def _selectivity(test: Expr) -> float:

@@ -161,3 +161,21 @@ def test_the_plan_is_unchanged(data: Path, why: str) -> None:
         assert filter_group_keys(parsed) == parsed
     else:
         assert planned(plan, data) == parsed
+
+
+def test_an_aggregate_of_a_join_counts_as_large(data: Path) -> None:
+    # q02's shape: the aggregate reads joined records, whose number the planner cannot estimate.
+    plan = grouped_join(data)
+    plan["query"][3]["input"] = 21
+    plan["query"] += [
+        scan(20, "supp"),
+        {"@id": 21, "op": "join", "left": 1, "right": 20, "type": "inner",
+         "conditions": [{"relationship": "==", "left": "line.pk", "right": "supp.pk"}]},
+    ]  # fmt: skip
+    pq.write_table(pa.table({"pk": pa.array(range(0, 30, 2), pa.int64())}), data / "supp.parquet")
+    filtered = planned(plan, data)
+    semi = filtered.operator(filtered.operator(filtered.operator("5").input).input)
+    assert (semi.op, semi.left) == ("join", "4")
+    expected = sorted_records(run_plan(plan, optimize=False).records())
+    assert sorted_records(run_plan(plan).records()) == expected
+    assert sorted(r["part"]["pk"] for r in run_plan(plan).records()) == [2, 2]
