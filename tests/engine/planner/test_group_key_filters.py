@@ -163,8 +163,9 @@ def test_the_plan_is_unchanged(data: Path, why: str) -> None:
         assert planned(plan, data) == parsed
 
 
-def test_an_aggregate_of_a_join_counts_as_large(data: Path) -> None:
-    # q02's shape: the aggregate reads joined records, whose number the planner cannot estimate.
+def test_an_aggregate_of_a_join_is_left_alone(data: Path) -> None:
+    # q02's shape: the aggregate reads joined records, whose number the planner does not
+    # estimate; the join is the cost there, and a filter above it saves little.
     plan = grouped_join(data)
     plan["query"][3]["input"] = 21
     plan["query"] += [
@@ -173,9 +174,4 @@ def test_an_aggregate_of_a_join_counts_as_large(data: Path) -> None:
          "conditions": [{"relationship": "==", "left": "line.pk", "right": "supp.pk"}]},
     ]  # fmt: skip
     pq.write_table(pa.table({"pk": pa.array(range(0, 30, 2), pa.int64())}), data / "supp.parquet")
-    filtered = planned(plan, data)
-    semi = filtered.operator(filtered.operator(filtered.operator("5").input).input)
-    assert (semi.op, semi.left) == ("join", "4")
-    expected = sorted_records(run_plan(plan, optimize=False).records())
-    assert sorted_records(run_plan(plan).records()) == expected
-    assert sorted(r["part"]["pk"] for r in run_plan(plan).records()) == [2, 2]
+    assert planned(plan, data) == parse_plan(plan)
