@@ -124,10 +124,10 @@ def _grouped(
     project = plan.operator(getattr(join, side))
     if not isinstance(project, Project) or [r.id for r in readers[project.id]] != [join.id]:
         return None
-    aggregate = plan.operator(project.input or "")
+    aggregate = _input_of(plan, project)
     if not isinstance(aggregate, CollapsingAggregate) or aggregate.within is None:
         return None
-    segment = plan.operator(aggregate.input or "")
+    segment = _input_of(plan, aggregate)
     if (
         not isinstance(segment, Segment)
         or segment.ref != aggregate.within
@@ -170,7 +170,7 @@ def _key_source(
     other side's records themselves."""
     op = plan.operator(other)
     while isinstance(op, Filter):
-        below = plan.operator(op.input or "")
+        below = _input_of(plan, op)
         found = semi.get(below.id) if isinstance(below, Join) else None
         if isinstance(below, Join) and found is not None and found.test_of == op.id:
             if found.kind == "semi":
@@ -184,6 +184,10 @@ def _key_source(
             continue
         op = below
     return other, [(key, theirs) for theirs, key in pairs]
+
+
+def _input_of(plan: LogicalPlan, op: Operator) -> Operator | None:
+    return plan.operator(op.input) if op.input else None
 
 
 def _worth_it(plan: LogicalPlan, stats: Statistics | None, source: str, grouped: str) -> bool:
