@@ -301,7 +301,7 @@ BROADCAST_BYTES = 10 * 1024 * 1024
 
 
 @dataclass(frozen=True)
-class _Input:
+class InputEstimate:
     """An input's estimated rows, its integer columns' value ranges (lower-cased names) and
     whether the physical planner may broadcast it (its files hold at most
     :data:`BROADCAST_BYTES`)."""
@@ -323,7 +323,7 @@ class _Input:
 
 def estimate_input(
     plan: LogicalPlan, op_id: str, stats: Statistics | None, tests: Sequence[Expr] = ()
-) -> _Input:
+) -> InputEstimate:
     """The estimate of the records of operator ``op_id`` (see the module docstring), filtered
     further by ``tests``: rows, value ranges and whether its files are small. Records of a join,
     an aggregate or anything but record-wise operators over a scan count as
@@ -348,7 +348,7 @@ def estimate_input(
         op = plan.operator(op.input_ids()[0])
     for test in tests:
         rows *= _selectivity(test)
-    return _Input(rows, ranges, small, known)
+    return InputEstimate(rows, ranges, small, known)
 
 
 def _selectivity(test: Expr) -> float:
@@ -370,7 +370,7 @@ def _equals_constant(test: Expr) -> bool:
 
 
 def _greedy_shape(
-    inputs: list[_Input], candidates: list[_Candidate], join_ids: list[str]
+    inputs: list[InputEstimate], candidates: list[_Candidate], join_ids: list[str]
 ) -> object:
     """The cheapest of the greedy chains, one from each input: the cost of a chain is the sum of
     its joins' estimated results, so a selective input joined early wins over a small one that
@@ -390,7 +390,7 @@ def _greedy_shape(
 
 
 def _greedy_from(
-    first: int, inputs: list[_Input], candidates: list[_Candidate], ids: Iterator[str]
+    first: int, inputs: list[InputEstimate], candidates: list[_Candidate], ids: Iterator[str]
 ) -> tuple[object, float]:
     """A chain starting with ``first``, then always joining the connected input that gives the
     smallest estimated result (any smallest input when none is connected), and its cost."""
@@ -423,7 +423,7 @@ def _greedy_from(
 
 
 def _join_divisor(
-    candidates: Iterable[_Candidate], inputs: list[_Input], joined: set[int], index: int
+    candidates: Iterable[_Candidate], inputs: list[InputEstimate], joined: set[int], index: int
 ) -> float | None:
     """How much the equalities between ``joined`` and input ``index`` divide their cross
     product by (the larger distinct count of the two sides, System R's estimate; the most
