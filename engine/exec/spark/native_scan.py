@@ -49,6 +49,7 @@ from engine.exec.spark.read_paths import (
     spark_readable_path,
 )
 from engine.exec.spark.scan_resolution import ResolvedScan
+from engine.exec.spark.spark_reads import reused_read
 from engine.expr import Call, Expr, FieldRef
 from engine.expr import Literal as LiteralNode
 from engine.expr.rewrite import constant_date
@@ -395,7 +396,22 @@ def _unknown_file(key: Column, dtype: str | None = None) -> Column:
 
 def _spark_read(spark: Any, resolved: ResolvedScan, files: Sequence[InputFile]) -> DataFrame:
     """Spark's reader over ``files``, giving the table columns in output order and types (and,
-    for parquet, each row's index in its file: :data:`ROW_INDEX_COLUMN`)."""
+    for parquet, each row's index in its file: :data:`ROW_INDEX_COLUMN`); the same read as
+    before while the files are as they were (:func:`~engine.exec.spark.spark_reads.reused_read`)."""
+    names = resolved.table_columns
+    how = (
+        resolved.format,
+        resolved.options,
+        StructType([resolved.spark_schema[name] for name in names]).json(),
+        resolved.unread_schema.json(),
+        tuple(str(f.real_path) for f in files),
+    )
+    return reused_read(
+        spark, [f.real_path for f in files], how, lambda: _new_read(spark, resolved, files)
+    )
+
+
+def _new_read(spark: Any, resolved: ResolvedScan, files: Sequence[InputFile]) -> DataFrame:
     root = spark_read_root(files)
     paths = [str(root)] if root else spark_read_paths(files)
     # Under one root, partition directories are directories like any other: no partition columns.
