@@ -17,14 +17,19 @@ The keys come from the cheaper of:
   ``partsupp`` records join the per-part-and-supplier sums of ``lineitem``): its subquery's rows;
 * the other side's records themselves (q17: the parts of one brand and container).
 
+Where the aggregate reads an inner join's records and its keys are fields of one of the join's
+inputs (copied by transforms on the way), that input is filtered instead, below the joins (TPC-H
+q02: the ``partsupp`` scan, before its joins to ``supplier``, ``nation`` and ``region``): the
+joins read fewer records. Each operator on the way must be read by the next alone.
+
 Only where the keys' estimated rows (:func:`~engine.planner.rules.join_conditions.estimate_input`)
-are at most a tenth of the rows the aggregate reads, both known: the filter then costs a scan of
-a small input and saves grouping the large one. An aggregate of a join's records (of a number the
-planner does not estimate) is left alone: there the join, not the grouping, is the cost, and the
-filter above it saves little (TPC-H q02 ran 17% slower with it). Only for an aggregate collapsing a segment's groups, carrying
-its keys, read (through a ``project`` copying them) by the join alone, and for ``==`` conditions
-comparing such copies; the aggregate's input records must have known top-level names (the semi
-join must not merge fields).
+are at most a tenth of the rows of the input filtered, both known: the filter then costs a scan
+of a small input and saves joining and grouping the large one. A filter above a join (whose
+records the planner does not estimate) is never added: there the join, not the grouping, is the
+cost, and a filter above it saves little (TPC-H q02 ran 17% slower with it). Only for an
+aggregate collapsing a segment's groups, carrying its keys, read (through a ``project`` copying
+them) by the join alone, and for ``==`` conditions comparing such copies; the filtered records
+must have known top-level names (the semi join must not merge fields).
 
 The filter is written as the semi join the SQL front end writes for ``IN``: the input joined
 ``left`` to the distinct keys (``segment``, ``collapsingaggregate`` counting them, ``project``
@@ -64,11 +69,12 @@ from engine.plan import (
     Operator,
     Project,
     Segment,
+    Transform,
 )
 from engine.plan.expressions import parse_cached
 from engine.plan.field_paths import output_path
 from engine.planner.properties.semi_joins import SemiJoin, semi_joins
-from engine.planner.rewrite import IdSource, consumers, top_names
+from engine.planner.rewrite import IdSource, consumers, top_names, with_inputs_renamed
 from engine.planner.rules.join_conditions import estimate_input
 from engine.planner.statistics import Statistics
 
@@ -109,10 +115,10 @@ def _filter_one(
                 semi = semi_joins(plan)
             other = join.right if side == "left" else join.left
             source, keys = _key_source(plan, semi, other, pairs)
-            assert segment.input is not None
-            if not _worth_it(plan, stats, source, segment.input):
+            target, keys, reader = _filtered_input(plan, readers, segment, keys)
+            if not _worth_it(plan, stats, source, target):
                 continue
-            return _with_filter(plan, segment, source, keys, ids)
+            return _with_filter(plan, target, reader, source, keys, ids)
     return None
 
 
@@ -186,6 +192,59 @@ def _key_source(
     return other, [(key, theirs) for theirs, key in pairs]
 
 
+def _filtered_input(
+    plan: LogicalPlan,
+    readers: dict[str, list[Operator]],
+    segment: Segment,
+    keys: list[tuple[str, str]],
+) -> tuple[str, list[tuple[str, str]], str]:
+    """The operator whose records the semi join filters, the keys as read there, and the
+    operator reading it (to read the filter instead): the segment's input, or, where that input
+    reaches inner joins through filters and transforms, the join input the group keys come
+    from, below every such join. Filtering one input of an inner join on its own values drops
+    the same joined records as filtering them after it, and the joins read fewer records. Each
+    key must be a field of that input, copied unchanged by the transforms on the way, and every
+    operator on the way read by the next alone; else the filter stays at the segment's input."""
+    by_id = {op.id: op for op in plan.query}
+    assert segment.input is not None
+    start = (segment.input, keys, segment.id)
+    at, current, reader, passed_join = segment.input, keys, segment.id, False
+    while True:
+        op = plan.operator(at)
+        if [r.id for r in readers[at]] != [reader]:
+            return start
+        reader = at
+        if isinstance(op, Filter) and op.input:
+            at = op.input
+        elif isinstance(op, Transform) and op.input:
+            written = {str(parse_cached(t.ref)): parse_cached(t.expr) for t in op.transforms}
+            tops = {_top(parse_cached(t.ref)) for t in op.transforms}
+            renamed = []
+            for mine, theirs in current:
+                value = written.get(mine, parse_cached(mine))
+                if not isinstance(value, FieldRef) or _top(value) in tops:
+                    return start
+                renamed.append((str(value), theirs))
+            at, current = op.input, renamed
+        elif isinstance(op, Join) and op.type == "inner" and op.conditions:
+            sides = [
+                side
+                for side in (op.left, op.right)
+                if (names := top_names(by_id.get(side), by_id)) is not None
+                and all(_top(parse_cached(mine)) in names for mine, _ in current)
+            ]
+            if len(sides) != 1:
+                return start
+            at, passed_join = sides[0], True
+        else:
+            return (at, current, readers[at][0].id) if passed_join else start
+
+
+def _top(ref: object) -> str:
+    """The lower-cased top-level name a field reference reads (empty for anything else)."""
+    return str(ref.path[0]).lower() if isinstance(ref, FieldRef) and ref.path else ""
+
+
 def _input_of(plan: LogicalPlan, op: Operator) -> Operator | None:
     return plan.operator(op.input) if op.input else None
 
@@ -198,12 +257,14 @@ def _worth_it(plan: LogicalPlan, stats: Statistics | None, source: str, grouped:
 
 def _with_filter(
     plan: LogicalPlan,
-    segment: Segment,
+    target: str,
+    reader: str,
     source: str,
     keys: list[tuple[str, str]],
     ids: IdSource,
 ) -> LogicalPlan:
-    """``plan`` with ``segment``'s input semi joined to the distinct ``keys`` of ``source``."""
+    """``plan`` with the records of ``target`` semi joined to the distinct ``keys`` of
+    ``source`` before ``reader`` reads them."""
     seg_id, agg_id, project_id, join_id, filter_id = (ids.take() for _ in range(5))
     name = f"$keys{join_id}"
     theirs = [k for _, k in keys]
@@ -221,7 +282,7 @@ def _with_filter(
                 {"ref": f"output.{name}.m", "expr": "$n"}]}
         ),
         Join.model_validate(
-            {"@id": join_id, "op": "join", "left": segment.input, "right": project_id,
+            {"@id": join_id, "op": "join", "left": target, "right": project_id,
              "type": "left", "conditions": [
                 {"relationship": "==", "left": mine, "right": f"{name}.v{i}"}
                 for i, (mine, _) in enumerate(keys)]}
@@ -232,8 +293,7 @@ def _with_filter(
     ]  # fmt: skip
     query: list[Operator] = []
     for op in plan.query:
-        if op.id == segment.id:
-            query += [*added, op.model_copy(update={"input": filter_id})]
-        else:
-            query.append(op)
+        query.append(with_inputs_renamed(op, target, filter_id) if op.id == reader else op)
+        if op.id == target:
+            query += added
     return plan.with_query(query)
