@@ -9,8 +9,9 @@ the format, the reader's options and schema, and every file with its size, times
 file rewritten, added or removed makes another key). Spark's catalog keeps the listing of a
 table the same way.
 
-Each session keeps its :data:`KEPT_READS` most recent reads (a read holds its listing: memory
-stays bounded); they go when the session object does.
+A read holds its listing in the JVM, so what a session keeps is bounded: its most recent reads,
+at most :data:`KEPT_READS` of them and :data:`KEPT_FILES` files in all (a read of more files is
+not kept). A session's reads go when the session object does.
 
 >>> file_identity(__file__)[1] > 0
 True
@@ -29,6 +30,9 @@ from pyspark.sql import DataFrame
 
 KEPT_READS = 128
 """How many reads a session keeps (least recently used first out)."""
+
+KEPT_FILES = 100_000
+"""How many files the reads a session keeps may list in all."""
 
 _READS: weakref.WeakKeyDictionary[Any, OrderedDict[Hashable, DataFrame]] = (
     weakref.WeakKeyDictionary()
@@ -73,9 +77,11 @@ def reused_read(
             reads.move_to_end(key)
             return found
     made = read()
+    if len(files) > KEPT_FILES:
+        return made
     with _LOCK:
         reads = _READS.setdefault(spark, OrderedDict())
         reads[key] = made
-        while len(reads) > KEPT_READS:
+        while len(reads) > KEPT_READS or sum(len(k[1]) for k in reads) > KEPT_FILES:
             reads.popitem(last=False)
     return made

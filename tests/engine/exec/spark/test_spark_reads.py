@@ -10,12 +10,14 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
+from engine.exec.spark import spark_reads
 from engine.exec.spark.spark_reads import KEPT_READS, file_identity, reused_read
 from engine.run import run_plan
 
 
-def scan_plan(path: Path, *, fmt: str = "parquet") -> dict[str, Any]:
+def scan_plan(path: Path) -> dict[str, Any]:
     return {
         "head": {"type": "APACHE_DRILL_LOGICAL", "version": "1"},
         "storage": {"files": {"type": "fs", "root": str(path.parent)}, "queue": {"type": "queue"}},
@@ -24,7 +26,7 @@ def scan_plan(path: Path, *, fmt: str = "parquet") -> dict[str, Any]:
                 "@id": "1",
                 "op": "scan",
                 "storageengine": "files",
-                "selection": {"path": path.name, "format": fmt},
+                "selection": {"path": path.name, "format": "parquet"},
                 "ref": "t",
             },
             {"@id": "2", "op": "order", "input": "1", "orderings": [{"expr": "t.id"}]},
@@ -131,3 +133,24 @@ def test_a_files_identity_changes_when_it_is_rewritten(tmp_path: Path) -> None:
     os.utime(path, ns=(1, 1))
     assert file_identity(path) != before
     assert file_identity(path)[:2] == before[:2]  # same path and size
+
+
+def test_a_session_keeps_reads_of_so_many_files_in_all(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spark_reads, "KEPT_FILES", 3)
+    files = []
+    for name in "abcd":
+        write(tmp_path / f"{name}.parquet", [1])
+        files.append(tmp_path / f"{name}.parquet")
+
+    def read() -> Any:
+        return spark.range(1)
+
+    whole = reused_read(spark, files, "four files", read)  # more than a session keeps
+    assert reused_read(spark, files, "four files", read) is not whole
+    two = reused_read(spark, files[:2], "two files", read)
+    one = reused_read(spark, files[:1], "one file", read)
+    assert reused_read(spark, files[:1], "one file", read) is one
+    reused_read(spark, files[2:3], "another file", read)  # four files kept: the oldest goes
+    assert reused_read(spark, files[:2], "two files", read) is not two
