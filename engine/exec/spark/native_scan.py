@@ -404,7 +404,6 @@ def _spark_read(spark: Any, resolved: ResolvedScan, files: Sequence[InputFile]) 
         resolved.options,
         StructType([resolved.spark_schema[name] for name in names]).json(),
         resolved.unread_schema.json(),
-        tuple(str(f.real_path) for f in files),
     )
     return reused_read(
         spark, [f.real_path for f in files], how, lambda: _new_read(spark, resolved, files)

@@ -55,7 +55,7 @@ def reused_read(
     read: Callable[[], DataFrame],
 ) -> DataFrame:
     """``read()``, the read of ``files`` by ``spark`` described by ``how`` (format, options,
-    schema, paths as given to the reader), or the same read made before while every file is
+    schema: what else the reader is given; the files are part of the key), or the same read made before while every file is
     as it was then.
 
     Example (with a SparkSession and a parquet file)::

@@ -210,12 +210,11 @@ def _filtered_input(
     start = (segment.input, keys, segment.id)
     at, current, reader, passed_join = segment.input, keys, segment.id, False
     while True:
-        op = plan.operator(at)
         if [r.id for r in readers[at]] != [reader]:
             return start
-        reader = at
+        op = plan.operator(at)
         if isinstance(op, Filter) and op.input:
-            at = op.input
+            below = op.input
         elif isinstance(op, Transform) and op.input:
             written = {str(parse_cached(t.ref)): parse_cached(t.expr) for t in op.transforms}
             tops = {_top(parse_cached(t.ref)) for t in op.transforms}
@@ -225,7 +224,7 @@ def _filtered_input(
                 if not isinstance(value, FieldRef) or _top(value) in tops:
                     return start
                 renamed.append((str(value), theirs))
-            at, current = op.input, renamed
+            below, current = op.input, renamed
         elif isinstance(op, Join) and op.type == "inner" and op.conditions:
             sides = [
                 side
@@ -235,9 +234,10 @@ def _filtered_input(
             ]
             if len(sides) != 1:
                 return start
-            at, passed_join = sides[0], True
+            below, passed_join = sides[0], True
         else:
-            return (at, current, readers[at][0].id) if passed_join else start
+            return (at, current, reader) if passed_join else start
+        reader, at = at, below
 
 
 def _top(ref: object) -> str:
