@@ -21,6 +21,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/tpch.py --sf 0.1                 # a few minutes
     .venv/bin/python benchmarks/tpch.py --sf 1 --repeat 3         # the target scale
     .venv/bin/python benchmarks/tpch.py --sf 1 --no-spark --query 1 --query 3
+    .venv/bin/python benchmarks/tpch.py --sf 1 --no-local --conf spark.drill.rowCounts=stores
     .venv/bin/python benchmarks/tpch.py --sf 1 --data /tmp/tpch/sf1  # data generated elsewhere:
     .venv-tpch/bin/python scripts/tpch_data.py --sf 1 --out /tmp/tpch  # makes /tmp/tpch/sf1
 """
@@ -87,6 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
     parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting of the session, e.g. spark.drill.rowCounts=stores (repeatable)",
+    )
+    parser.add_argument(
         "--data", type=Path, help="the generated data of that scale (default: .tpch/sf<sf>)"
     )
     args = parser.parse_args(argv)
@@ -121,8 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_spark:
         from engine.exec.spark.session import SparkConfig, create_session
 
+        conf = dict(item.split("=", 1) for item in args.conf)
         spark = create_session(
-            SparkConfig(master=args.master, shuffle_partitions=args.shuffle_partitions)
+            SparkConfig(master=args.master, shuffle_partitions=args.shuffle_partitions, conf=conf)
         )
         for table in TABLES:
             spark.read.parquet(str(data / f"{table}.parquet")).createOrReplaceTempView(table)

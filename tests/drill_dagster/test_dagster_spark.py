@@ -28,9 +28,11 @@ from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_START_TAG,
 )
 from dagster_runs import materialize_ok
+from spark_settings import spark_setting
 
 from drill_dagster import load_definitions
 from engine.exec.spark import row_markers
+from engine.exec.spark.settings import ROW_COUNTS
 
 pytestmark = pytest.mark.spark
 Kit = Any
@@ -84,6 +86,25 @@ def test_a_range_on_spark_writes_each_partition_with_operator_row_counts(
     for day, rows in counts.items():
         assert pq.read_table(plans_dir.parent / "data/lake/clean" / f"day={day}").num_rows == rows
     assert spark.range(1).count() == 1  # the test session is still running
+
+
+def test_a_session_counting_stores_only_gives_the_asset_its_rows_and_no_flowing_count(
+    tmp_path: Path, spark: Any, kit: Kit
+) -> None:
+    """``spark.drill.rowCounts=stores`` on the session: the same store, its row count in the
+    materialization, and the filter's, which the store counts; the JSON scan's rows, which only
+    an observation counts, are not counted."""
+    plans_dir = kit.write(tmp_path)
+    defs = load_definitions(plans_dir, executor="spark")
+    with spark_setting(spark, ROW_COUNTS, "stores"), DagsterInstance.ephemeral() as instance:
+        result = materialize_ok(defs, instance, "clean", tags=RANGE)
+    events = [e.materialization for e in result.get_asset_materialization_events()]
+    counts = {e.partition: e.metadata["dagster/partition_row_count"].value for e in events}
+    assert counts == {"2024-01-01": 2, "2024-01-02": 1, "2024-01-03": 2}
+    assert {e.partition: e.metadata["dagster/row_count"].value for e in events} == counts
+    counters = events[0].metadata["drill/operator_counters"].value
+    assert counters["2"]["rows"] == counters["4"]["rows"] == 5  # the filter, the store
+    assert "rows" not in counters.get("1", {})  # the JSON scan
 
 
 def test_a_store_loads_as_a_dataframe_in_a_downstream_python_asset(range_run: RangeRun) -> None:

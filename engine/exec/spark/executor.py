@@ -59,7 +59,7 @@ from engine.exec.spark.one_task_sort import one_task_sort_limit
 from engine.exec.spark.py4j_round_trips import fewer_round_trips
 from engine.exec.spark.row_markers import row_markers
 from engine.exec.spark.run_findings import RunFindings
-from engine.exec.spark.settings import PY4J_SHORTCUTS, enabled
+from engine.exec.spark.settings import PY4J_SHORTCUTS, ROW_COUNTS, choice, enabled
 from engine.exec.spark.spark_errors import translate_spark_error
 from engine.exec.spark.unions import collect_arrow
 from engine.exec.spark.unread_member import without_unread
@@ -186,11 +186,13 @@ class SparkPlanRun:
             one_task=ids_where(props, lambda p: p.one_task_sort),
             store_sorted=ids_where(props, lambda p: p.store_sorted),
         )
+        every_operator = choice(spark, ROW_COUNTS) == "operators"
         self.metrics = OperatorMetrics(
             read=self.findings.read_rows,
             files=self.findings.files_read,
-            markers=row_markers(spark),
+            markers=row_markers(spark) if every_operator else None,
             marker_key=self._marker_key,
+            every_operator=every_operator,
         )
         self.frames: dict[str, DataFrame] = {}
         self._built: set[str] = set()
@@ -209,7 +211,11 @@ class SparkPlanRun:
         built, is counted by the first aggregate over its frames."""
         counted_by = _frames_counted_by(self.planned, ids_where(self.properties, lambda p: p.fused))
         counters = self.metrics.count_frames(list(counted_by))
-        frames = {aggregate: counters[frame] for frame, aggregate in counted_by.items()}
+        frames = {
+            aggregate: counters[frame]
+            for frame, aggregate in counted_by.items()
+            if frame in counters
+        }
         counts, observed = _aggregate_counts(
             [self._as_run(op) for op in self.planned.topological_order() if not self._skipped(op)],
             self.ctx.remaining,

@@ -53,6 +53,10 @@ costs the driver a dozen py4j calls and one more analysis; a marker is a filter,
 :meth:`OperatorMetrics.track` applies this rule for both the engine's executor and the Dagster
 ops.
 
+A session with ``spark.drill.rowCounts=stores`` (:mod:`engine.exec.spark.settings`) counts only
+what costs nothing (footers, stores, the one-to-one operators and those a store counts): nothing
+is observed nor marked where rows flow, but a scan's rows that count skipped records.
+
 >>> OperatorMetrics().collect()
 {}
 """
@@ -289,7 +293,10 @@ class OperatorMetrics:
         *,
         markers: RowMarkers | None = None,
         marker_key: Callable[[str], int | None] | None = None,
+        every_operator: bool = True,
     ) -> None:
+        # False: only what costs nothing is counted (``spark.drill.rowCounts=stores``)
+        self._every_operator = every_operator
         # scan id -> the rows it reads, known from its parquet footers (filled as scans compile)
         self._read: Mapping[str, int] = {} if read is None else read
         # scan id -> the files it reads, every one of them (filled as scans compile)
@@ -323,7 +330,7 @@ class OperatorMetrics:
         observation then: each costs a ``CollectMetrics`` node and the driver an analysis), else
         by an observation attached by :meth:`observe_total`, its groups with it. Nothing where
         ``operator_id`` was counted where it stands."""
-        if operator_id not in self._later:
+        if operator_id not in self._later or not self._every_operator:
             return InputCounter()
         markers = self._markers
         key = None if markers is None else self._marker_key(operator_id)
@@ -344,8 +351,8 @@ class OperatorMetrics:
         their frames counts their rows. Their observations are made now (:meth:`track` leaves
         them as they are); returns ``{frame id: what attaches it}``, a callable given the
         aggregate's DataFrame and a column of each record's frame rows, which it sums."""
-        counters = {}
-        for frame_id in frame_ids:
+        counters: dict[str, RowCounter] = {}
+        for frame_id in frame_ids if self._every_operator else ():
             observation = self._observations[frame_id] = self._new_observation()
             counters[frame_id] = functools.partial(_observe_sum, observation)
         return counters
@@ -409,7 +416,10 @@ class OperatorMetrics:
         """``df`` counting its rows into operator ``operator_id``'s metrics (and, for a scan
         that counts skipped records, those too: its counting rows are dropped): by a marker
         where the run has them and ``marker_key`` gives the operator one, else by an
-        observation."""
+        observation. Where the run counts only what costs nothing, only the skipped records
+        are counted (the rows with them: one observation either way)."""
+        if not self._every_operator and SKIPPED_COLUMN not in df.columns:
+            return df
         markers = self._markers
         key = None if markers is None else self._marker_key(operator_id)
         if markers is not None and key is not None and SKIPPED_COLUMN not in df.columns:
