@@ -19,6 +19,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -278,10 +279,9 @@ def _relation(left: Column, relationship: str, right: Column) -> Column:
 
 def _all_hold(conditions: Sequence[Column]) -> Column:
     """All ``conditions`` (none: every pair, a cartesian product)."""
-    matches = F.lit(True)
-    for i, condition in enumerate(conditions):
-        matches = condition if i == 0 else matches & condition
-    return matches
+    if not conditions:
+        return F.lit(True)
+    return functools.reduce(operator.and_, conditions)
 
 
 def _join_order(
