@@ -242,19 +242,22 @@ class FileScan:
         # Only parquet reads fewer columns faster; text formats parse whole records anyway.
         columns = self._reader_columns() if reader.format == "parquet" else None
         pushed = self._pushed_filter(reader, columns, tracker, file)
-        table = None
+        tables = None
         if pushed is not None:
-            table = reader.read_arrow(columns=columns, prune=pushed.expression, keep=pushed.mask)
-        if table is None:
-            table = reader.read_arrow(columns=columns)
-        else:
+            tables = reader.read_tables(columns=columns, prune=pushed.expression, keep=pushed.mask)
             self._filtered = True
-            if table.num_rows == 0:  # the schema still reaches downstream, as unfiltered reads do
-                yield pa.RecordBatch.from_pylist([], schema=table.schema)
-                return
-        if table is not None:
+        if tables is None:
+            tables = reader.read_tables(columns=columns)
+        if tables is not None:
+            rows, schema = 0, None
+            for table in tables:  # one part of the file at a time (parquet: row groups)
+                rows, schema = rows + table.num_rows, table.schema
+                if table.num_rows or not self._filtered:
+                    yield from table.to_batches(max_chunksize=self.batch_rows)
+            if self._filtered and rows == 0 and schema is not None:
+                # nothing passed: the schema still reaches downstream, as unfiltered reads do
+                yield pa.RecordBatch.from_pylist([], schema=schema)
             self.skipped += reader.skipped  # rows the fast path dropped under onError: skip
-            yield from table.to_batches(max_chunksize=self.batch_rows)
             return
         loader = ResultSetLoader(
             row_limit=self.batch_rows,

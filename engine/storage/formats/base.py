@@ -55,6 +55,14 @@ class FormatReader(ABC):
         """The file as one table (``columns`` kept, ``schema`` typing the columns it names), or
         None when this file cannot take the fast path."""
 
+    def read_tables(
+        self, *, columns: Sequence[str] | None = None, schema: pa.Schema | None = None
+    ) -> Iterator[pa.Table] | None:
+        """:meth:`read_arrow` in parts, one after the other, so that a scan holds one part at a
+        time: here the whole file as one part (a reader that can read less at once says so)."""
+        table = self.read_arrow(columns=columns, schema=schema)
+        return None if table is None else iter([table])
+
     # ------------------------------------------------------------ helpers for subclasses
 
     def open_binary(self) -> BinaryIO:

@@ -31,6 +31,9 @@ from engine.storage.formats.base import FormatReader, empty_table
 from engine.storage.formats.parquet_unions import arrow_schema_of, with_unions
 
 DEFAULT_BATCH_ROWS = 65_536
+
+READ_BYTES = 64 * 1024 * 1024
+"""How much of a file's columns (uncompressed) a scan reads at once, in whole row groups."""
 _LOCAL = fs.LocalFileSystem()
 
 
@@ -54,16 +57,32 @@ class ParquetReader(FormatReader):
         prune: pc.Expression | None = None,
         keep: Callable[[pa.Table], pa.ChunkedArray | pa.Array] | None = None,
     ) -> pa.Table:
-        """The file as a table, without the row groups whose statistics show that no row of
-        theirs satisfies ``prune``; with ``keep``, only the rows where ``keep`` of the columns
-        read is true.
+        """The file as one table: :meth:`read_tables` put together."""
+        return pa.concat_tables(
+            self.read_tables(columns=columns, schema=schema, prune=prune, keep=keep)
+        )
+
+    def read_tables(
+        self,
+        *,
+        columns: Sequence[str] | None = None,
+        schema: pa.Schema | None = None,
+        prune: pc.Expression | None = None,
+        keep: Callable[[pa.Table], pa.ChunkedArray | pa.Array] | None = None,
+    ) -> Iterator[pa.Table]:
+        """The file as tables of consecutive row groups, each holding at most
+        :data:`READ_BYTES` of the columns read (a bigger row group alone), so that a scan's
+        memory does not grow with its files; without the row groups whose statistics show that
+        no row of theirs satisfies ``prune``; with ``keep``, only the rows where ``keep`` of the
+        columns read is true. At least one table, empty for a file with no row to give.
 
         Text columns stored with a dictionary in every row group are read as Arrow dictionaries
         (each distinct text decoded once) and decoded to plain text after ``keep`` (only the rows
         kept), several times cheaper than decoding each value: ``keep`` must accept dictionary
         columns (:class:`~engine.exec.local.arrow_filter.ArrowFilter`'s mask does)."""
         if self.is_empty():
-            return empty_table(schema, columns)
+            yield empty_table(schema, columns)
+            return
         with self._parquet() as parquet:
             names = self._present(parquet, columns)
             try:
@@ -75,18 +94,22 @@ class ParquetReader(FormatReader):
                     reader = pq.ParquetFile(
                         parquet.binary, metadata=reader.metadata, read_dictionary=encoded
                     )
-                if groups is None:
-                    table = reader.read(columns=names)
-                else:
-                    table = reader.read_row_groups(groups, columns=names)
+                parts = _parts(reader.metadata, names, groups)
             except (pa.ArrowInvalid, OSError) as err:
                 raise StorageError(f"cannot read parquet: {err}", file=self.name) from err
-            if keep is not None:
-                table = table.filter(keep(table))
-            if encoded:
-                table = _decoded(table)
-            table = with_unions(table, parquet.schema)
-        return self._typed(table, schema)
+            for part in parts:
+                try:
+                    if part is None:
+                        table = reader.read(columns=names)
+                    else:
+                        table = reader.read_row_groups(part, columns=names)
+                except (pa.ArrowInvalid, OSError) as err:
+                    raise StorageError(f"cannot read parquet: {err}", file=self.name) from err
+                if keep is not None:
+                    table = table.filter(keep(table))
+                if encoded:
+                    table = _decoded(table)
+                yield self._typed(with_unions(table, parquet.schema), schema)
 
     def _row_groups(self, prune: pc.Expression) -> list[int] | None:
         """The row groups whose statistics do not exclude ``prune`` (None: all, unknown)."""
@@ -160,6 +183,35 @@ class ParquetReader(FormatReader):
                     ) from err
                 table = table.set_column(index, field.name, column)
         return table
+
+
+def _parts(
+    metadata: pq.FileMetaData, names: Sequence[str] | None, groups: list[int] | None
+) -> list[list[int] | None]:
+    """The row groups of a file (``groups``: those left; None: all) in consecutive parts of at
+    most :data:`READ_BYTES` of the columns ``names`` (None: all) each, uncompressed as the
+    footer gives it, a bigger group alone; ``[None]``: the whole file at once. No part for a
+    file with no row group left, but one empty part to keep its schema."""
+    indices = list(range(metadata.num_row_groups)) if groups is None else groups
+    wanted = None if names is None else set(names)
+    leaves = [
+        i
+        for i in range(metadata.num_columns)
+        if wanted is None or metadata.schema.column(i).path.split(".", 1)[0] in wanted
+    ]
+    parts: list[list[int]] = []
+    size = 0
+    for group in indices:
+        chunk = metadata.row_group(group)
+        group_bytes = sum(chunk.column(i).total_uncompressed_size for i in leaves)
+        if not parts or size + group_bytes > READ_BYTES:
+            parts.append([])
+            size = 0
+        parts[-1].append(group)
+        size += group_bytes
+    if groups is None and len(parts) <= 1:
+        return [None]
+    return parts or [[]]
 
 
 def _dictionary_texts(reader: pq.ParquetFile, names: Sequence[str] | None) -> list[str]:

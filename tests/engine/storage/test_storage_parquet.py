@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +176,54 @@ def test_a_run_reads_each_footer_once(tmp_path: Path, monkeypatch: pytest.Monkey
     }
     assert run_plan(plan).records() == [{"f": {"x": 5}}, {"f": {"x": 5}}]
     assert sorted(reads) == ["a.parquet", "b.parquet"]  # by the planner; the scan reuses them
+
+
+def test_a_file_is_read_a_few_row_groups_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parts of at most ``READ_BYTES`` of the columns read (uncompressed), whole row groups each;
+    a pruned read reads only the groups left, in parts too."""
+    path = tmp_path / "t.parquet"
+    table = pa.table({"x": pa.array(range(10_000), pa.int64()), "s": ["v"] * 10_000})
+    pq.write_table(table, path, row_group_size=1_000)  # ten groups of 8,000 bytes of x
+    group_bytes = pq.read_metadata(path).row_group(0).column(0).total_uncompressed_size
+    monkeypatch.setattr(parquet_format, "READ_BYTES", 3 * group_bytes)
+    parts = list(ParquetReader(path).read_tables(columns=["x"]))
+    assert [p.num_rows for p in parts] == [3_000, 3_000, 3_000, 1_000]
+    assert pa.concat_tables(parts).equals(table.select(["x"]))
+    assert ParquetReader(path).read_arrow().equals(table)
+    pruned = ParquetReader(path).read_tables(columns=["x"], prune=pc.field("x") >= 5_500)
+    assert [p.column("x")[0].as_py() for p in pruned] == [5_000, 8_000]
+
+
+def test_a_scan_holds_one_part_of_a_file_at_a_time(tmp_path: Path) -> None:
+    """A run filtering a 48 MB column (record by record: nothing downstream holds the rows), in
+    a process of its own (Arrow's peak allocation is the process's): read 4 MB at a time, its
+    peak stays far below the column; read whole, it does not (the control)."""
+    path = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"x": pa.array(range(6_000_000), pa.int64())}), path,
+                   row_group_size=250_000)  # fmt: skip
+    column_bytes = 6_000_000 * 8
+    script = f"""
+import pyarrow as pa
+from engine import run_plan
+from engine.storage.formats import parquet
+parquet.READ_BYTES = int(__import__("sys").argv[1])
+plan = {{"storage": {{"fs": {{"type": "fs", "root": {str(tmp_path)!r}}}, "q": {{"type": "queue"}}}},
+    "query": [
+        {{"@id": 1, "op": "scan", "storageengine": "fs", "ref": "t",
+          "selection": {{"path": "big.parquet"}}}},
+        {{"@id": 2, "op": "filter", "input": 1, "expr": "t.x % 7 == 100"}},
+        {{"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {{}}}}]}}
+assert run_plan(plan).records() == []
+print(pa.default_memory_pool().max_memory())
+"""
+    peaks = {}
+    for read_bytes in (4 * 1024 * 1024, 1024**3):
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(read_bytes)],
+            capture_output=True, text=True, check=True, cwd=Path(__file__).parents[3],
+        )  # fmt: skip
+        peaks[read_bytes] = int(done.stdout.split()[-1])
+    assert peaks[4 * 1024 * 1024] < column_bytes / 3
+    assert peaks[1024**3] >= column_bytes

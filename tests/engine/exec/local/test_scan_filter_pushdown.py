@@ -48,13 +48,13 @@ def _write(root: Path, tables: list[pa.Table]) -> None:
 def filters(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The ``prune`` Expression every parquet read was given (None: every row group read)."""
     asked: list[Any] = []
-    real = parquet_format.ParquetReader.read_arrow
+    real = parquet_format.ParquetReader.read_tables
 
-    def spy(reader: Any, **kwargs: Any) -> pa.Table:
+    def spy(reader: Any, **kwargs: Any) -> Any:
         asked.append(kwargs.get("prune"))
         return real(reader, **kwargs)
 
-    monkeypatch.setattr(parquet_format.ParquetReader, "read_arrow", spy)
+    monkeypatch.setattr(parquet_format.ParquetReader, "read_tables", spy)
     return asked
 
 

@@ -56,13 +56,13 @@ def test_a_narrowed_parquet_scan_reads_only_its_columns(
     table = pa.table({"a": [1, 2, 3], "x": [0, 2, 5], "wide": ["w" * 100] * 3})
     pq.write_table(table, tmp_path / "t" / "part.parquet")
     asked: list[Any] = []
-    real = parquet_format.ParquetReader.read_arrow
+    real = parquet_format.ParquetReader.read_tables
 
-    def spy(reader: Any, *, columns: Any = None, **kwargs: Any) -> pa.Table:
+    def spy(reader: Any, *, columns: Any = None, **kwargs: Any) -> Any:
         asked.append(columns)
         return real(reader, columns=columns, **kwargs)
 
-    monkeypatch.setattr(parquet_format.ParquetReader, "read_arrow", spy)
+    monkeypatch.setattr(parquet_format.ParquetReader, "read_tables", spy)
     plan = _plan([{"op": "filter", "expr": "f.x > 1"}, PROJECT], root=str(tmp_path))
     assert run_plan(plan).records() == [{"a": 2}, {"a": 3}]
     assert asked == [["a", "x"]]
