@@ -34,6 +34,7 @@ DEFAULT_BATCH_ROWS = 65_536
 
 READ_BYTES = 64 * 1024 * 1024
 """How much of a file's columns (uncompressed) a scan reads at once, in whole row groups."""
+
 _LOCAL = fs.LocalFileSystem()
 
 
@@ -190,14 +191,13 @@ def _parts(
 ) -> list[list[int] | None]:
     """The row groups of a file (``groups``: those left; None: all) in consecutive parts of at
     most :data:`READ_BYTES` of the columns ``names`` (None: all) each, uncompressed as the
-    footer gives it, a bigger group alone; ``[None]``: the whole file at once. No part for a
-    file with no row group left, but one empty part to keep its schema."""
+    footer gives it, a bigger group alone. ``[None]``: the whole file at once, which fits;
+    ``[[]]``: no row group left (an empty part, which keeps the schema)."""
     indices = list(range(metadata.num_row_groups)) if groups is None else groups
-    wanted = None if names is None else set(names)
     leaves = [
         i
         for i in range(metadata.num_columns)
-        if wanted is None or metadata.schema.column(i).path.split(".", 1)[0] in wanted
+        if names is None or any(_within(metadata.schema.column(i).path, n) for n in names)
     ]
     parts: list[list[int]] = []
     size = 0
@@ -212,6 +212,11 @@ def _parts(
     if groups is None and len(parts) <= 1:
         return [None]
     return parts or [[]]
+
+
+def _within(path: str, name: str) -> bool:
+    """Whether the leaf column ``path`` (dotted) belongs to the top-level column ``name``."""
+    return path == name or path.startswith(name + ".")
 
 
 def _dictionary_texts(reader: pq.ParquetFile, names: Sequence[str] | None) -> list[str]:
