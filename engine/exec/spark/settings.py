@@ -26,9 +26,9 @@ The fourth chooses what a run counts, for the price of counting it:
     ``operators`` (the default): every operator's rows (``RunResult.metrics``, the
     ``drill/operator_metrics`` of a materialization), read where they cost nothing (parquet
     footers, a store's files, one-to-one operators) and otherwise observed as they flow
-    (:mod:`engine.exec.spark.metrics`), which costs a run 5-30%. ``stores``: only the counts
-    that cost nothing; what each store wrote is always counted, and so are the records a scan
-    skips (``onError: skip``).
+    (:mod:`engine.exec.spark.metrics`), which costs a run up to a third of its time (TPC-H
+    at scale 1). ``stores``: only the counts that cost nothing; what each store wrote is
+    always counted, and so are the records a scan skips (``onError: skip``).
 
 >>> enabled_in({"spark.drill.rowMarkers": "TRUE"}, ROW_MARKERS), enabled_in({}, ROW_MARKERS)
 (True, False)
