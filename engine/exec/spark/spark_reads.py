@@ -55,16 +55,16 @@ def reused_read(
     read: Callable[[], DataFrame],
 ) -> DataFrame:
     """``read()``, the read of ``files`` by ``spark`` described by ``how`` (format, options,
-    schema: what else the reader is given; the files are part of the key), or the same read made before while every file is
-    as it was then.
+    schema: what else the reader is given; the files are part of the key), or the same read
+    made before while every file is as it was then.
 
     Example (with a SparkSession and a parquet file)::
 
         def read():
             return spark.read.schema(schema).parquet(path)
 
-        first = reused_read(spark, [path], ("parquet", schema.json(), path), read)
-        reused_read(spark, [path], ("parquet", schema.json(), path), read) is first  # True
+        first = reused_read(spark, [path], ("parquet", schema.json()), read)
+        reused_read(spark, [path], ("parquet", schema.json()), read) is first  # True
     """
     try:
         key = (how, tuple(file_identity(f) for f in files))
@@ -82,6 +82,8 @@ def reused_read(
     with _LOCK:
         reads = _READS.setdefault(spark, OrderedDict())
         reads[key] = made
-        while len(reads) > KEPT_READS or sum(len(k[1]) for k in reads) > KEPT_FILES:
-            reads.popitem(last=False)
+        listed = sum(len(identities) for _, identities in reads)
+        while len(reads) > KEPT_READS or listed > KEPT_FILES:
+            (_, oldest), _ = reads.popitem(last=False)
+            listed -= len(oldest)
     return made
