@@ -41,9 +41,18 @@ from engine.exec.local.aggregate_functions import (
     running,
 )
 from engine.exec.local.buffering import BatchBuffer, rechunk, to_batch
+from engine.exec.local.partial_aggregate import PartialAggregates, combinable
 from engine.exec.local.registry import ExecContext, creator
 from engine.exec.protocol import BatchOperator, GeneratorOperator
-from engine.expr import Call, Expr, FunctionKind, coercion, parse_expression, parse_field_ref
+from engine.expr import (
+    Call,
+    Expr,
+    FunctionKind,
+    coercion,
+    field_refs,
+    parse_expression,
+    parse_field_ref,
+)
 from engine.expr.arrow import decimals
 from engine.expr.arrow.evaluate import evaluate
 from engine.expr.arrow.trees import build_batch, get_path, set_path
@@ -114,10 +123,24 @@ class CollapsingAggregateOperator(GeneratorOperator):
     def generate(self) -> Iterator[pa.RecordBatch]:
         buffer = BatchBuffer(self.operator_id, self.kind, max_bytes=self.ctx.max_buffered_bytes)
         splitter = RunSplitter(self.within, buffer)
+        # One run of the whole input whose result reads only its aggregates keeps their
+        # partial results past a chunk of input (see partial_aggregate)
+        partials = PartialAggregates(
+            self.operator_id, max_bytes=self.ctx.max_buffered_bytes, grouped=False
+        )
+        streams = self._global_partials()
         for batch in self.drain():
             complete = splitter.add(batch)
             if complete is not None:
                 yield from _emit(self.collapse(complete), self.ctx.batch_rows)
+            if streams and buffer.nbytes >= partials.chunk_bytes:
+                self._add_chunk(partials, buffer)
+        if not partials.empty:
+            if buffer.num_rows:
+                self._add_chunk(partials, buffer)
+            _, results = partials.result()
+            yield self._output(_null_row(pa.schema([])), results)
+            return
         rest = splitter.finish()
         if rest is not None:
             yield from _emit(self.collapse(rest), self.ctx.batch_rows)
@@ -152,8 +175,27 @@ class CollapsingAggregateOperator(GeneratorOperator):
         return self._output(_null_row(empty.schema), aggregate_empty(calls))
 
     def _aggregates(self, batch: pa.RecordBatch, starts: np.ndarray) -> list[pa.Array]:
-        calls = [(c.name, _argument(c, batch)) for a in self.aggregations for c in a.calls]
+        calls = self._calls(batch)
         return aggregate_runs(calls, starts) if calls else []
+
+    def _calls(self, batch: pa.RecordBatch) -> list[tuple[str, pa.Array]]:
+        return [(c.name, _argument(c, batch)) for a in self.aggregations for c in a.calls]
+
+    def _add_chunk(self, partials: PartialAggregates, buffer: BatchBuffer) -> None:
+        batch = buffer.batch()
+        buffer.clear()
+        partials.add([], self._calls(batch), batch.num_rows)
+
+    def _global_partials(self) -> bool:
+        """Whether this aggregate of the whole input may keep partial results: no target, no
+        carryovers, aggregations reading only their aggregates, all of which combine."""
+        return (
+            self.within is None
+            and self.target is None
+            and not self.carryovers
+            and combinable([c.name for a in self.aggregations for c in a.calls])
+            and reads_only_aggregates(self.aggregations)
+        )
 
     def _output(self, rows: pa.RecordBatch, results: list[pa.Array]) -> pa.RecordBatch:
         """Carryovers from ``rows`` and aggregations over ``results`` (one per call, in order)."""
@@ -166,6 +208,14 @@ class CollapsingAggregateOperator(GeneratorOperator):
         columns = [(path, get_path(rows, path)) for path in self.carryovers]
         columns += [(a.ref, evaluate(a.scalar, context)) for a in self.aggregations]
         return build_batch(rows.num_rows, columns)
+
+
+def reads_only_aggregates(aggregations: list[_Aggregation]) -> bool:
+    """Whether every aggregation's scalar part reads nothing but its aggregates' results (no
+    field of a record: ``sum(a) / count(a)``, not ``sum(a) + b``)."""
+    return all(
+        str(ref.path[0]).startswith(a.prefix) for a in aggregations for ref in field_refs(a.scalar)
+    )
 
 
 def _is_true(values: pa.Array) -> np.ndarray:

@@ -33,9 +33,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.exec.local.aggregate import CollapsingAggregateOperator, _argument, _emit, _is_true
+from engine.errors import AggregateError
+from engine.exec.local.aggregate import (
+    CollapsingAggregateOperator,
+    _argument,
+    _emit,
+    _is_true,
+    reads_only_aggregates,
+)
 from engine.exec.local.aggregate_functions import COUNT_ALL, aggregate_groups
 from engine.exec.local.buffering import BatchBuffer
+from engine.exec.local.partial_aggregate import PartialAggregates, combinable
 from engine.exec.local.registry import ExecContext
 from engine.exec.local.segment import group_numbers
 from engine.exec.protocol import BatchOperator
@@ -98,26 +106,62 @@ class SegmentAggregateOperator(CollapsingAggregateOperator):
         # Carryovers that are keys can be read from each group's key, with no row to look up,
         # unless the record matters: a target, or a field read outside an aggregate.
         self.carried_keys = [keys.index(path) if path in keys else None for path in self.carryovers]
+        self.call_names = [_call_name(c) for a in self.aggregations for c in a.calls]
         self.keys_suffice = (
             self.target is None
             and None not in self.carried_keys
-            and all(
-                str(ref.path[0]).startswith(a.prefix)
-                for a in self.aggregations
-                for ref in field_refs(a.scalar)
-            )
+            and reads_only_aggregates(self.aggregations)
         )
 
     def generate(self) -> Iterator[pa.RecordBatch]:
         buffer = BatchBuffer(self.operator_id, self.kind, max_bytes=self.ctx.max_buffered_bytes)
+        # Groups whose carryovers are their keys keep partial results past a chunk of input
+        partials = PartialAggregates(
+            self.operator_id, max_bytes=self.ctx.max_buffered_bytes, grouped=True
+        )
+        streams = self.keys_suffice and combinable(self.call_names)
         for batch in self.drain():
             buffer.add(batch)
+            if streams and buffer.nbytes >= partials.chunk_bytes:
+                streams = self._add_chunk(partials, buffer)
         if buffer.last_schema is None:
+            return
+        if not partials.empty:
+            if buffer.num_rows:
+                self._add_chunk(partials, buffer)
+            yield from _emit(self._grouped_output(*partials.result()), self.ctx.batch_rows)
             return
         batch = buffer.batch()
         buffer.clear()
         if batch.num_rows:
             yield from _emit(self.collapse_groups(batch), self.ctx.batch_rows)
+
+    def _add_chunk(self, partials: PartialAggregates, buffer: BatchBuffer) -> bool:
+        """Aggregate what ``buffer`` holds into ``partials`` (and empty it); False (the buffer
+        kept) where the first chunk's keys are not hashed exactly: the input is then buffered."""
+        batch = buffer.batch()
+        keys = [evaluate(expr, batch) for expr in self.exprs]
+        if not all(_hashed_exactly(key.type) for key in keys):
+            if partials.empty:
+                return False
+            raise AggregateError(
+                f"collapsingaggregate {self.operator_id}: a group key changed type to "
+                f"{', '.join(str(key.type) for key in keys)} after more than one chunk of input",
+                hint="cast the segment's expressions to one type, or run the plan on the spark "
+                "executor",
+            )
+        buffer.clear()
+        calls = [_call_input(c, batch) for a in self.aggregations for c in a.calls]
+        partials.add(keys, calls, batch.num_rows)
+        return True
+
+    def _grouped_output(self, keys: list[pa.Array], results: list[pa.Array]) -> pa.RecordBatch:
+        """The output record of each group, its carryovers read from its keys."""
+        carried = build_batch(
+            len(keys[0]),
+            [(path, keys[k]) for path, k in zip(self.carryovers, self.carried_keys, strict=True)],
+        )
+        return self._output(carried, results)
 
     def collapse_groups(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """One record per group of ``batch`` (a group without a true target gives none)."""
@@ -126,12 +170,7 @@ class SegmentAggregateOperator(CollapsingAggregateOperator):
         calls = [_call_input(c, batch) for a in self.aggregations for c in a.calls]
         if keys and all(_hashed_exactly(key.type) for key in keys):
             if self.keys_suffice:  # equal keys are identical values: any row's are the last's
-                grouped, results = aggregate_groups(calls, keys)
-                carried = build_batch(
-                    len(grouped[0]),
-                    [(path, grouped[k]) for path, k in zip(self.carryovers, self.carried_keys)],
-                )
-                return self._output(carried, results)
+                return self._grouped_output(*aggregate_groups(calls, keys))
         else:
             keys = [pa.array(group_numbers(keys, n), pa.int64())]  # the segment's own equality
         rows = pa.array(np.arange(n, dtype=np.int64))
@@ -146,11 +185,17 @@ class SegmentAggregateOperator(CollapsingAggregateOperator):
 def _call_input(call: Call, batch: pa.RecordBatch) -> tuple[str, pa.Array | None]:
     """``(name, argument values)`` for :func:`aggregate_groups`; ``count`` of a literal that is not
     null (``count(1)``) counts rows, with no column of ones built for it."""
+    name = _call_name(call)
+    return (name, None) if name == COUNT_ALL else (name, _argument(call, batch))
+
+
+def _call_name(call: Call) -> str:
+    """The aggregate function :func:`_call_input` gives ``call``."""
     if call.name == "count" and len(call.args) == 1:
         argument = call.args[0]
         if isinstance(argument, Literal) and argument.value is not None:
-            return COUNT_ALL, None
-    return call.name, _argument(call, batch)
+            return COUNT_ALL
+    return call.name
 
 
 def _field_path(expr: Expr) -> tuple[str, ...] | None:

@@ -165,9 +165,12 @@ def test_runs_spanning_batches_with_a_schema_change() -> None:
 
 
 def test_the_whole_input_beyond_the_buffer_limit_is_an_error() -> None:
+    """Where the aggregates do not combine chunk by chunk (test_partial_aggregate: those that do)."""
     batches = [pa.record_batch({"v": list(range(100))}) for _ in range(3)]
     with pytest.raises(ExecutionError) as raised:
-        collapse({"aggregations": [count("n")]}, batches, max_buffered_bytes=1000)
+        collapse(
+            {"aggregations": [count("n", "count_distinct(v)")]}, batches, max_buffered_bytes=1000
+        )
     assert raised.value.operator_kind == "collapsingaggregate"
     assert "max_buffered_bytes" in (raised.value.hint or "")
 

@@ -1,0 +1,205 @@
+"""Aggregates a chunk of input at a time, so that a grouping or global ``collapsingaggregate``
+holds its groups' partial results instead of its whole input.
+
+A blocking aggregate buffers up to half its ``max_buffered_bytes`` of input; a larger input is
+aggregated chunk by chunk into partial results (a ``count``, ``sum``, ``min`` or ``max`` per
+group, an ``avg`` as a sum and a count), which are merged as they pile up and once at the end:
+memory then grows with the groups, not the rows, and the partial results have the other half of
+the limit. An input of less than one chunk is aggregated in one piece, as any blocking operator
+does (one aggregate of many rows is faster than several). Only aggregates
+whose partial results combine exactly qualify (:func:`combinable`: not ``count_distinct``).
+
+Merged results are those of the whole input: counts and integer sums exactly; a DECIMAL's sum
+and average keep their DECIMAL types (:func:`~engine.expr.coercion.sum_type`,
+:func:`~engine.expr.coercion.avg_type`); a float's sum and average add the chunks' sums, so
+their last digits may differ from one sum of every value (as on Spark, whose tasks do the same).
+Groups keep the order of their first appearance.
+
+>>> import pyarrow as pa
+>>> from engine.exec.local.aggregate_functions import COUNT_ALL
+>>> partials = PartialAggregates("4", max_bytes=1 << 20, grouped=True)
+>>> partials.add([pa.array(["a", "b", "a"])], [("sum", pa.array([1, 2, 3])), (COUNT_ALL, None)], 3)
+>>> partials.add([pa.array(["c", "a"])], [("sum", pa.array([4, 5])), (COUNT_ALL, None)], 2)
+>>> keys, (sums, counts) = partials.result()
+>>> keys[0].to_pylist(), sums.to_pylist(), counts.to_pylist()
+(['a', 'b', 'c'], [9, 2, 4], [3, 1, 1])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.errors import AggregateError, BufferLimitError
+from engine.exec.local.aggregate_functions import (
+    COUNT_ALL,
+    aggregate_groups,
+    aggregate_runs,
+)
+from engine.expr import coercion
+from engine.expr.arrow import decimals
+from engine.types import MajorType, from_arrow, to_arrow
+from engine.types.batches import concat_batches
+
+Call = tuple[str, pa.Array | None]
+
+_MERGED_BY = {"count": "sum", COUNT_ALL: "sum", "sum": "sum", "min": "min", "max": "max"}
+
+
+def combinable(names: Sequence[str]) -> bool:
+    """Whether aggregates ``names`` can be computed chunk by chunk (see the module docstring).
+
+    >>> combinable(["sum", "avg", "count_all"]), combinable(["count_distinct"])
+    (True, False)
+    """
+    return all(name in _MERGED_BY or name == "avg" for name in names)
+
+
+class PartialAggregates:
+    """The partial results of one aggregate's chunks, merged by :meth:`result`.
+
+    ``grouped``: each chunk comes with its group keys (else the whole input is one group and
+    ``add`` takes no keys). ``max_bytes`` (the operator's ``max_buffered_bytes``) bounds a chunk
+    of input, :attr:`chunk_bytes`, and the partial results, the rest (:class:`BufferLimitError`,
+    naming operator ``operator_id``).
+    """
+
+    def __init__(self, operator_id: str, *, max_bytes: int, grouped: bool) -> None:
+        self.operator_id = operator_id
+        self.chunk_bytes = max_bytes // 2
+        """How much input to hold before aggregating it."""
+        self.max_bytes = max_bytes - self.chunk_bytes
+        self.grouped = grouped
+        self._partials: list[pa.RecordBatch] = []
+        self._nbytes = 0
+        self._names: list[str] = []  # each call's function
+        self._types: list[pa.DataType | None] = []  # each call's values' type, from its first chunk
+        self._keys = 0
+        self._merge_at = self.max_bytes // 4
+
+    @property
+    def empty(self) -> bool:
+        """Whether no chunk was added yet."""
+        return not self._partials
+
+    def add(self, keys: Sequence[pa.Array], calls: Sequence[Call], rows: int) -> None:
+        """Aggregate one chunk of ``rows`` records: its group ``keys`` (one array per key) and
+        ``calls``."""
+        if not self._names:
+            self._names = [name for name, _ in calls]
+            self._types = [None if values is None else values.type for _, values in calls]
+            self._keys = len(keys)
+        expanded: list[Call] = []
+        for name, values in calls:
+            if name == "avg":  # a sum and a count (DECIMALs stay exact, others add as floats)
+                floats = values is not None and not pa.types.is_decimal(values.type)
+                expanded += [("sum", values.cast(pa.float64()) if floats else values)]
+                expanded += [("count", values)]
+            else:
+                expanded.append((name, values))
+        grouped_keys, results = self._aggregate(list(keys), expanded, rows)
+        columns = [*grouped_keys, *(_narrowed(r) for r in results)]
+        names = [f"k{i}" for i in range(len(grouped_keys))]
+        names += [f"p{i}" for i in range(len(results))]
+        self._keep(pa.RecordBatch.from_arrays(columns, names=names))
+
+    def _keep(self, partial: pa.RecordBatch) -> None:
+        self._partials.append(partial)
+        self._nbytes += partial.nbytes
+        if self._nbytes > self._merge_at and len(self._partials) > 1:
+            merged = self._merged()  # many groups: fold what is kept so far into one piece
+            self._partials, self._nbytes = [merged], merged.nbytes
+            # twice what is left before the next fold: each group is folded a few times only
+            self._merge_at = max(self._merge_at, 2 * merged.nbytes)
+        if self._nbytes > self.max_bytes:
+            raise BufferLimitError(
+                f"collapsingaggregate {self.operator_id} needs more than {self.max_bytes} bytes "
+                "for the partial results of its groups and stopped rather than drop rows",
+                hint="raise the limit: run_plan(..., max_buffered_bytes=N) or "
+                "`drill-dagster run --max-buffered-bytes N`; or run the plan on the spark executor",
+            )
+
+    def result(self) -> tuple[list[pa.Array], list[pa.Array]]:
+        """Each group's keys and one value per call, as one aggregate of the whole input."""
+        merged = self._merged()
+        keys = [merged.column(i) for i in range(self._keys)]
+        partial = [merged.column(i) for i in range(self._keys, merged.num_columns)]
+        results: list[pa.Array] = []
+        for name, dtype in zip(self._names, self._types, strict=True):
+            if name == "avg":
+                total, count = partial.pop(0), partial.pop(0)
+                results.append(_average(total, count, dtype))
+                continue
+            value = partial.pop(0)
+            target = _sum_type(name, dtype)
+            if target is not None and not value.type.equals(to_arrow(target)):
+                value = _fit(value, target, name)
+            results.append(value)
+        return keys, results
+
+    def _merged(self) -> pa.RecordBatch:
+        table = concat_batches(self._partials)
+        batch = table.combine_chunks().to_batches()[0] if table.num_rows else None
+        if batch is None:
+            return self._partials[0]
+        keys = [batch.column(i) for i in range(self._keys)]
+        partial = [batch.column(i) for i in range(self._keys, batch.num_columns)]
+        merge: list[Call] = []
+        for name in self._names:
+            if name == "avg":
+                merge += [("sum", partial.pop(0)), ("sum", partial.pop(0))]
+            else:
+                merge.append((_MERGED_BY[name], partial.pop(0)))
+        grouped_keys, results = self._aggregate(keys, merge, batch.num_rows)
+        return pa.RecordBatch.from_arrays([*grouped_keys, *results], names=table.schema.names)
+
+    def _aggregate(
+        self, keys: list[pa.Array], calls: list[Call], rows: int
+    ) -> tuple[list[pa.Array], list[pa.Array]]:
+        if self.grouped:
+            return aggregate_groups(calls, keys)
+        starts = np.zeros(rows, dtype=bool)
+        starts[:1] = True  # the whole chunk is one run
+        return [], aggregate_runs(calls, starts)
+
+
+def _narrowed(values: pa.Array) -> pa.Array:
+    """Partial DECIMAL sums in 18 digits where they fit, which the merge adds as integers
+    (``aggregate_functions._dense_groups``) rather than by hashing."""
+    dtype = values.type
+    if not pa.types.is_decimal(dtype) or dtype.precision <= 18 or dtype.scale > 18:
+        return values
+    try:
+        return values.cast(pa.decimal128(18, dtype.scale))  # a safe cast: fails past 18 digits
+    except pa.ArrowInvalid:
+        return values
+
+
+def _sum_type(name: str, dtype: pa.DataType | None) -> MajorType | None:
+    """A DECIMAL ``sum``'s own type (a merge of partial sums would widen it again)."""
+    if name != "sum" or dtype is None or not pa.types.is_decimal(dtype):
+        return None
+    return coercion.sum_type(from_arrow(dtype))
+
+
+def _fit(values: pa.Array, target: MajorType, name: str) -> pa.Array:
+    try:
+        return decimals.fit(values, target, name)
+    except decimals.DecimalError as err:
+        raise AggregateError(f"{name}(): {err}") from err
+
+
+def _average(total: pa.Array, count: pa.Array, dtype: pa.DataType | None) -> pa.Array:
+    """``avg`` from the merged sum and count: null for a group of nulls only."""
+    counted = pc.if_else(pc.equal(count, 0), pa.scalar(None, count.type), count)
+    if dtype is None or not pa.types.is_decimal(dtype):
+        return pc.divide(total.cast(pa.float64()), counted.cast(pa.float64()))
+    averaged = from_arrow(dtype)
+    total = _fit(total, coercion.sum_type(averaged), "avg")
+    try:
+        return decimals.quotient(total, counted, coercion.avg_type(averaged))
+    except decimals.DecimalError as err:
+        raise AggregateError(f"avg(): {err}") from err
