@@ -17,7 +17,7 @@ the member, and orders; every operator on it must have no other reader (the scan
 reach nothing else). It may also cross a join, into a side every record of which reaches the
 join's output unchanged (either side of an inner join, the left side of a left join) when the
 conjunct reads only that side's scan ``ref`` and the other side's records cannot hold that name
-(its scan has another ``ref`` and its transforms write other names): testing those records before
+(it is not among the top-level names they may hold, ``rewrite.top_names``): testing those records before
 the join keeps exactly the joined records the filter keeps (left_join_filter's ``o.o_orderdate``
 test reaches the orders reader, as in hand-written PySpark). The join then counts fewer records,
 on both executors alike.
@@ -45,7 +45,7 @@ from engine.expr import Call, Cast, Expr, FieldRef, Literal, to_string
 from engine.expr.rewrite import COMPARISONS, conjuncts, constant_date
 from engine.plan import Filter, Join, LogicalPlan, Order, Scan, Transform
 from engine.plan.expressions import parse_cached
-from engine.planner.rewrite import consumers, field_paths, replace_operators
+from engine.planner.rewrite import consumers, field_paths, replace_operators, top_names
 from engine.planner.statistics import Statistics, is_scalar_type
 from engine.types import MinorType
 
@@ -185,28 +185,12 @@ def _join_side_scan(
     elif join.type != "left":
         return None
     for side, other in sides:
-        others = _top_names(plan, other)
+        others = top_names(plan.operator(other), {op.id: op for op in plan.query})
         if others is None or names & others:
             continue
         scan = _source_scan(plan, side, readers, tested, written)
         if scan is not None and scan.ref and {scan.ref.lower()} == names:
             return scan
-    return None
-
-
-def _top_names(plan: LogicalPlan, op_id: str) -> set[str] | None:
-    """The top-level names the records of ``op_id`` may hold (lower case): its scan's ``ref``
-    and what transforms on the way write; None when unknown."""
-    names: set[str] = set()
-    current = plan.operator(op_id)
-    while current is not None:
-        if isinstance(current, Scan):
-            return names | {current.ref.lower()} if current.ref else None
-        if isinstance(current, Transform):
-            names |= {field_paths(t.ref)[0][0].lower() for t in current.transforms}
-        elif not isinstance(current, Filter | Order):
-            return None
-        current = plan.operator(current.input) if current.input else None
     return None
 
 
