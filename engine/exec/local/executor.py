@@ -23,7 +23,7 @@ from engine.exec.local.registry import ExecContext, create
 from engine.exec.local.segment_aggregate import FUSE_PARAM, SegmentAggregateOperator, fusable
 from engine.exec.local.sources import StoreOperator
 from engine.exec.protocol import BatchOperator, BatchSource, FragmentExecutor
-from engine.expr import field_refs
+from engine.expr import field_refs, to_string
 from engine.plan import LogicalPlan
 from engine.plan.operators import (
     CollapsingAggregate,
@@ -82,11 +82,10 @@ class LocalExecutor:
             for ref in op.input_ids():
                 self._consumers[ref] += 1
         ctx.params.setdefault("_referenced_members", referenced_members(plan))
-        # Filters whose every test the scan below applies (the local scan applies pushedFilter).
-        self._applied_filters = {
-            filter_id
-            for filter_id, rest in remaining_conditions(plan).items()
-            if rest.condition is None
+        # What filters have left to test where the scans below apply some of their tests (the
+        # local scan applies its whole pushedFilter): None where nothing is left.
+        self._remaining = {
+            filter_id: rest.condition for filter_id, rest in remaining_conditions(plan).items()
         }
         # Joins the planner runs as semi or anti joins, and the filters testing their matches.
         self._semi = semi_joins(plan) if ctx.params.get(SEMI_JOIN_PARAM, True) else {}
@@ -118,9 +117,16 @@ class LocalExecutor:
     def _build(self, op: Operator) -> BatchOperator:
         if op.id in self._built:
             return self._built[op.id]
-        if op.id in self._applied_filters:
-            # The scan below already keeps only the records this filter keeps: not run twice.
+        if op.id in self._remaining and (
+            self._remaining[op.id] is None or op.id not in self._semi_tests
+        ):
+            # The scan below already applies some of this filter's tests: the rest only, if any.
             operator: BatchOperator = self._input(self.plan.operator(op.input or ""))
+            rest = self._remaining[op.id]
+            if rest is not None:
+                operator = create(
+                    op.model_copy(update={"expr": to_string(rest)}), [operator], self.ctx
+                )
         elif op.id in self._semi_tests:
             # The semi (anti) join below kept the records its match test keeps: the rest only.
             rest = self._semi_tests[op.id].rest
