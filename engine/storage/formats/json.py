@@ -22,6 +22,9 @@ Outcomes at the edges (each tested):
 :meth:`JsonReader.read_arrow` is the fast path for newline-delimited objects (pyarrow's reader,
 strings never turned into timestamps, as in Drill); it declines (``None``) for pretty-printed or
 scalar streams and for fields whose type changes, and reports syntax errors with their position.
+A JSON-lines file larger than :data:`WHOLE_BYTES` is read in parts (:meth:`JsonReader.read_tables`:
+one pass to infer and unify the parts' types, one to read them), so a scan's memory does not grow
+with the file.
 
 >>> import tempfile
 >>> tmp = tempfile.TemporaryDirectory()
@@ -59,6 +62,12 @@ _INSIDE_VALUE = frozenset(",:]}")
 _FIRST_LINE_LIMIT = 16 << 20
 _ARROW_BLOCK = 16 << 20
 
+WHOLE_BYTES = 256 << 20
+"""A JSON-lines file up to this size is read whole by Arrow; a larger one in parts."""
+
+PART_BYTES = 64 << 20
+"""The size of the parts a larger JSON-lines file is read in (each ends where a line ends)."""
+
 
 class JsonReader(FormatReader):
     """Reads one JSON file; see the module docstring."""
@@ -91,6 +100,71 @@ class JsonReader(FormatReader):
         if columns is not None:
             table = table.select([c for c in columns if c in table.column_names])
         return table
+
+    def read_tables(
+        self, *, columns: Sequence[str] | None = None, schema: pa.Schema | None = None
+    ) -> Iterator[pa.Table] | None:
+        """:meth:`read_arrow` in parts of about :data:`PART_BYTES` for a JSON-lines file larger
+        than :data:`WHOLE_BYTES`, so that a scan holds one part at a time: a first pass infers
+        each part's types and unifies them as Arrow's reader unifies its blocks (a number that is
+        an integer in one part and a float in another is a float; objects gain the members of
+        every part), a second reads every part with that one schema. A file whose parts Arrow
+        cannot read, or whose types do not unify, is declined (None) as :meth:`read_arrow`
+        declines it."""
+        if self.is_empty() or self.file.size <= WHOLE_BYTES:
+            return super().read_tables(columns=columns, schema=schema)
+        if not self._starts_with_json_line():
+            return None
+        try:
+            unified = self._parts_schema(schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            unified = None
+        if unified is None:
+            if not self.options.skip_errors:
+                for _ in self.records():  # a syntax error: raised with its line and column
+                    pass
+            self.skipped = 0
+            return None
+        return self._parts(unified, columns)
+
+    def _parts_schema(self, schema: pa.Schema | None) -> pa.Schema | None:
+        found: pa.Schema | None = None
+        for part in self._byte_parts():
+            inferred = _read_part(part, schema).schema
+            inferred = pa.schema(
+                [
+                    pa.field(f.name, _strings_for_timestamps(f.type), f.nullable)
+                    if schema is None or f.name not in schema.names
+                    else f
+                    for f in inferred
+                ]
+            )
+            found = inferred if found is None else _unified(found, inferred)
+            if found is None:
+                return None
+        return found
+
+    def _parts(self, schema: pa.Schema, columns: Sequence[str] | None) -> Iterator[pa.Table]:
+        for part in self._byte_parts():
+            try:
+                table = _read_part(part, schema)
+            except pa.ArrowInvalid as err:  # the first pass read every part: not expected
+                raise StorageError(
+                    f"a part of the file does not read with the types of the others: {err}",
+                    file=self.name,
+                    hint="give the selection a `schema`",
+                ) from err
+            if columns is not None:
+                table = table.select([c for c in columns if c in table.column_names])
+            yield table
+
+    def _byte_parts(self) -> Iterator[bytes]:
+        """The file in pieces of about :data:`PART_BYTES` that end where a line ends."""
+        with self.open_binary() as binary:
+            while part := binary.read(PART_BYTES):
+                if not part.endswith(b"\n"):
+                    part += binary.readline()  # the rest of the line
+                yield part
 
     def arrow_lines(self) -> pa.Table | None:
         """The whole file as :meth:`read_arrow` reads it through Arrow (JSON lines), or None where
@@ -219,6 +293,28 @@ class JsonReader(FormatReader):
         with self.open_binary() as binary:
             whole = pa_json.ReadOptions(block_size=size + 1, use_threads=False)
             return pa_json.read_json(binary, read_options=whole, parse_options=parse)
+
+
+def _read_part(part: bytes, schema: pa.Schema | None) -> pa.Table:
+    """Lines of JSON objects read by Arrow, with ``schema`` (its fields; others inferred)."""
+    parse = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
+    block = pa_json.ReadOptions(block_size=min(len(part) + 1, _ARROW_BLOCK))
+    try:
+        return pa_json.read_json(pa.BufferReader(part), read_options=block, parse_options=parse)
+    except pa.ArrowInvalid as err:
+        if "straddl" not in str(err):
+            raise
+    whole = pa_json.ReadOptions(block_size=len(part) + 1, use_threads=False)
+    return pa_json.read_json(pa.BufferReader(part), read_options=whole, parse_options=parse)
+
+
+def _unified(a: pa.Schema, b: pa.Schema) -> pa.Schema | None:
+    """The schema of records of both ``a`` and ``b`` (numbers widen, objects merge their
+    members, a null column takes the other's type), or None where a field has two kinds."""
+    try:
+        return pa.unify_schemas([a, b], promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
 
 
 def _strings_for_timestamps(dtype: pa.DataType) -> pa.DataType:

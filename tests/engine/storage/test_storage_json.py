@@ -318,3 +318,123 @@ def test_write_json_then_read_gives_the_rows_back(
     assert [r for r, _ in read(path)] == rows
     fast = JsonReader(path).read_arrow(schema=table.schema)
     assert fast is not None and fast.to_pylist() == rows
+
+
+# -- a large JSON-lines file, read in parts ----------------------------------------------------
+
+
+@pytest.fixture
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files of more than 1 KB read in parts of about 200 bytes."""
+    monkeypatch.setattr(json_format, "WHOLE_BYTES", 1024)
+    monkeypatch.setattr(json_format, "PART_BYTES", 200)
+
+
+def lines(records: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def whole_and_parts(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[pa.Table, list]:
+    whole = JsonReader(path).read_arrow()
+    monkeypatch.setattr(json_format, "WHOLE_BYTES", 1024)
+    monkeypatch.setattr(json_format, "PART_BYTES", 200)
+    tables = JsonReader(path).read_tables()
+    return whole, (None if tables is None else list(tables))
+
+
+def test_a_large_file_is_read_in_parts_with_the_whole_files_types(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = [{"id": i, "amount": i, "tags": {"a": i}, "gone": None} for i in range(40)]
+    records += [{"id": i, "amount": i + 0.5, "tags": {"b": "x"}, "late": True} for i in range(40)]
+    path = write(tmp_path, lines(records))
+    whole, parts = whole_and_parts(path, monkeypatch)
+    assert parts is not None and len(parts) > 10
+    assert all(part.schema == whole.schema for part in parts)
+    assert pa.concat_tables(parts).equals(whole)
+    assert whole.schema.field("amount").type == pa.float64()  # an integer, then a float
+
+
+def test_timestamp_like_text_stays_text_in_every_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = [{"at": "2024-01-02 03:04:05" if i < 40 else "not a time"} for i in range(80)]
+    whole, parts = whole_and_parts(write(tmp_path, lines(records)), monkeypatch)
+    assert parts is not None and pa.concat_tables(parts).equals(whole)
+    assert whole.schema.field("at").type == pa.string()
+
+
+def test_a_field_of_two_kinds_is_declined_as_when_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = [{"v": i} for i in range(40)] + [{"v": f"text {i}"} for i in range(40)]
+    path = write(tmp_path, lines(records))
+    whole, parts = whole_and_parts(path, monkeypatch)
+    assert whole is None and parts is None  # the scan reads its records one by one instead
+
+
+def test_a_syntax_error_in_a_later_part_names_its_line(tmp_path: Path, small_parts: None) -> None:
+    text = lines([{"id": i} for i in range(60)]) + '{"id": 60,, }\n' + lines([{"id": 61}])
+    path = write(tmp_path, text)
+    with pytest.raises(StorageError) as caught:
+        JsonReader(path).read_tables()
+    assert caught.value.line == 61
+
+
+def test_a_scan_of_a_file_in_parts_gives_the_records_of_a_whole_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine import run_plan
+
+    records = [{"k": i % 3, "v": i, "m": {"x": i}} for i in range(200)]
+    records += [{"k": 9, "v": 0.25, "m": {"y": "z"}, "extra": [1, 2]}]
+    write(tmp_path, lines(records))
+    plan = {
+        "storage": {"fs": {"type": "fs", "root": str(tmp_path)}, "q": {"type": "queue"}},
+        "query": [
+            {"@id": 1, "op": "scan", "storageengine": "fs", "ref": "r",
+             "selection": {"path": "d.json"}},
+            {"@id": 2, "op": "store", "input": 1, "storageengine": "q", "target": {}},
+        ],
+    }  # fmt: skip
+    whole = run_plan(plan).records()
+    monkeypatch.setattr(json_format, "WHOLE_BYTES", 1024)
+    monkeypatch.setattr(json_format, "PART_BYTES", 200)
+    assert run_plan(plan).records() == whole
+
+
+def test_a_scan_holds_one_part_of_a_large_json_file_at_a_time(tmp_path: Path) -> None:
+    """A run filtering every record of a 40 MB JSON-lines file in a process of its own (Arrow's
+    peak allocation is the process's): read in 1 MB parts, its peak stays far below the file's
+    table; read whole, it does not (the control)."""
+    import subprocess
+    import sys
+
+    row = json.dumps({"id": 123456789, "name": "x" * 40, "score": 0.5}) + "\n"
+    count = 40_000_000 // len(row)
+    (tmp_path / "big.json").write_text(row * count)
+    script = f"""
+import sys
+import pyarrow as pa
+from engine import run_plan
+from engine.storage.formats import json as json_format
+json_format.WHOLE_BYTES = int(sys.argv[1])
+json_format.PART_BYTES = 1 << 20
+plan = {{"storage": {{"fs": {{"type": "fs", "root": {str(tmp_path)!r}}}, "q": {{"type": "queue"}}}},
+    "query": [
+        {{"@id": 1, "op": "scan", "storageengine": "fs", "ref": "t",
+          "selection": {{"path": "big.json"}}}},
+        {{"@id": 2, "op": "filter", "input": 1, "expr": "t.id == 7"}},
+        {{"@id": 3, "op": "store", "input": 2, "storageengine": "q", "target": {{}}}}]}}
+assert run_plan(plan, optimize=False).records() == []
+print(pa.default_memory_pool().max_memory())
+"""
+    peaks = {}
+    for whole_bytes in (1 << 20, 1 << 30):
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(whole_bytes)],
+            capture_output=True, text=True, check=True, cwd=Path(__file__).parents[3],
+        )  # fmt: skip
+        peaks[whole_bytes] = int(done.stdout.split()[-1])
+    assert peaks[1 << 20] < 10_000_000
+    assert peaks[1 << 30] >= 30_000_000
