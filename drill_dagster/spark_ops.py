@@ -63,13 +63,17 @@ def compile_step(
     """The op of a non-store operator: per slice, the DataFrame of the planned operator of the
     same id (compiled once per run with every operator it reads from, counting its rows, not yet
     run); for an operator the planner removed, the DataFrame of the one standing in for it
-    (:func:`engine.planner.changes.stand_in`: it passed that one's records through)."""
+    (:func:`engine.planner.changes.stand_in`: it passed that one's records through); None for
+    one a semi (anti) join skips (``SparkPlanRun.skipped_by``), which nothing runs."""
     from drill_dagster.assets import SliceValues
     from engine.planner.changes import stand_in
 
     frames = []
     for slice_, run in zip(slices, plan_runs(plan, slices, drill)):
         op_id = stand_in(run.plan, run.planned, operator.id)
+        if run.skipped_by(op_id) is not None:  # a semi (anti) join reads the records below
+            frames.append(None)
+            continue
         with _named(plan, slice_, run.planned.operator(op_id)):
             frames.append(run.build(op_id))
     return SliceValues(tuple(slices), tuple(frames))
@@ -93,6 +97,10 @@ def step_metadata(
     if key not in cache:
         cache[key] = planner_notes(runs[0].plan, runs[0].planned)
     note = cache[key].get(operator.id)
+    join = runs[0].skipped_by(stand_in(runs[0].plan, runs[0].planned, operator.id))
+    if join is not None:
+        skipped = f"not run: join {join} reads the records below it as a semi or anti join"
+        note = f"{note}; {skipped}" if note else skipped
     if note:
         metadata[PLANNER] = note
     rows = []

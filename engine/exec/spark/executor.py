@@ -271,9 +271,13 @@ class SparkPlanRun:
         semi = self.ctx.props(op.id).semi_join
         return reading_rows(op, semi) if semi is not None and isinstance(op, Join) else op
 
+    def skipped_by(self, op_id: str) -> str | None:
+        """The semi (anti) join that reads the records below planned operator ``op_id``, which
+        is then never run (its DataFrame would be compiled for nothing); else None."""
+        return self.ctx.props(op_id).skipped_by
+
     def _skipped(self, op: Operator) -> bool:
-        """Whether ``op`` is never run: a semi (anti) join reads the records below it."""
-        return self.ctx.props(op.id).skipped_by is not None
+        return self.skipped_by(op.id) is not None
 
     def _build_one(self, op: Operator, built: Future[DataFrame] | None = None) -> None:
         op = self._as_run(op)
