@@ -18,6 +18,7 @@ from engine.plan.operators import Operator
 
 DEFAULT_BATCH_ROWS = 65_536
 DEFAULT_MAX_BUFFERED_BYTES = 2 * 2**30
+DEFAULT_BATCH_BYTES = 16 * 2**20
 
 
 @dataclass
@@ -29,6 +30,7 @@ class ExecContext:
     classpath: list[Path] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
     batch_rows: int = DEFAULT_BATCH_ROWS
+    batch_bytes: int = DEFAULT_BATCH_BYTES  # a scan's batches of narrow records, up to 8x the rows
     max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES
 
     def engine(self, name: str) -> Any:

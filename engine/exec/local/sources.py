@@ -76,6 +76,7 @@ class ScanOperator(BatchSource):
             else [c for c in self.op.projection if c not in FILE_COLUMNS],
             file_columns=[c for c in referenced if c in FILE_COLUMNS],
             batch_rows=self.ctx.batch_rows,
+            batch_bytes=self.ctx.batch_bytes,
             row_filter=None if pushed is None else self._row_filter(pushed),
         )
         remaining = self.op.pushed_limit
