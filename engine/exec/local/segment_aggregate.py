@@ -119,7 +119,7 @@ class SegmentAggregateOperator(CollapsingAggregateOperator):
         partials = PartialAggregates(
             self.operator_id, max_bytes=self.ctx.max_buffered_bytes, grouped=True
         )
-        streams = self.keys_suffice and combinable(self.call_names)
+        streams = bool(self.exprs) and self.keys_suffice and combinable(self.call_names)
         for batch in self.drain():
             buffer.add(batch)
             if streams and buffer.nbytes >= partials.chunk_bytes:

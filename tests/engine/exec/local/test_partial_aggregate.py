@@ -56,14 +56,19 @@ AGGREGATIONS = [
 ]
 
 
-def grouped(data: list[pa.RecordBatch], limit: int, aggregations: list[dict[str, str]]) -> list:
-    segment = Segment(id="2", ref="seg", exprs=["g"])
+def grouped(
+    data: list[pa.RecordBatch],
+    limit: int,
+    aggregations: list[dict[str, str]],
+    exprs: tuple[str, ...] = ("g",),
+) -> list:
+    segment = Segment(id="2", ref="seg", exprs=list(exprs))
     collapse = CollapsingAggregate.model_validate(
         {
             "@id": 3,
             "op": "collapsingaggregate",
             "within": "seg",
-            "carryovers": ["g"],
+            "carryovers": list(exprs),
             "aggregations": aggregations,
         }
     )
@@ -149,3 +154,10 @@ def test_partial_decimal_sums_keep_the_sums_type() -> None:
     _, (total, mean) = partials.result()
     assert total.type == pa.decimal128(17, 2) and total.to_pylist() == [Decimal("1199999.88")]
     assert mean.type == pa.decimal128(11, 6) and mean.to_pylist() == [Decimal("99999.990000")]
+
+
+def test_a_segment_without_expressions_buffers_its_one_group() -> None:
+    count = [{"ref": "n", "expr": "count(1)"}]
+    assert grouped(batches(4), ROOMY, count, exprs=()) == [{"n": 4000}]
+    with pytest.raises(ExecutionError, match="needs to buffer more than"):
+        grouped(batches(), LIMIT, count, exprs=())
