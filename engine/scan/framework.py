@@ -143,6 +143,10 @@ class FileScan:
     the file's columns that reach the output unchanged (same name, same type) and returns a
     :class:`RowFilter` over them, or None to read every row. :meth:`filtered_batches` says which
     batches it filtered.
+
+    Batches hold ``batch_rows`` records; given ``batch_bytes``, a file read through Arrow whose
+    records are narrow comes in batches of up to that many bytes (at most eight times the
+    rows), so that the operators reading them spend less of their time per batch.
     """
 
     def __init__(

@@ -130,3 +130,21 @@ def test_a_provided_varchar_type_takes_a_union_column_as_text(tmp_path: Path) ->
     assert rows == ['[1,"a"]', "s", "2", '{"k":null}']
     with pytest.raises(SchemaConflictError, match="from BIGINT to UNION"):
         list(FileScan(_engine(tmp_path), {"path": "a.json", "schema": {"x": "BIGINT"}}).batches())
+
+
+def test_narrow_records_come_in_batches_of_up_to_batch_bytes(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    (tmp_path / "narrow").mkdir()
+    (tmp_path / "wide").mkdir()
+    pq.write_table(pa.table({"n": list(range(10_000))}), tmp_path / "narrow" / "a.parquet")
+    pq.write_table(pa.table({"s": ["x" * 1000] * 1000}), tmp_path / "wide" / "a.parquet")
+
+    def sizes(path: str, **batching: int) -> list[int]:
+        scan = FileScan(_engine(tmp_path), {"path": path}, batch_rows=100, **batching)
+        return [batch.num_rows for batch in scan.batches()]
+
+    assert sizes("narrow") == [100] * 100  # no batch_bytes: batch_rows
+    assert sizes("narrow", batch_bytes=4_000) == [500] * 20  # 8 bytes a record
+    assert sizes("narrow", batch_bytes=1 << 20) == [800] * 12 + [400]  # at most 8x the rows
+    assert sizes("wide", batch_bytes=4_000) == [100] * 10  # never fewer rows than batch_rows
