@@ -247,20 +247,24 @@ def _decimal_means(
                 out.append(results[at])
                 at += 1
                 continue
-            total, count = results[at], results[at + 1]
-            counted = pc.if_else(pc.equal(count, 0), pa.scalar(None, count.type), count)
-            averaged = from_arrow(means[at])
-            target = coercion.avg_type(averaged)
-            try:
-                if pa.types.is_decimal256(total.type):  # summed wide: its sum's DECIMAL first
-                    total = decimals.fit(total, coercion.sum_type(averaged), "avg")
-                out.append(decimals.quotient(total, counted, target))
-            except decimals.DecimalError as err:
-                raise AggregateError(f"avg(): {err}") from err
+            out.append(decimal_mean(results[at], results[at + 1], means[at]))
             at += 2
         return out
 
     return expanded, combine
+
+
+def decimal_mean(total: pa.Array, count: pa.Array, averaged: pa.DataType) -> pa.Array:
+    """``avg`` of DECIMAL values of type ``averaged`` from their sums and counts: the exact
+    quotient rounded half away from zero to avg's DECIMAL; null where nothing was counted."""
+    counted = pc.if_else(pc.equal(count, 0), pa.scalar(None, count.type), count)
+    values = from_arrow(averaged)
+    try:
+        if pa.types.is_decimal256(total.type):  # summed wide: its sum's DECIMAL first
+            total = decimals.fit(total, coercion.sum_type(values), "avg")
+        return decimals.quotient(total, counted, coercion.avg_type(values))
+    except decimals.DecimalError as err:
+        raise AggregateError(f"avg(): {err}") from err
 
 
 def _decimal_results(

@@ -26,6 +26,12 @@ import pyarrow as pa
 from engine.errors import BufferLimitError
 from engine.types.batches import concat_batches
 
+BUFFER_LIMIT_HINT = (
+    "raise the limit: run_plan(..., max_buffered_bytes=N) or "
+    "`drill-dagster run --max-buffered-bytes N`; or run the plan on the spark executor"
+)
+"""What to do when an operator needs more than ``max_buffered_bytes``."""
+
 
 class BatchBuffer:
     """The input batches of a blocking operator, bounded by ``max_bytes``.
@@ -60,8 +66,7 @@ class BatchBuffer:
                 f"{self.kind} {self.operator_id} needs to buffer more than {self.max_bytes} bytes "
                 f"of input ({self.num_rows + batch.num_rows} rows so far) and stopped rather "
                 "than drop rows",
-                hint="raise the limit: run_plan(..., max_buffered_bytes=N) or "
-                "`drill-dagster run --max-buffered-bytes N`; or run the plan on the spark executor",
+                hint=BUFFER_LIMIT_HINT,
             )
         self.nbytes += size
         self.num_rows += batch.num_rows

@@ -38,7 +38,9 @@ from engine.exec.local.aggregate_functions import (
     COUNT_ALL,
     aggregate_groups,
     aggregate_runs,
+    decimal_mean,
 )
+from engine.exec.local.buffering import BUFFER_LIMIT_HINT
 from engine.expr import coercion
 from engine.expr.arrow import decimals
 from engine.types import MajorType, from_arrow, to_arrow
@@ -118,8 +120,7 @@ class PartialAggregates:
             raise BufferLimitError(
                 f"collapsingaggregate {self.operator_id} needs more than {self.max_bytes} bytes "
                 "for the partial results of its groups and stopped rather than drop rows",
-                hint="raise the limit: run_plan(..., max_buffered_bytes=N) or "
-                "`drill-dagster run --max-buffered-bytes N`; or run the plan on the spark executor",
+                hint=BUFFER_LIMIT_HINT,
             )
 
     def result(self) -> tuple[list[pa.Array], list[pa.Array]]:
@@ -194,12 +195,7 @@ def _fit(values: pa.Array, target: MajorType, name: str) -> pa.Array:
 
 def _average(total: pa.Array, count: pa.Array, dtype: pa.DataType | None) -> pa.Array:
     """``avg`` from the merged sum and count: null for a group of nulls only."""
+    if dtype is not None and pa.types.is_decimal(dtype):
+        return decimal_mean(total, count, dtype)
     counted = pc.if_else(pc.equal(count, 0), pa.scalar(None, count.type), count)
-    if dtype is None or not pa.types.is_decimal(dtype):
-        return pc.divide(total.cast(pa.float64()), counted.cast(pa.float64()))
-    averaged = from_arrow(dtype)
-    total = _fit(total, coercion.sum_type(averaged), "avg")
-    try:
-        return decimals.quotient(total, counted, coercion.avg_type(averaged))
-    except decimals.DecimalError as err:
-        raise AggregateError(f"avg(): {err}") from err
+    return pc.divide(total.cast(pa.float64()), counted.cast(pa.float64()))

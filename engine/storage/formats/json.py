@@ -279,33 +279,30 @@ class JsonReader(FormatReader):
         return table
 
     def _pyarrow_json(self, schema: pa.Schema | None) -> pa.Table:
-        parse = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
         with self.open_binary() as binary:
             size = binary.seek(0, 2)
-            binary.seek(0)
-            block = pa_json.ReadOptions(block_size=min(size + 1, _ARROW_BLOCK))
-            try:
-                return pa_json.read_json(binary, read_options=block, parse_options=parse)
-            except pa.ArrowInvalid as err:
-                if "straddl" not in str(err):
-                    raise
-        # One record is longer than a block: read the file as one block.
-        with self.open_binary() as binary:
-            whole = pa_json.ReadOptions(block_size=size + 1, use_threads=False)
-            return pa_json.read_json(binary, read_options=whole, parse_options=parse)
+        return _arrow_json(self.open_binary, size, schema)
 
 
 def _read_part(part: bytes, schema: pa.Schema | None) -> pa.Table:
     """Lines of JSON objects read by Arrow, with ``schema`` (its fields; others inferred)."""
+    return _arrow_json(lambda: pa.BufferReader(part), len(part), schema)
+
+
+def _arrow_json(open_input: Callable[[], Any], size: int, schema: pa.Schema | None) -> pa.Table:
+    """``size`` bytes of JSON lines, from ``open_input()``, read by Arrow in blocks, or as one
+    block where a record is longer than a block."""
     parse = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
-    block = pa_json.ReadOptions(block_size=min(len(part) + 1, _ARROW_BLOCK))
-    try:
-        return pa_json.read_json(pa.BufferReader(part), read_options=block, parse_options=parse)
-    except pa.ArrowInvalid as err:
-        if "straddl" not in str(err):
-            raise
-    whole = pa_json.ReadOptions(block_size=len(part) + 1, use_threads=False)
-    return pa_json.read_json(pa.BufferReader(part), read_options=whole, parse_options=parse)
+    block = pa_json.ReadOptions(block_size=min(size + 1, _ARROW_BLOCK))
+    with open_input() as source:
+        try:
+            return pa_json.read_json(source, read_options=block, parse_options=parse)
+        except pa.ArrowInvalid as err:
+            if "straddl" not in str(err):
+                raise
+    whole = pa_json.ReadOptions(block_size=size + 1, use_threads=False)
+    with open_input() as source:
+        return pa_json.read_json(source, read_options=whole, parse_options=parse)
 
 
 def _unified(a: pa.Schema, b: pa.Schema) -> pa.Schema | None:
