@@ -125,16 +125,14 @@ class CollapsingAggregateOperator(GeneratorOperator):
         splitter = RunSplitter(self.within, buffer)
         # One run of the whole input whose result reads only its aggregates keeps their
         # partial results past a chunk of input (see partial_aggregate)
-        partials = PartialAggregates(
-            self.operator_id, max_bytes=self.ctx.max_buffered_bytes, grouped=False
-        )
+        partials = PartialAggregates(self.operator_id, max_bytes=self.ctx.max_buffered_bytes)
         streams = self._global_partials()
         for batch in self.drain():
             complete = splitter.add(batch)
             if complete is not None:
                 yield from _emit(self.collapse(complete), self.ctx.batch_rows)
             if streams and buffer.nbytes >= partials.chunk_bytes:
-                self._add_chunk(partials, buffer)
+                streams = self._add_chunk(partials, buffer)
         if not partials.empty:
             if buffer.num_rows:
                 self._add_chunk(partials, buffer)
@@ -181,10 +179,16 @@ class CollapsingAggregateOperator(GeneratorOperator):
     def _calls(self, batch: pa.RecordBatch) -> list[tuple[str, pa.Array]]:
         return [(c.name, _argument(c, batch)) for a in self.aggregations for c in a.calls]
 
-    def _add_chunk(self, partials: PartialAggregates, buffer: BatchBuffer) -> None:
+    def _add_chunk(self, partials: PartialAggregates, buffer: BatchBuffer) -> bool:
+        """Aggregate what ``buffer`` holds into ``partials`` (and empty it); False (the buffer
+        kept) where the first chunk's counted values are floats: the input is then buffered."""
         batch = buffer.batch()
+        calls = self._calls(batch)
+        if not partials.takes([], calls):
+            return False
         buffer.clear()
-        partials.add([], self._calls(batch), batch.num_rows)
+        partials.add([], calls, batch.num_rows)
+        return True
 
     def _global_partials(self) -> bool:
         """Whether this aggregate of the whole input may keep partial results: no target, no
@@ -193,7 +197,7 @@ class CollapsingAggregateOperator(GeneratorOperator):
             self.within is None
             and self.target is None
             and not self.carryovers
-            and combinable([c.name for a in self.aggregations for c in a.calls])
+            and combinable(c for a in self.aggregations for c in a.calls)
             and reads_only_aggregates(self.aggregations)
         )
 

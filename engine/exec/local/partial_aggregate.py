@@ -6,8 +6,14 @@ aggregated chunk by chunk into partial results (a ``count``, ``sum``, ``min`` or
 group, an ``avg`` as a sum and a count), which are merged as they pile up and once at the end:
 memory then grows with the groups, not the rows, and the partial results have the other half of
 the limit. An input of less than one chunk is aggregated in one piece, as any blocking operator
-does (one aggregate of many rows is faster than several). Only aggregates
-whose partial results combine exactly qualify (:func:`combinable`: not ``count_distinct``).
+does (one aggregate of many rows is faster than several). Only aggregates whose partial results
+combine exactly qualify (:func:`combinable`).
+
+A ``count_distinct`` keeps the values it counts: they group the partial results as one more key
+(a group's partial sums are then kept per distinct value, and added up at the end), and each
+group's count is that of its distinct non-null values, as one ``count_distinct`` of the whole
+input. Memory then grows with the distinct values of each group; every ``count_distinct`` of
+the aggregate must count the same argument.
 
 Merged results are those of the whole input: counts and integer sums exactly; a DECIMAL's sum
 and average keep their DECIMAL types (:func:`~engine.expr.coercion.sum_type`,
@@ -17,7 +23,7 @@ Groups keep the order of their first appearance.
 
 >>> import pyarrow as pa
 >>> from engine.exec.local.aggregate_functions import COUNT_ALL
->>> partials = PartialAggregates("4", max_bytes=1 << 20, grouped=True)
+>>> partials = PartialAggregates("4", max_bytes=1 << 20)
 >>> partials.add([pa.array(["a", "b", "a"])], [("sum", pa.array([1, 2, 3])), (COUNT_ALL, None)], 3)
 >>> partials.add([pa.array(["c", "a"])], [("sum", pa.array([4, 5])), (COUNT_ALL, None)], 2)
 >>> keys, (sums, counts) = partials.result()
@@ -27,7 +33,7 @@ Groups keep the order of their first appearance.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -41,6 +47,7 @@ from engine.exec.local.aggregate_functions import (
     decimal_mean,
 )
 from engine.exec.local.buffering import BUFFER_LIMIT_HINT
+from engine.expr import Call as AggregateCall
 from engine.expr import coercion
 from engine.expr.arrow import decimals
 from engine.types import MajorType, from_arrow, to_arrow
@@ -51,35 +58,62 @@ Call = tuple[str, pa.Array | None]
 _MERGED_BY = {"count": "sum", COUNT_ALL: "sum", "sum": "sum", "min": "min", "max": "max"}
 
 
-def combinable(names: Sequence[str]) -> bool:
-    """Whether aggregates ``names`` can be computed chunk by chunk (see the module docstring).
+def combinable(calls: Iterable[AggregateCall]) -> bool:
+    """Whether aggregate ``calls`` can be computed chunk by chunk (see the module docstring).
 
-    >>> combinable(["sum", "avg", "count_all"]), combinable(["count_distinct"])
-    (True, False)
+    >>> from engine.expr import parse_expression
+    >>> combinable([parse_expression("sum(a)"), parse_expression("count_distinct(b)")])
+    True
+    >>> combinable([parse_expression("count_distinct(a)"), parse_expression("count_distinct(b)")])
+    False
     """
-    return all(name in _MERGED_BY or name == "avg" for name in names)
+    calls = list(calls)
+    counted = {call.args for call in calls if call.name == "count_distinct"}
+    return len(counted) <= 1 and all(
+        call.name in _MERGED_BY or call.name in ("avg", "count_distinct") for call in calls
+    )
+
+
+def grouped_exactly(keys: Sequence[pa.Array], calls: Sequence[Call]) -> bool:
+    """Whether Arrow's hash grouping on ``keys`` (and on the values a ``count_distinct``
+    counts, which group the partial results too) is the segment's equality: not for floats,
+    whose NaN and -0.0 are where hash equality may differ (those are left to a buffered
+    aggregate)."""
+    distinct = [values for name, values in calls if name == "count_distinct"]
+    return all(hashed_exactly(array.type) for array in [*keys, *distinct])
+
+
+def hashed_exactly(dtype: pa.DataType) -> bool:
+    """Whether Arrow's hash grouping on ``dtype`` is the segment's equality (see
+    :func:`grouped_exactly`)."""
+    return (
+        pa.types.is_integer(dtype)
+        or pa.types.is_string(dtype)
+        or pa.types.is_large_string(dtype)
+        or pa.types.is_boolean(dtype)
+        or pa.types.is_date(dtype)
+    )
 
 
 class PartialAggregates:
     """The partial results of one aggregate's chunks, merged by :meth:`result`.
 
-    ``grouped``: each chunk comes with its group keys (else the whole input is one group and
-    ``add`` takes no keys). ``max_bytes`` (the operator's ``max_buffered_bytes``) bounds a chunk
-    of input, :attr:`chunk_bytes`, and the partial results, the rest (:class:`BufferLimitError`,
-    naming operator ``operator_id``).
+    Each chunk comes with its group keys (none: the whole input is one group). ``max_bytes``
+    (the operator's ``max_buffered_bytes``) bounds a chunk of input, :attr:`chunk_bytes`, and
+    the partial results, the rest (:class:`BufferLimitError`, naming operator ``operator_id``).
     """
 
-    def __init__(self, operator_id: str, *, max_bytes: int, grouped: bool) -> None:
+    def __init__(self, operator_id: str, *, max_bytes: int) -> None:
         self.operator_id = operator_id
         self.chunk_bytes = max_bytes // 2
         """How much input to hold before aggregating it."""
         self.max_bytes = max_bytes - self.chunk_bytes
-        self.grouped = grouped
         self._partials: list[pa.RecordBatch] = []
         self._nbytes = 0
         self._names: list[str] = []  # each call's function
         self._types: list[pa.DataType | None] = []  # each call's values' type, from its first chunk
-        self._keys = 0
+        self._keys = 0  # the partial results' keys: the groups' and any counted values
+        self._groups = 0  # the groups' keys
         self._merge_at = self.max_bytes // 4
 
     @property
@@ -87,15 +121,38 @@ class PartialAggregates:
         """Whether no chunk was added yet."""
         return not self._partials
 
+    def takes(self, keys: Sequence[pa.Array], calls: Sequence[Call]) -> bool:
+        """Whether a chunk of these group ``keys`` and ``calls`` can be added: not where they are
+        not grouped exactly (:func:`grouped_exactly`), before the first chunk (its operator then
+        buffers its input instead); after it, they fail with an :class:`AggregateError`."""
+        if grouped_exactly(keys, calls):
+            return True
+        if self.empty:
+            return False
+        types = [str(key.type) for key in keys]
+        types += [str(values.type) for name, values in calls if name == "count_distinct"]
+        raise AggregateError(
+            f"collapsingaggregate {self.operator_id}: a group key or the values a count_distinct "
+            f"counts changed type to {', '.join(types)} after more than one chunk of input",
+            hint="cast the group keys and the counted values to one type, or run the plan on the "
+            "spark executor",
+        )
+
     def add(self, keys: Sequence[pa.Array], calls: Sequence[Call], rows: int) -> None:
         """Aggregate one chunk of ``rows`` records: its group ``keys`` (one array per key) and
         ``calls``."""
         if not self._names:
             self._names = [name for name, _ in calls]
             self._types = [None if values is None else values.type for _, values in calls]
-            self._keys = len(keys)
+            self._groups = len(keys)
+        distinct = next((values for name, values in calls if name == "count_distinct"), None)
+        if distinct is not None:  # the counted values group the partial results too
+            keys = [*keys, distinct]
+        self._keys = len(keys)
         expanded: list[Call] = []
         for name, values in calls:
+            if name == "count_distinct":
+                continue
             if name == "avg":  # a sum and a count (DECIMALs stay exact, others add as floats)
                 floats = values is not None and not pa.types.is_decimal(values.type)
                 expanded += [("sum", values.cast(pa.float64()) if floats else values)]
@@ -128,8 +185,13 @@ class PartialAggregates:
         merged = self._merged()
         keys = [merged.column(i) for i in range(self._keys)]
         partial = [merged.column(i) for i in range(self._keys, merged.num_columns)]
+        if self._keys > self._groups:  # partial results per group and counted value
+            keys, partial = self._by_group(keys, partial)
         results: list[pa.Array] = []
         for name, dtype in zip(self._names, self._types, strict=True):
+            if name == "count_distinct":
+                results.append(partial.pop(0))
+                continue
             if name == "avg":
                 total, count = partial.pop(0), partial.pop(0)
                 results.append(_average(total, count, dtype))
@@ -141,6 +203,31 @@ class PartialAggregates:
             results.append(value)
         return keys, results
 
+    def _by_group(
+        self, keys: list[pa.Array], partial: list[pa.Array]
+    ) -> tuple[list[pa.Array], list[pa.Array]]:
+        """Partial results kept per group and counted value, merged per group: the
+        ``count_distinct`` is the count of each group's non-null values (in the calls' order)."""
+        *group_keys, counted = keys
+        merge = self._merge_calls(partial)
+        at = 0
+        for name in self._names:
+            if name == "count_distinct":
+                merge.insert(at, ("count", counted))
+            at += 2 if name == "avg" else 1
+        return self._aggregate(group_keys, merge, len(counted))
+
+    def _merge_calls(self, partial: list[pa.Array]) -> list[Call]:
+        """How each partial result column merges with itself."""
+        partial = list(partial)
+        merge: list[Call] = []
+        for name in self._names:
+            if name == "avg":
+                merge += [("sum", partial.pop(0)), ("sum", partial.pop(0))]
+            elif name != "count_distinct":
+                merge.append((_MERGED_BY[name], partial.pop(0)))
+        return merge
+
     def _merged(self) -> pa.RecordBatch:
         table = concat_batches(self._partials)
         batch = table.combine_chunks().to_batches()[0] if table.num_rows else None
@@ -148,19 +235,13 @@ class PartialAggregates:
             return self._partials[0]
         keys = [batch.column(i) for i in range(self._keys)]
         partial = [batch.column(i) for i in range(self._keys, batch.num_columns)]
-        merge: list[Call] = []
-        for name in self._names:
-            if name == "avg":
-                merge += [("sum", partial.pop(0)), ("sum", partial.pop(0))]
-            else:
-                merge.append((_MERGED_BY[name], partial.pop(0)))
-        grouped_keys, results = self._aggregate(keys, merge, batch.num_rows)
+        grouped_keys, results = self._aggregate(keys, self._merge_calls(partial), batch.num_rows)
         return pa.RecordBatch.from_arrays([*grouped_keys, *results], names=table.schema.names)
 
     def _aggregate(
         self, keys: list[pa.Array], calls: list[Call], rows: int
     ) -> tuple[list[pa.Array], list[pa.Array]]:
-        if self.grouped:
+        if keys:
             return aggregate_groups(calls, keys)
         starts = np.zeros(rows, dtype=bool)
         starts[:1] = True  # the whole chunk is one run

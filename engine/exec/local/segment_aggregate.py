@@ -33,7 +33,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.errors import AggregateError
 from engine.exec.local.aggregate import (
     CollapsingAggregateOperator,
     _argument,
@@ -43,7 +42,11 @@ from engine.exec.local.aggregate import (
 )
 from engine.exec.local.aggregate_functions import COUNT_ALL, aggregate_groups
 from engine.exec.local.buffering import BatchBuffer
-from engine.exec.local.partial_aggregate import PartialAggregates, combinable
+from engine.exec.local.partial_aggregate import (
+    PartialAggregates,
+    combinable,
+    hashed_exactly,
+)
 from engine.exec.local.registry import ExecContext
 from engine.exec.local.segment import group_numbers
 from engine.exec.protocol import BatchOperator
@@ -106,7 +109,7 @@ class SegmentAggregateOperator(CollapsingAggregateOperator):
         # Carryovers that are keys can be read from each group's key, with no row to look up,
         # unless the record matters: a target, or a field read outside an aggregate.
         self.carried_keys = [keys.index(path) if path in keys else None for path in self.carryovers]
-        self.call_names = [_call_name(c) for a in self.aggregations for c in a.calls]
+        self.calls = [c for a in self.aggregations for c in a.calls]
         self.keys_suffice = (
             self.target is None
             and None not in self.carried_keys
@@ -116,10 +119,8 @@ class SegmentAggregateOperator(CollapsingAggregateOperator):
     def generate(self) -> Iterator[pa.RecordBatch]:
         buffer = BatchBuffer(self.operator_id, self.kind, max_bytes=self.ctx.max_buffered_bytes)
         # Groups whose carryovers are their keys keep partial results past a chunk of input
-        partials = PartialAggregates(
-            self.operator_id, max_bytes=self.ctx.max_buffered_bytes, grouped=True
-        )
-        streams = bool(self.exprs) and self.keys_suffice and combinable(self.call_names)
+        partials = PartialAggregates(self.operator_id, max_bytes=self.ctx.max_buffered_bytes)
+        streams = self.keys_suffice and combinable(self.calls)
         for batch in self.drain():
             buffer.add(batch)
             if streams and buffer.nbytes >= partials.chunk_bytes:
@@ -138,27 +139,21 @@ class SegmentAggregateOperator(CollapsingAggregateOperator):
 
     def _add_chunk(self, partials: PartialAggregates, buffer: BatchBuffer) -> bool:
         """Aggregate what ``buffer`` holds into ``partials`` (and empty it); False (the buffer
-        kept) where the first chunk's keys are not hashed exactly: the input is then buffered."""
+        kept) where the first chunk's keys (or the values a ``count_distinct`` counts) are not
+        hashed exactly: the input is then buffered."""
         batch = buffer.batch()
         keys = [evaluate(expr, batch) for expr in self.exprs]
-        if not all(_hashed_exactly(key.type) for key in keys):
-            if partials.empty:
-                return False
-            raise AggregateError(
-                f"collapsingaggregate {self.operator_id}: a group key changed type to "
-                f"{', '.join(str(key.type) for key in keys)} after more than one chunk of input",
-                hint="cast the segment's expressions to one type, or run the plan on the spark "
-                "executor",
-            )
+        calls = [_call_input(c, batch) for c in self.calls]
+        if not partials.takes(keys, calls):
+            return False
         buffer.clear()
-        calls = [_call_input(c, batch) for a in self.aggregations for c in a.calls]
         partials.add(keys, calls, batch.num_rows)
         return True
 
     def _grouped_output(self, keys: list[pa.Array], results: list[pa.Array]) -> pa.RecordBatch:
         """The output record of each group, its carryovers read from its keys."""
         carried = build_batch(
-            len(keys[0]),
+            len(keys[0]) if keys else 1,  # no key: the whole input is one group
             [(path, keys[k]) for path, k in zip(self.carryovers, self.carried_keys, strict=True)],
         )
         return self._output(carried, results)
@@ -167,8 +162,8 @@ class SegmentAggregateOperator(CollapsingAggregateOperator):
         """One record per group of ``batch`` (a group without a true target gives none)."""
         n = batch.num_rows
         keys = [evaluate(expr, batch) for expr in self.exprs]
-        calls = [_call_input(c, batch) for a in self.aggregations for c in a.calls]
-        if keys and all(_hashed_exactly(key.type) for key in keys):
+        calls = [_call_input(c, batch) for c in self.calls]
+        if keys and all(hashed_exactly(key.type) for key in keys):
             if self.keys_suffice:  # equal keys are identical values: any row's are the last's
                 return self._grouped_output(*aggregate_groups(calls, keys))
         else:
@@ -203,15 +198,3 @@ def _field_path(expr: Expr) -> tuple[str, ...] | None:
     if isinstance(expr, FieldRef) and all(isinstance(step, str) for step in expr.path):
         return tuple(str(step) for step in expr.path)
     return None
-
-
-def _hashed_exactly(dtype: pa.DataType) -> bool:
-    """Whether Arrow's hash grouping on ``dtype`` is the segment's equality (floats are left to
-    :func:`group_numbers`: NaN and -0.0 are where hash equality may differ)."""
-    return (
-        pa.types.is_integer(dtype)
-        or pa.types.is_string(dtype)
-        or pa.types.is_large_string(dtype)
-        or pa.types.is_boolean(dtype)
-        or pa.types.is_date(dtype)
-    )

@@ -20,6 +20,8 @@ from engine.exec.protocol import BatchSource, FragmentExecutor
 from engine.plan.operators import CollapsingAggregate, Segment
 
 LIMIT = 64 * 1024  # far below the input: only partial results fit
+# partial results per group and distinct value: more of them, still a few times below the input
+DISTINCT_LIMIT = 256 * 1024
 ROOMY = 1 << 30  # the whole input fits: one aggregate of all of it
 
 
@@ -133,9 +135,62 @@ def test_groups_whose_results_outgrow_the_limit_stop_with_a_clear_error() -> Non
     assert "max_buffered_bytes" in (raised.value.hint or "")
 
 
-def test_aggregates_that_do_not_combine_still_buffer_their_input() -> None:
+def test_count_distincts_of_two_arguments_still_buffer_their_input() -> None:
+    counts = [
+        {"ref": "k", "expr": "count_distinct(s)"},
+        {"ref": "j", "expr": "count_distinct(i)"},
+    ]
     with pytest.raises(ExecutionError, match="needs to buffer more than"):
-        global_(batches(), LIMIT, [{"ref": "k", "expr": "count_distinct(s)"}])
+        global_(batches(), LIMIT, counts)
+
+
+DISTINCT = [
+    {"ref": "ki", "expr": "count_distinct(i)"},
+    {"ref": "n", "expr": "count(1)"},
+    {"ref": "si", "expr": "sum(i)"},
+    {"ref": "ad", "expr": "avg(d)"},
+    {"ref": "per", "expr": "count(1) / count_distinct(i)"},
+    {"ref": "hi", "expr": "max(f)"},
+]
+
+
+def test_a_grouping_count_distinct_past_the_limit_counts_each_groups_distinct_values() -> None:
+    assert sum(b.nbytes for b in batches()) > 5 * DISTINCT_LIMIT
+    expected = grouped(batches(), ROOMY, DISTINCT)
+    got = grouped(batches(), DISTINCT_LIMIT, DISTINCT)
+    assert [r["g"] for r in got] == ["a", "b", "c", "d", "e"]
+    # i is i % 97 (null where i % 11 == 0): each group holds all 97 values, nulls not counted
+    assert [r["ki"] for r in got] == [97] * 5
+    assert sum(r["n"] for r in got) == 40_000
+    assert_same(got, expected)
+
+
+def test_a_global_count_distinct_past_the_limit_counts_the_distinct_values() -> None:
+    counts = [{"ref": "ks", "expr": "count_distinct(s)"}, {"ref": "n", "expr": "count(1)"}]
+    expected = global_(batches(), ROOMY, counts)
+    got = global_(batches(), LIMIT, counts)
+    assert got == expected == [{"ks": 389, "n": 40_000}]
+    assert global_(batches(), DISTINCT_LIMIT, DISTINCT)[0]["ki"] == 97
+
+
+def test_a_count_distinct_of_null_values_only_is_zero() -> None:
+    data = [pa.record_batch({"g": ["a", "b"] * 500, "v": pa.nulls(1000, pa.int64())})] * 40
+    counts = [{"ref": "k", "expr": "count_distinct(v)"}]
+    assert grouped(data, LIMIT, counts, exprs=("g",)) == [{"g": "a", "k": 0}, {"g": "b", "k": 0}]
+    assert global_(data, LIMIT, counts) == [{"k": 0}]
+
+
+def test_count_distinct_of_floats_is_buffered_as_before() -> None:
+    counts = [{"ref": "k", "expr": "count_distinct(f)"}]
+    with pytest.raises(ExecutionError, match="needs to buffer more than"):
+        global_(batches(), LIMIT, counts)
+    assert global_(batches(4), ROOMY, counts) == [{"k": 13}]
+
+
+def test_distinct_values_that_outgrow_the_limit_stop_with_a_clear_error() -> None:
+    data = [pa.record_batch({"v": [f"value{b}-{i}" for i in range(1000)]}) for b in range(40)]
+    with pytest.raises(ExecutionError, match="partial results of its groups"):
+        global_(data, LIMIT, [{"ref": "k", "expr": "count_distinct(v)"}])
 
 
 def test_float_group_keys_are_buffered_as_before() -> None:
@@ -147,7 +202,7 @@ def test_float_group_keys_are_buffered_as_before() -> None:
 
 
 def test_partial_decimal_sums_keep_the_sums_type() -> None:
-    partials = PartialAggregates("7", max_bytes=1 << 20, grouped=False)
+    partials = PartialAggregates("7", max_bytes=1 << 20)
     values = pa.array([Decimal("99999.99")] * 3, pa.decimal128(7, 2))
     for _ in range(4):
         partials.add([], [("sum", values), ("avg", values)], 3)
@@ -156,8 +211,7 @@ def test_partial_decimal_sums_keep_the_sums_type() -> None:
     assert mean.type == pa.decimal128(11, 6) and mean.to_pylist() == [Decimal("99999.990000")]
 
 
-def test_a_segment_without_expressions_buffers_its_one_group() -> None:
-    count = [{"ref": "n", "expr": "count(1)"}]
-    assert grouped(batches(4), ROOMY, count, exprs=()) == [{"n": 4000}]
-    with pytest.raises(ExecutionError, match="needs to buffer more than"):
-        grouped(batches(), LIMIT, count, exprs=())
+def test_a_segment_without_expressions_aggregates_its_one_group_past_the_limit() -> None:
+    count = [{"ref": "n", "expr": "count(1)"}, {"ref": "ks", "expr": "count_distinct(s)"}]
+    assert grouped(batches(4), ROOMY, count, exprs=()) == [{"n": 4000, "ks": 389}]
+    assert grouped(batches(), LIMIT, count, exprs=()) == [{"n": 40_000, "ks": 389}]
