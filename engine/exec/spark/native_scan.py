@@ -68,9 +68,7 @@ ROW_INDEX_COLUMN = "_tmp_metadata_row_index"
 index in its file: Spark's own name for what ``_metadata.row_index`` reads (its
 ``FileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME``, pinned with pyspark and checked by the tests).
 Read as a column, it costs less than through ``_metadata``, which Spark builds as a struct for
-every row (in-process A/Bs of executor CPU: topn at scale 4 847 against 861 ms, q3 at scale 1
-322 against 331; a PySpark top-N reading the index alone 791 against 841). A projection that
-does not read it prunes it: no index is computed."""
+every row. A projection that does not read it prunes it: no index is computed."""
 
 CASE_LOOKUP_FILES = 8
 """Up to this many files, a row's position in those literals comes from compares of its file's
@@ -163,9 +161,8 @@ def native_scan_dataframe(
     files before it (from the footers), so the sequence is a long of known width
     (``compiler_order.SEQ_BITS``) and pairs of such sequences stay longs. Other formats, and
     parquet elsewhere, use ``monotonically_increasing_id`` (within a file, rows keep their order
-    and the file's splits get increasing partition ids; reading the row index costs more: topn
-    at scale 1, 1.14x hand-written against 1.05x) and a file's index shifted above the bits it
-    uses. The file
+    and the file's splits get increasing partition ids; the row index costs more where it is
+    not needed dense) and a file's index shifted above the bits it uses. The file
     comes from ``_metadata.file_size`` when the files' sizes differ, else ``_metadata.file_path``:
     its position among the files (:func:`_position_of`, or in an array literal), its base and
     implicit values from array literals at that position (a projection Spark prunes when
@@ -232,7 +229,7 @@ def native_scan_dataframe(
         return shaped(read, table, seq, reads_metadata=False)
     in_literals = len(files) <= LITERAL_LOOKUP_FILES
     # Files of distinct sizes (Spark reads only these) are known by their size: a long compare
-    # per row instead of a path's (topn at scale 1: 1.10x hand-written instead of 1.23x).
+    # per row instead of a path's.
     # Like the footers' row counts, this trusts the listing: a file rewritten between planning
     # and reading (to another listed file's size, or to more rows) is numbered wrongly, silently.
     by_size = in_literals and len({f.size for f in files}) == len(files)
