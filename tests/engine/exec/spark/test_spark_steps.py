@@ -1,20 +1,16 @@
-"""Operators that change records path by path do it in one DataFrame step (each step is an
-analysis on the driver): every transform of a ``transform``, a later one reading what an earlier
-one wrote; a ``flatten``'s element, dropped source and new sequence. The records stay the local
-executor's."""
+"""Operators that change records path by path (a ``transform`` whose later transforms read what
+earlier ones wrote, a ``flatten`` dropping its source), an order only top-N limits read, and
+joins of related or unrelated inputs give the local executor's records on Spark."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from py4j_calls import counted
 
-from engine.exec.spark.compiler import SparkCompiler, SparkRunContext
-from engine.exec.spark.executor import SparkPlanRun
 from engine.plan import parse_plan
 from engine.planner.properties.decisions import top_n_orders
-from engine.run import build_engines, run_plan
+from engine.run import run_plan
 
 RECORDS = [
     {"id": 1, "m": {"a": 2, "tags": ["x", "y"]}},
@@ -48,30 +44,17 @@ TRANSFORM = {
 FLATTEN = {"op": "flatten", "ref": "tag", "expr": "m.tags", "drop": True}
 
 
-@pytest.mark.parametrize(
-    ("op", "steps"), [(TRANSFORM, 1), (FLATTEN, 2)], ids=["transform", "flatten"]
-)
-def test_one_operator_few_steps_the_local_records(
-    op: dict[str, Any], steps: int, spark: Any
-) -> None:
+@pytest.mark.parametrize("op", [TRANSFORM, FLATTEN], ids=["transform", "flatten"])
+def test_path_by_path_operators_give_the_local_records(op: dict[str, Any], spark: Any) -> None:
     plan = plan_of(op)
-    engines = build_engines(plan, base_dir=None, classpath=[])
-    source = SparkPlanRun(plan, spark, engines=engines, params={}).compiler.compile(
-        plan.operator("1"), []
-    )
-    compiler = SparkCompiler(spark, SparkRunContext(engines=engines))
-    with counted() as counts:
-        compiler.compile(plan.operator("2"), [source])
-    assert counts.frames == steps
     assert (
         run_plan(plan, executor="spark", spark=spark).records()
         == run_plan(plan, executor="local").records()
     )
 
 
-def test_an_order_only_top_n_limits_read_builds_nothing(spark: Any) -> None:
-    """An order read only by limits with an end runs as their top-N (one sort of its input):
-    its own DataFrame is its input, untouched."""
+def test_an_order_only_top_n_limits_read_runs_as_their_top_n(spark: Any) -> None:
+    """An order read only by limits with an end runs as their top-N (one sort of its input)."""
     order = {"op": "order", "orderings": [{"order": "desc", "expr": "id"}]}
     limit = {"@id": 4, "op": "limit", "input": 2, "first": 1, "last": 3}
     plan = parse_plan(
@@ -87,11 +70,6 @@ def test_an_order_only_top_n_limits_read_builds_nothing(spark: Any) -> None:
     )
     assert top_n_orders(plan) == {"2"}
     assert top_n_orders(plan_of(order)) == set()  # a store reads it
-    run = SparkPlanRun(
-        plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
-    )
-    source = run.compiler.compile(plan.operator("1"), [])
-    assert run.compiler.compile(plan.operator("2"), [source]) is source
     on_spark = run_plan(plan, executor="spark", spark=spark).records()
     assert on_spark == run_plan(plan, executor="local").records()
     assert [r["id"] for r in on_spark] == [2, 1]
@@ -126,28 +104,17 @@ SAME_ORDERS = {
 
 
 @pytest.mark.parametrize(
-    ("right", "related", "steps", "keys"),
-    [(LINES, False, 4, [2, 1, 1, 3]), (SAME_ORDERS, True, 5, [2, 1, 3])],
+    ("right", "keys"),
+    [(LINES, [2, 1, 1, 3]), (SAME_ORDERS, [2, 1, 3])],
     ids=["other input", "same input"],
 )
-def test_a_join_reads_each_sides_sequence_where_spark_tells_them_apart(
-    right: dict[str, Any], related: bool, steps: int, keys: list[int], spark: Any
+def test_a_join_keeps_each_sides_order_whether_or_not_its_inputs_share_an_operator(
+    right: dict[str, Any], keys: list[int], spark: Any
 ) -> None:
-    """A join of inputs that share no operator upstream reads each side's sequence as that
-    side's column: the broadcast hint on the small side (two DataFrame objects), the join and
-    its select. Where both derive from one operator (an orders joined with a project of the
-    same orders), the right sequence is renamed first: one step more."""
+    """A join of inputs that share no operator upstream, and one whose sides both derive from
+    one operator (orders joined with a project of the same orders), pair their records in the
+    local executor's order."""
     plan = join_plan(right)
-    run = SparkPlanRun(
-        plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]), params={}
-    )
-    assert (not run.properties["3"].unrelated_inputs) is related
-    frames = {op.id: run.compiler.compile(op, []) for op in map(plan.operator, ("1", "5"))}
-    frames["2"] = run.compiler.compile(plan.operator("2"), [frames[str(right["input"])]])
-    with counted() as counts:
-        joined = run.compiler.compile(plan.operator("3"), [frames["1"], frames["2"]])
-        run.compiler.materialized("3", joined)  # its select, which it leaves to its one reader
-    assert counts.frames == steps
     on_spark = run_plan(plan, executor="spark", spark=spark).records()
     assert on_spark == run_plan(plan, executor="local").records()
     assert [r["o"]["key"] for r in on_spark] == keys
