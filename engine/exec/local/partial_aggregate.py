@@ -209,16 +209,11 @@ class PartialAggregates:
         """Partial results kept per group and counted value, merged per group: the
         ``count_distinct`` is the count of each group's non-null values (in the calls' order)."""
         *group_keys, counted = keys
-        merge = self._merge_calls(partial)
-        at = 0
-        for name in self._names:
-            if name == "count_distinct":
-                merge.insert(at, ("count", counted))
-            at += 2 if name == "avg" else 1
-        return self._aggregate(group_keys, merge, len(counted))
+        return self._aggregate(group_keys, self._merge_calls(partial, counted), len(counted))
 
-    def _merge_calls(self, partial: list[pa.Array]) -> list[Call]:
-        """How each partial result column merges with itself."""
+    def _merge_calls(self, partial: list[pa.Array], counted: pa.Array | None = None) -> list[Call]:
+        """How each partial result column merges with itself; with the ``counted`` values, each
+        ``count_distinct`` counts them (else it has no column yet)."""
         partial = list(partial)
         merge: list[Call] = []
         for name in self._names:
@@ -226,6 +221,8 @@ class PartialAggregates:
                 merge += [("sum", partial.pop(0)), ("sum", partial.pop(0))]
             elif name != "count_distinct":
                 merge.append((_MERGED_BY[name], partial.pop(0)))
+            elif counted is not None:
+                merge.append(("count", counted))
         return merge
 
     def _merged(self) -> pa.RecordBatch:
