@@ -111,6 +111,11 @@ class SparkPlanRun:
     planned plan, the one thing either way of running it compiles: :meth:`run` builds it whole,
     a caller running it piecewise (the Dagster ops) builds one operator at a time with
     :meth:`build` and reads the counts with :meth:`row_counts`.
+
+    What a caller may read: ``planned`` (the plan the run compiles), ``physical`` (its physical
+    plan), ``properties`` (the planner's decisions per operator,
+    :func:`engine.planner.properties.plan_properties`), ``frames`` (each operator's DataFrame
+    once built) and :meth:`dataframe`.
     """
 
     def __init__(
@@ -255,6 +260,20 @@ class SparkPlanRun:
                 self._build_one(op)
         return self.frames.get(op_id)
 
+    def dataframe(self, op_id: str) -> DataFrame:
+        """Operator ``op_id``'s DataFrame as a reader outside the run sees it, built if it is
+        not yet: its records with every column it left for its reader to select made (what
+        ``explain`` shows of a store's input).
+
+        Example::
+
+            run = SparkPlanRun(plan, spark, engines=engines, params={})
+            run.dataframe("3").explain()
+        """
+        if op_id not in self.frames:
+            self.build(op_id)
+        return self.compiler.materialized(op_id, self.frames[op_id])
+
     def _ancestors(self, op_id: str) -> set[str]:
         """The operators ``op_id`` reads from as the run compiles it, itself included: a semi
         (anti) join reads the records below the operators it skips."""
@@ -392,7 +411,7 @@ class SparkPlanRun:
             with _failures_named(op, self.fragments.get(op.id)):
                 if isinstance(op, Store):
                     input_id = op.input or ""
-                    frames[label] = self.compiler.materialized(input_id, self.frames[input_id])
+                    frames[label] = self.dataframe(input_id)
                     continue
                 inputs = [self.frames[ref] for ref in op.input_ids()]
                 self.frames[op.id] = without_skip_counts(self.compiler.compile(op, inputs))

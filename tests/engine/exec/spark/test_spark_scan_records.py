@@ -72,7 +72,7 @@ def run_of(spark: Any, plan: Any, *, through: bool = True) -> tuple[SparkPlanRun
 
 
 def executed(run: SparkPlanRun, op_id: str) -> str:
-    frame = run.compiler.materialized(op_id, run.frames[op_id])
+    frame = run.dataframe(op_id)
     return str(frame._jdf.queryExecution().executedPlan().toString())
 
 

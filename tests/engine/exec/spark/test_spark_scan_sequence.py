@@ -110,7 +110,7 @@ def test_a_parquet_scan_nothing_pairs_numbers_its_rows_by_spark_row_ids(
     run = run_of(spark, plan)
     result = run.run()
     assert not run.properties["1"].paired and run.properties["1"].read_through
-    records = run.compiler.materialized("1", run.frames["1"])
+    records = run.dataframe("1")
     assert SEQ_BITS not in records.schema[SEQ_COLUMN].metadata  # no width known
     assert "row_index" not in physical_plan(records)
     assert result.records() == run_plan(parse_plan(plan), executor="local").records()
@@ -132,7 +132,7 @@ def test_a_join_of_two_parquet_scans_pairs_sequences_into_a_long(
     run = run_of(spark, plan)
     result = run.run()
     # The join leaves its records' select to the limit (PendingColumns): its frame is their base.
-    field = run.compiler.materialized("3", run.frames["3"]).schema[SEQ_COLUMN]
+    field = run.dataframe("3").schema[SEQ_COLUMN]
     assert field.dataType == T.LongType()
     # Widths 4 and 3, plus one bit for each side that may be null.
     assert field.metadata[SEQ_BITS] == {"inner": 7, "left": 8, "outer": 9}[how]
@@ -187,7 +187,7 @@ def test_a_json_scan_has_no_known_width_so_its_join_pairs_into_a_decimal(
     run = run_of(spark, plan)
     result = run.run()
     # The join leaves its records' select to the store (PendingColumns): its frame is their base.
-    joined = run.compiler.materialized("3", run.frames["3"])
+    joined = run.dataframe("3")
     assert joined.schema[SEQ_COLUMN].dataType == T.DecimalType(38, 0)
     assert result.records() == run_plan(plan, executor="local").records()
 
