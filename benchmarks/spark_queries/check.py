@@ -152,10 +152,17 @@ def _interval(ratios: list[list[float]], confidence: float, resamples: int) -> t
     return estimates[int(tail * (resamples - 1))], estimates[round((1 - tail) * (resamples - 1))]
 
 
-def verdict(median: tuple[float, float], queries: dict[str, tuple[float, float]]) -> str:
-    """Whether the rounds meet the target (median ratio <= 1.0, none above 1.10), given the
-    interval of the median and of each query's ratio: "met" and "not met" only where the
-    intervals say so; else which queries the rounds leave undecided.
+def verdict(
+    median: tuple[float, float],
+    queries: dict[str, tuple[float, float]],
+    *,
+    median_target: float = 1.0,
+    max_target: float | None = 1.10,
+) -> str:
+    """Whether the rounds meet the target (median ratio <= ``median_target``, none above
+    ``max_target``; None: no limit per query), given the interval of the median and of each
+    query's ratio: "met" and "not met" only where the intervals say so; else which queries the
+    rounds leave undecided.
 
     >>> verdict((0.9, 0.98), {"q1": (0.95, 1.05)})
     'met'
@@ -166,18 +173,15 @@ def verdict(median: tuple[float, float], queries: dict[str, tuple[float, float]]
     >>> verdict((0.97, 1.02), {"q1": (1.05, 1.15)})
     'undecided at this noise: the median, q1'
     """
-    above = [name for name, (low, _) in queries.items() if low > MAX_TARGET]
-    if median[0] > MEDIAN_TARGET or above:
-        parts = ["the median above 1.0"] if median[0] > MEDIAN_TARGET else []
-        parts += [f"{', '.join(above)} above 1.10"] if above else []
+    limit = math.inf if max_target is None else max_target
+    above = [name for name, (low, _) in queries.items() if low > limit]
+    if median[0] > median_target or above:
+        parts = [f"the median above {median_target:.1f}"] if median[0] > median_target else []
+        parts += [f"{', '.join(above)} above {limit:.2f}"] if above else []
         return "not met: " + "; ".join(parts)
-    open_ = ["the median"] if median[1] > MEDIAN_TARGET else []
-    open_ += [name for name, (_, high) in queries.items() if high > MAX_TARGET]
+    open_ = ["the median"] if median[1] > median_target else []
+    open_ += [name for name, (_, high) in queries.items() if high > limit]
     return "met" if not open_ else "undecided at this noise: " + ", ".join(open_)
-
-
-MEDIAN_TARGET = 1.0
-MAX_TARGET = 1.10
 
 
 def pooled_runs(records: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:

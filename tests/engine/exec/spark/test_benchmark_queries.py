@@ -210,3 +210,39 @@ def test_the_timeline_splits_each_run_at_its_write(data: Path, tmp_path: Path, s
     phases = spark_timeline.planning_phases(frames["ours"], repeat=1)
     assert {"analysis", "optimization", "planning"} <= set(phases)
     assert not list(tmp_path.glob("*-0"))  # each run's output removed
+
+
+def test_the_verdict_takes_each_benchmarks_own_targets() -> None:
+    assert verdict((1.1, 1.2), {"q02": (1.2, 1.3)}, median_target=1.0, max_target=1.25) == (
+        "not met: the median above 1.0"
+    )
+    assert verdict((0.9, 0.95), {"q02": (1.3, 1.4)}, max_target=1.25) == "not met: q02 above 1.25"
+    assert verdict((3.5, 3.9), {"q19": (7.0, 8.0)}, median_target=4.0, max_target=None) == "met"
+
+
+def test_tpch_pool_reports_the_pooled_rounds_of_each_comparison(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = importlib.util.spec_from_file_location("tpch_main", BENCHMARKS / "tpch.py")
+    assert script is not None and script.loader is not None
+    tpch = importlib.util.module_from_spec(script)
+    script.loader.exec_module(tpch)
+
+    def record(spark: list[float], local: list[float]) -> dict[str, Any]:
+        return {
+            "sf": 1.0,
+            "results": {
+                tpch.SPARK: {"q01": {"ours": spark, "peer": [1.0] * len(spark)}},
+                tpch.LOCAL: {"q01": {"ours": local, "peer": [1.0] * len(local)}},
+            },
+        }
+
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    paths[0].write_text(json.dumps(record([1.5, 1.4], [3.0, 3.2])))
+    paths[1].write_text(json.dumps(record([1.6], [3.1])))
+    assert tpch.main(["--pool", *map(str, paths)]) == 0
+    printed = capsys.readouterr().out
+    assert "| q01 | 1.50 | 1.00 | 1.50 | 1.40-1.60 |" in printed  # three Spark rounds
+    assert "target: not met: the median above 1.0; q01 above 1.25" in printed
+    assert "| q01 | 3.10 | 1.00 | 3.10 | 3.00-3.20 |" in printed  # three local rounds
+    assert printed.rstrip().endswith("target: met")  # local: median <= 4
