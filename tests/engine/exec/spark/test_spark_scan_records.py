@@ -99,6 +99,27 @@ def test_a_join_of_two_scans_joins_plain_columns(spark: Any, data: Path, how: st
     assert result.records() == run_of(spark, plan, through=False)[1].records()
 
 
+def test_an_operators_dataframe_is_built_when_asked_with_its_records_made(
+    spark: Any, data: Path
+) -> None:
+    # SparkPlanRun.dataframe before any run: the join, which leaves its records' select to its
+    # reader, is built with its inputs, and its DataFrame holds the joined records themselves.
+    plan = plan_of(data, scan(1, "t", "t"), scan(2, "u", "u"), join(3, "inner"))
+    run = SparkPlanRun(plan, spark, engines=build_engines(plan, base_dir=None, classpath=[]),
+                       params={})  # fmt: skip
+    frame = run.dataframe("3")
+    visible = [name for name in frame.columns if not name.startswith("__drill")]
+    assert visible == ["t", "u"]
+    rows = [row.asDict(recursive=True) for row in frame.select(*visible).collect()]
+    # the compiler's own members of a record (what a reader did not read) aside
+    records = [{side: _visible(record) for side, record in row.items()} for row in rows]
+    assert sorted(records, key=repr) == sorted(local_records(plan), key=repr)
+
+
+def _visible(record: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in record.items() if not name.startswith("__drill")}
+
+
 @pytest.mark.parametrize("how", ["left", "outer"])
 def test_a_scan_of_one_row_an_outer_join_misses_reads_null(
     spark: Any, data: Path, how: str
