@@ -5,24 +5,23 @@ scans a raw source, each next one scans the previous plan's store; every fifth p
 scans), then times, in the same process and alternating, ``--repeat`` times after a warm-up:
 
 * ``load_definitions``: parse and validate every plan, link the lineage, build one graph-backed
-  multi-asset per plan (ten ops each), jobs and resources; then resolve the asset graph the way a
-  code location does (``Definitions.get_repository_def()``).
+  multi-asset per plan (ten nodes each, sharing one op definition per kind of operator), jobs and
+  resources; then resolve the asset graph the way a code location does
+  (``Definitions.get_repository_def()``).
 * ``hand_graphs`` (peer): the same Definitions written by hand with Dagster's API, no plan files:
   per plan, ten ``@op`` functions in a ``@graph_multi_asset`` with the same asset keys and deps,
   plus the source specs; resolved the same way.
 * ``hand_assets`` (peer): one plain ``@asset`` per plan with the same keys and deps (what a user
   writing Python instead of plans would start with), resolved the same way.
-* ``bare_graphs`` (peer, ``--bare``): Dagster's own cost of the shape ``load_definitions`` builds,
-  with nothing of ours: per plan, ten ``OpDefinition``s with a plain compute function (as
-  ``load_definitions`` makes them, without the decorators' signature inference), aliased
-  invocations, a ``GraphDefinition`` and an ``AssetsDefinition`` with bare specs (key and deps);
-  no plan files, metadata, descriptions, tags or resources; built with the cycle collector paused,
-  as ``load_definitions`` builds. What is above it is ours.
-  ``bare_lean`` (with ``--bare``): the same built through the public shortcuts
-  ``load_definitions`` takes (input and output definitions built once and shared, the compute
-  function's signature given, not inferred): the floor of the shape with Dagster's public API.
-  ``bare_shared`` (with ``--bare``): the same with one ``OpDefinition`` per kind of node, invoked
-  under each plan's aliases (what sharing op definitions between operators could save at most).
+* ``bare_shared`` (peer, ``--bare``): Dagster's own cost of the shape ``load_definitions``
+  builds, with nothing of ours: one ``OpDefinition`` per kind of node, invoked under each plan's
+  aliases, a ``GraphDefinition`` and an ``AssetsDefinition`` with bare specs (key and deps) per
+  plan; no plan files, metadata, descriptions, tags, config or resources; built with the cycle
+  collector paused, as ``load_definitions`` builds. What is above it is ours.
+  ``bare_graphs`` and ``bare_lean`` (with ``--bare``): the same with one ``OpDefinition`` per
+  node, built through Dagster's defaults (``bare_graphs``) or through the public shortcuts of a
+  plain compute function with its signature given and input and output definitions built once
+  (``bare_lean``): what a definition per operator costs.
 
 Target: ``load_definitions`` (and ``DrillPlansComponent``) <= 3 s for 1,000 plans. Run from the repository root::
 
@@ -30,7 +29,7 @@ Target: ``load_definitions`` (and ``DrillPlansComponent``) <= 3 s for 1,000 plan
     .venv/bin/python benchmarks/dagster_load.py --profile 25     # cProfile of one load, top 25
     .venv/bin/python benchmarks/dagster_load.py --server --repeat 1   # + the code server, ~2 min
     .venv/bin/python benchmarks/dagster_load.py --component      # + DrillPlansComponent (dg)
-    .venv/bin/python benchmarks/dagster_load.py --bare           # + Dagster's floor (bare_graphs)
+    .venv/bin/python benchmarks/dagster_load.py --bare           # + Dagster's floor (bare_shared)
 
 ``--server`` times the rest of what ``dagster dev``'s code server does after the repository is
 built, for ``load_definitions`` and ``hand_graphs``: ``load_all_definitions()`` (the gRPC server
@@ -471,7 +470,9 @@ def main(argv: list[str] | None = None) -> int:
         "--component", action="store_true", help="time DrillPlansComponent's build too"
     )
     parser.add_argument(
-        "--bare", action="store_true", help="time bare_graphs too (Dagster's floor of the shape)"
+        "--bare",
+        action="store_true",
+        help="time bare_shared, bare_lean and bare_graphs too (Dagster's floor of the shape)",
     )
     args = parser.parse_args(argv)
 

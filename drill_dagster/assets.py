@@ -1,19 +1,29 @@
 """A plan becomes one graph-backed multi-asset: one op per operator, one asset per store.
 
-The ops are named ``<plan>__<op>_<id>`` and described with the operator's JSON; they are wired as
-the plan's DAG (an op's inputs are ``upstream``, or ``left`` and ``right``, or ``input_0``...),
-and the store ops' outputs are the assets. A scan op also waits, through a data-less ``after``
-input, for the asset it reads, so a run that writes another plan's store reads it afterwards.
-Selecting some stores runs only the ops they need (``can_subset``). Op-to-op values are Spark
-DataFrames kept in memory (``drill_mem_io_manager``); the store assets load as DataFrames through
+Each operator is a node of the plan's graph named ``<op>_<id>`` (``scan_1``), wired as the plan's
+DAG (a node's inputs are ``upstream``, or ``left`` and ``right``, or ``input_0``...); the store
+nodes' outputs are the assets. A scan node also waits, through a data-less ``after`` input, for
+the asset it reads, so a run that writes another plan's store reads it afterwards. Selecting some
+stores runs only the nodes they need (``can_subset``). Op-to-op values are Spark DataFrames kept
+in memory (``drill_mem_io_manager``); the store assets load as DataFrames through
 ``drill_io_manager``.
+
+The nodes share one op definition per kind of operator (``drill_filter``; a store's also by its
+checks, any op's by its pool), as ``.alias()`` shares an op in a hand-written graph: a thousand
+plans make ten op definitions, not ten thousand, which is most of Dagster's cost of loading them.
+The graph's config mapping gives each node its name as op config, and the graph's description
+shows every operator's JSON and what the planner does to it; plans with other op tags or pools
+(the translator's) share other definitions.
 
 Operators that feed no store (their output is lost, the plan validator warns) are left out.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +35,7 @@ from dagster import (
     AssetKey,
     AssetsDefinition,
     AssetSpec,
+    ConfigMapping,
     DagsterInvalidDefinitionError,
     DependencyDefinition,
     Field,
@@ -155,9 +166,9 @@ def build_plan_assets(
     scan_keys = keys.scan_keys(plan)
     # Each store's checks are outputs of its op (graph outputs <store output>__<check>).
     checks_by_store = {store.id: _check_specs(store, keys) for store in plan.stores}
-    op_tags = dict(translator.get_op_tags(plan))
+    op_tags = translator.get_op_tags(plan)
     pool = translator.get_pool(plan)
-    node_defs = []
+    node_defs: dict[str, OpDefinition] = {}
     dependencies: dict[NodeInvocation, dict[str, DependencyDefinition]] = {}
     # Each scan waits for the asset it reads (a Nothing input, no data): within one run, another
     # plan's store is written before this plan's scan of it runs.
@@ -174,31 +185,24 @@ def build_plan_assets(
         for o in operators
         if isinstance(o, Scan)
     ]
+    steps: dict[str, _OpStep] = {}
     for operator in operators:
         store = plan.store(operator.id) if isinstance(operator, Store) else None
         asset_key = keys.stores[(plan.name, operator.id)] if store is not None else None
-        node_defs.append(
-            _op_def(
-                plan,
-                operator,
-                store,
-                asset_key,
-                scan_keys,
-                op_tags,
-                pool,
-                [spec.name for spec in checks_by_store.get(operator.id, ())],
-            )
-        )
+        checks = tuple(spec.name for spec in checks_by_store.get(operator.id, ()))
+        op_def = shared_op(operator, store is not None, checks, pool, op_tags)
+        node_defs[op_def.name] = op_def
+        node = plan.node_name(operator)
+        steps[node] = _OpStep(plan, operator, store, asset_key, scan_keys)
         wiring = {
             name: DependencyDefinition(plan.node_name(ref), "result")
             for name, ref in zip(input_names(operator), operator.input_ids())
         }
-        invocation = NodeInvocation(plan.op_name(operator), alias=plan.node_name(operator))
-        dependencies[invocation] = wiring
+        dependencies[NodeInvocation(op_def.name, alias=node)] = wiring
     graph = GraphDefinition(
         name=plan.name,
-        description=plan.memo,
-        node_defs=node_defs,
+        description=graph_description(plan, operators),
+        node_defs=list(node_defs.values()),
         dependencies=dependencies,
         input_mappings=input_mappings,
         output_mappings=[
@@ -218,6 +222,7 @@ def build_plan_assets(
             for store in plan.stores
             for spec in checks_by_store[store.id]
         ],
+        config=ConfigMapping(config_fn=PlanNodes(steps), config_schema={}),
     )
     try:
         return AssetsDefinition(
@@ -280,41 +285,88 @@ _OUTS = {
 }
 
 
-def _op_def(
-    plan: DrillPlan,
+def shared_op(
     operator: Operator,
-    store: DrillStore | None,
-    asset_key: AssetKey | None,
-    scan_keys: Mapping[str, AssetKey],
-    tags: Mapping[str, str],
-    pool: str | None = None,
+    store: bool,
     checks: Sequence[str] = (),
+    pool: str | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> OpDefinition:
-    # OpDefinition with a plain compute function: the @op decorator's signature inference costs
-    # milliseconds per op, which adds up to seconds for a thousand plans.
-    names = input_names(operator)
+    """The op definition every node of ``operator``'s kind shares (with the same inputs, checks,
+    pool and tags), across every plan of the process: Dagster requires one definition per name
+    in a code location, and several components may share one."""
+    names = tuple(input_names(operator))
+    tag_items = tuple(sorted((tags or {}).items()))
+    key = (operator.op, names, store, tuple(checks), pool, tag_items)
+    with _SHARED_LOCK:
+        op_def = _SHARED_OPS.get(key)
+        if op_def is None:
+            op_def = _new_shared_op(operator.op, names, store, checks, pool, dict(tag_items))
+            _SHARED_OPS[key] = op_def
+    return op_def
+
+
+_SHARED_OPS: dict[tuple[Any, ...], OpDefinition] = {}
+_SHARED_NAMES: set[str] = set()
+_SHARED_LOCK = threading.Lock()
+
+
+def _new_shared_op(
+    kind: str,
+    names: tuple[str, ...],
+    store: bool,
+    checks: Sequence[str],
+    pool: str | None,
+    tags: Mapping[str, str],
+) -> OpDefinition:
+    name = f"drill_{kind}"
+    if kind == "union":
+        name += f"_of_{len(names)}"
+    name += "".join(f"__{check}" for check in checks)
+    if pool is not None:
+        name += f"__pool_{safe_name(pool)}"
+    if tags:
+        digest = hashlib.sha256(json.dumps(sorted(tags.items())).encode()).hexdigest()
+        name += f"__tags_{digest[:8]}"
+    unique, n = name, 1
+    while unique in _SHARED_NAMES:  # two pools with one safe name
+        n += 1
+        unique = f"{name}_{n}"
+    _SHARED_NAMES.add(unique)
     ins = {name: _input(name) for name in names}
-    if isinstance(operator, Scan):
+    if kind == "scan":
         ins[AFTER] = _AFTER_INPUT
+    # OpDefinition with a plain compute function: the @op decorator's signature inference costs
+    # milliseconds per op.
     return OpDefinition(
-        compute_fn=_OpStep(plan, operator, store, asset_key, scan_keys),
-        name=plan.op_name(operator),
-        description=_description(plan, operator),
+        compute_fn=_NODE_STEP,
+        name=unique,
+        description=(
+            f"A Drill `{kind}` operator. Which one each node runs (its operator's JSON, and what "
+            "the planner does to it) is in its plan's graph description."
+        ),
         ins=ins,
-        outs={**_OUTS[store is not None], **{name: _CHECK_OUTS[name] for name in checks}},
+        outs={**_OUTS[store], **{name: _CHECK_OUTS[name] for name in checks}},
         config_schema=_NO_CONFIG,
         required_resource_keys={RESOURCE},
-        tags={**tags, "drill/plan": plan.name, "drill/op": operator.op},
+        tags={**tags, "drill/op": kind},
         pool=pool,
     )
 
 
-def _description(plan: DrillPlan, operator: Operator) -> str:
-    """The operator's JSON as written, after what the planner does to it (if anything)."""
-    # pydantic's own JSON: a seventh of the cost of to_dict() and json.dumps per op.
-    text = f"```json\n{plan.operator_json(operator)}\n```"
-    note = plan.planner_notes.get(operator.id)
-    return text if note is None else f"{note[0].upper()}{note[1:]}.\n\n{text}"
+def graph_description(plan: DrillPlan, operators: Sequence[Operator]) -> str:
+    """A plan graph's description: the plan's memo, then each node's operator as written, after
+    what the planner does to it (if anything), under the node's name."""
+    parts = [plan.memo] if plan.memo else []
+    notes = plan.planner_notes
+    for operator in operators:
+        note = notes.get(operator.id)
+        said = "" if note is None else f"{note[0].upper()}{note[1:]}.\n\n"
+        # pydantic's own JSON: a seventh of the cost of to_dict() and json.dumps per operator.
+        parts.append(
+            f"#### {plan.node_name(operator)}\n\n{said}```json\n{plan.operator_json(operator)}\n```"
+        )
+    return "\n\n".join(parts)
 
 
 def _input(name: str) -> Any:
@@ -324,11 +376,24 @@ def _input(name: str) -> Any:
     return _INPUTS[name]
 
 
-class _OpStep:
-    """An op's compute function: one small object per op instead of a closure (a function, its
-    cells and two dicts each), which a thousand plans' ten thousand ops make worth it."""
+class PlanNodes:
+    """A plan graph's config mapping (``config_fn``): it gives each node its own name as op
+    config, and holds what each node runs, for the op definition the nodes share."""
 
-    __slots__ = ("asset_key", "operator", "plan", "scan_keys", "store")
+    __slots__ = ("config", "steps")
+
+    def __init__(self, steps: Mapping[str, _OpStep]) -> None:
+        self.steps = steps
+        self.config = {node: {"config": node} for node in steps}
+
+    def __call__(self, _graph_config: Any) -> Mapping[str, Any]:
+        return self.config
+
+
+class _NodeStep:
+    """The compute function of every shared op: it runs the step of the node Dagster runs,
+    named by the node's op config, of the plan whose graph is the running asset's."""
+
     # Dagster reads the signature (and compares the context annotation object itself).
     __signature__ = inspect.Signature(
         [
@@ -340,6 +405,22 @@ class _OpStep:
             inspect.Parameter("inputs", inspect.Parameter.POSITIONAL_OR_KEYWORD),
         ]
     )
+
+    def __call__(
+        self, context: AssetExecutionContext, inputs: Mapping[str, Any]
+    ) -> Iterator[Output[Any] | AssetCheckResult]:
+        nodes = context.assets_def.node_def.config_mapping.config_fn  # type: ignore[union-attr]
+        return nodes.steps[context.op_config](context, inputs)
+
+
+_NODE_STEP = _NodeStep()
+
+
+class _OpStep:
+    """What one node runs: one small object per node instead of a closure (a function, its
+    cells and two dicts each), which a thousand plans' ten thousand nodes make worth it."""
+
+    __slots__ = ("asset_key", "operator", "plan", "scan_keys", "store")
 
     def __init__(
         self,

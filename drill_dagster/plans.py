@@ -159,17 +159,13 @@ class DrillStore:
         return self.op.id
 
     @property
-    def op_name(self) -> str:
-        return self.plan.op_name(self.op)
-
-    @property
     def node_name(self) -> str:
         return self.plan.node_name(self.op)
 
     @property
     def output_name(self) -> str:
-        """The name of this store's output in the plan's graph."""
-        return self.op_name
+        """The name of this store's output in the plan's graph: ``<plan>__<op>_<id>``."""
+        return f"{self.plan.name}__{self.node_name}"
 
     @property
     def lineage(self) -> StoreLineage:
@@ -234,12 +230,6 @@ class DrillPlan:
     _ancestors: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
     _json: dict[str, str] = field(default_factory=dict, repr=False)
 
-    def op_name(self, op: Operator | str) -> str:
-        """The Dagster op definition of an operator: ``<plan>__<op>_<id>`` (unique in a code
-        location)."""
-        op_id = op if isinstance(op, str) else op.id
-        return f"{self.name}__{self._node_names[op_id]}"
-
     def node_name(self, op: Operator | str) -> str:
         """The operator's node in the plan's graph, what the run's graph and step keys show:
         ``<op>_<id>`` (``scan_1``; the step key is ``<plan>.scan_1``)."""
@@ -269,7 +259,7 @@ class DrillPlan:
 
     def operator_json(self, op: Operator) -> str:
         """An operator of the plan as its JSON (what the author set, pydantic's spelling), made
-        once: the op's description shows it and its stores' code versions hash it."""
+        once: the plan's graph description shows it and its stores' code versions hash it."""
         text = self._json.get(op.id)
         if text is None:
             text = self._json[op.id] = op.model_dump_json(by_alias=True, exclude_unset=True)

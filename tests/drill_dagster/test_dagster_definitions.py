@@ -53,22 +53,27 @@ def test_asset_keys_deps_across_plans_and_external_sources(defs: Definitions) ->
     assert graph.get(EVENTS).group_name == "sources"
 
 
-def test_one_op_per_operator_named_and_described_and_wired(defs: Definitions, kit: Kit) -> None:
+def test_one_node_per_operator_named_and_described_and_wired(defs: Definitions, kit: Kit) -> None:
     for name, document in (("clean", kit.CLEAN), ("split", kit.SPLIT)):
         graph = _graph(defs, name)
         plan = parse_plan(document)
-        # The node (what the run's graph and the step keys show) is the operator; the op
-        # definition, unique in the code location, is prefixed with the plan.
+        # The node (what the run's graph and the step keys show) is the operator; its op
+        # definition is shared by every node of its kind, in every plan.
         expected = {f"{op.op}_{op.id}" for op in plan.query}
         assert {node.name for node in graph.nodes} == expected
         for op in plan.query:
             node = graph.node_named(f"{op.op}_{op.id}")
-            assert node.definition.name == f"{name}__{op.op}_{op.id}"
-            assert node.definition.tags["drill/plan"] == name
-            # The operator as written, after what the planner does to it (when it does).
-            description = node.definition.description
-            written = description.split("```json\n")[1].removesuffix("\n```")
+            # (a store's by its checks too: they are its op's outputs)
+            assert node.definition.name.partition("__")[0] == f"drill_{op.op}"
+            assert node.definition.tags["drill/op"] == op.op
+            # The graph's description shows the operator as written, after what the planner
+            # does to it (when it does), under the node's name.
+            section = graph.description.split(f"#### {op.op}_{op.id}\n\n")[1]
+            written = section.split("```json\n")[1].split("\n```")[0]
             assert json.loads(written) == op.to_dict()
+    # Two plans, one definition per kind of operator.
+    scans = {_graph(defs, name).node_named("scan_1").definition for name in ("clean", "split")}
+    assert len(scans) == 1
     split = _graph(defs, "split")
     join = split.dependency_structure.input_to_upstream_outputs_for_node("join_3")
     upstream = {inp.input_name: out.node_name for inp, outs in join.items() for out in outs}
