@@ -184,8 +184,20 @@ def test_two_components_with_one_source_share_a_code_location(tmp_path: Path, ki
         DrillPlansComponent.resolve_from_dict({"plans_dir": str(plans)})
     )
     second = build_defs_for_component(
-        DrillPlansComponent.resolve_from_dict({"plans_dir": str(tmp_path / "b")})
+        DrillPlansComponent.resolve_from_dict(
+            {"plans_dir": str(tmp_path / "b"), "op": {"tags": {"team": "b"}, "pool": "b"}}
+        )
     )
     merged = Definitions.merge(first, second)  # what a defs folder of two components does
     keys = {k.to_user_string() for k in merged.resolve_asset_graph().get_all_asset_keys()}
     assert {"clean", "other", "raw/events"} <= keys
+    # One op definition per name in the code location: the job of every asset builds, and the
+    # second component's settings give its nodes definitions of their own.
+    job = merged.resolve_implicit_global_asset_job_def()
+    scans = {
+        graph: job.graph.node_named(graph).definition.node_named("scan_1").definition
+        for graph in ("clean", "other")
+    }
+    assert scans["clean"] is not scans["other"]
+    assert scans["other"].tags["team"] == "b" and scans["other"].pool == "b"
+    assert "team" not in scans["clean"].tags and scans["clean"].pool is None

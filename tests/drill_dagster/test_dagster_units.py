@@ -135,3 +135,29 @@ def test_schema_version_counts_changes(fingerprints: list[str]) -> None:
 def test_names_and_locations() -> None:
     assert safe_name("events-cleaned.v2") == "events_cleaned_v2"
     assert location_parts("/a/./b/../c/${day}/*.json") == ("a", "c")
+
+
+def test_shared_op_definitions_by_kind_inputs_checks_pool_and_tags() -> None:
+    from drill_dagster.assets import shared_op
+
+    plan = parse_plan(
+        {
+            "storage": {"q": {"type": "queue"}},
+            "query": [
+                {"@id": 1, "op": "constant", "content": [{"a": 1}]},
+                {"@id": 2, "op": "filter", "input": 1, "expr": "a > 0"},
+                {"@id": 3, "op": "filter", "input": 2, "expr": "a > 1"},
+                {"@id": 4, "op": "union", "inputs": [2, 3]},
+            ],
+        }
+    )
+    _, first, second, union = plan.query
+    assert shared_op(first, False) is shared_op(second, False)
+    assert shared_op(first, False).name == "drill_filter"
+    assert shared_op(union, False).name == "drill_union_of_2"
+    tagged = shared_op(first, False, tags={"team": "a"})
+    assert tagged is not shared_op(first, False) and tagged.tags["team"] == "a"
+    # Two pools with one safe name still make two names: one definition per name.
+    dashed, underscored = shared_op(first, False, pool="x-y"), shared_op(first, False, pool="x_y")
+    assert dashed.name != underscored.name
+    assert (dashed.pool, underscored.pool) == ("x-y", "x_y")
