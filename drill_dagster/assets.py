@@ -10,7 +10,7 @@ in memory (``drill_mem_io_manager``); the store assets load as DataFrames throug
 
 The nodes share one op definition per kind of operator (``drill_filter``; a store's also by its
 checks, any op's by its pool), as ``.alias()`` shares an op in a hand-written graph: a thousand
-plans make ten op definitions, not ten thousand, which is most of Dagster's cost of loading them.
+plans make a dozen op definitions, not ten thousand, which Dagster builds and checks one by one.
 The graph's config mapping gives each node its name as op config, and the graph's description
 shows every operator's JSON and what the planner does to it; plans with other op tags or pools
 (the translator's) share other definitions.
@@ -201,7 +201,7 @@ def build_plan_assets(
         dependencies[NodeInvocation(op_def.name, alias=node)] = wiring
     graph = GraphDefinition(
         name=plan.name,
-        description=graph_description(plan, operators),
+        description=_graph_description(plan, operators),
         node_defs=list(node_defs.values()),
         dependencies=dependencies,
         input_mappings=input_mappings,
@@ -222,7 +222,7 @@ def build_plan_assets(
             for store in plan.stores
             for spec in checks_by_store[store.id]
         ],
-        config=ConfigMapping(config_fn=PlanNodes(steps), config_schema={}),
+        config=ConfigMapping(config_fn=_PlanNodes(steps), config_schema={}),
     )
     try:
         return AssetsDefinition(
@@ -294,7 +294,17 @@ def shared_op(
 ) -> OpDefinition:
     """The op definition every node of ``operator``'s kind shares (with the same inputs, checks,
     pool and tags), across every plan of the process: Dagster requires one definition per name
-    in a code location, and several components may share one."""
+    in a code location, and several components may share one.
+
+    >>> from engine.plan import parse_plan
+    >>> plan = parse_plan({"storage": {}, "query": [
+    ...     {"@id": 1, "op": "constant", "content": [{"a": 1}]},
+    ...     {"@id": 2, "op": "filter", "input": 1, "expr": "a > 0"}]})
+    >>> shared_op(plan.query[1], store=False).name
+    'drill_filter'
+    >>> shared_op(plan.query[1], store=False, pool="spark").name
+    'drill_filter__pool_spark'
+    """
     names = tuple(input_names(operator))
     tag_items = tuple(sorted((tags or {}).items()))
     key = (operator.op, names, store, tuple(checks), pool, tag_items)
@@ -354,7 +364,7 @@ def _new_shared_op(
     )
 
 
-def graph_description(plan: DrillPlan, operators: Sequence[Operator]) -> str:
+def _graph_description(plan: DrillPlan, operators: Sequence[Operator]) -> str:
     """A plan graph's description: the plan's memo, then each node's operator as written, after
     what the planner does to it (if anything), under the node's name."""
     parts = [plan.memo] if plan.memo else []
@@ -376,7 +386,7 @@ def _input(name: str) -> Any:
     return _INPUTS[name]
 
 
-class PlanNodes:
+class _PlanNodes:
     """A plan graph's config mapping (``config_fn``): it gives each node its own name as op
     config, and holds what each node runs, for the op definition the nodes share."""
 
