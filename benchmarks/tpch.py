@@ -45,7 +45,13 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-from spark_queries.check import median_interval, median_ratio, ratio_interval, verdict
+from spark_queries.check import (
+    median_interval,
+    median_ratio,
+    pooled_rounds,
+    ratio_interval,
+    verdict,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
@@ -210,11 +216,7 @@ def pooled(records: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, list[
         held = [r["results"][title] for r in records if title in r["results"]]
         if not held:
             continue
-        names = [name for name in held[0] if all(name in h for h in held)]
-        results[title] = {
-            name: {side: [t for h in held for t in h[name][side]] for side in ("ours", "peer")}
-            for name in names
-        }
+        results[title] = pooled_rounds(held)
     return results
 
 

@@ -194,11 +194,23 @@ def pooled_runs(records: list[dict[str, Any]]) -> dict[str, dict[str, list[float
     >>> pooled_runs([a, b])
     {'q1': {'ours': [1.0, 3.0], 'handwritten': [2.0, 4.0]}}
     """
-    names = [n for n in records[0]["queries"] if all(n in r["queries"] for r in records)]
+    return pooled_rounds(
+        [{name: query.get("runs", {}) for name, query in r["queries"].items()} for r in records]
+    )
+
+
+def pooled_rounds(
+    files: list[dict[str, dict[str, list[float]]]],
+) -> dict[str, dict[str, list[float]]]:
+    """The rounds of several runs together (each ``{query: {contender: [seconds, ...]}}``), in
+    order; only the queries every run holds, with the contenders of the first.
+
+    >>> first, second = {"q1": {"ours": [1.0], "peer": [2.0]}}, {"q1": {"ours": [3.0], "peer": [4.0]}}
+    >>> pooled_rounds([first, second])
+    {'q1': {'ours': [1.0, 3.0], 'peer': [2.0, 4.0]}}
+    """
+    names = [name for name in files[0] if all(name in f for f in files)]
     return {
-        name: {
-            label: [t for r in records for t in r["queries"][name]["runs"][label]]
-            for label in ("ours", "handwritten")
-        }
+        name: {label: [t for f in files for t in f[name][label]] for label in files[0][name]}
         for name in names
     }
