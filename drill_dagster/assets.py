@@ -251,37 +251,11 @@ def _check_specs(store: DrillStore, keys: AssetKeys) -> list[AssetCheckSpec]:
     return store_check_specs(store, key, store.config.checks)
 
 
-_INPUTS: dict[str, Any] = {}
-# Dagster's default op config schema (optional, any value), built once rather than per op; read
-# from a template op, since the schema's class is not public API.
-_NO_CONFIG = OpDefinition(
-    compute_fn=lambda context: None,
-    name="drill_config_template",
-    config_schema=Field(Any, is_required=False),
-).config_schema
 AFTER = "after"
-_AFTER_INPUT = In(Nothing).to_definition(AFTER)
-
-
-class _SharedOut(Out):
-    """An ``Out`` whose definition is built once and shared by every op (like the inputs)."""
-
-    def to_definition(self, *args: Any, **kwargs: Any) -> Any:
-        if self.io_manager_key not in _OUTPUT_DEFINITIONS:
-            _OUTPUT_DEFINITIONS[self.io_manager_key] = super().to_definition(*args, **kwargs)
-        return _OUTPUT_DEFINITIONS[self.io_manager_key]
-
-
-_OUTPUT_DEFINITIONS: dict[str, Any] = {}
 # A check's output carries no value (Nothing: no IO manager); not required, since a run may
 # select the asset without its checks.
 _CHECK_OUTS = {
     name: Out(Nothing, is_required=False) for name in (SCHEMA_CONTRACT, ROW_COUNT_BOUNDS)
-}
-_OUTS = {
-    # Not required: a store skipped by skip_unchanged yields nothing.
-    True: {"result": _SharedOut(io_manager_key=STORE_IO_MANAGER, is_required=False)},
-    False: {"result": _SharedOut(io_manager_key=MEM_IO_MANAGER)},
 }
 
 
@@ -343,11 +317,15 @@ def _new_shared_op(
         n += 1
         unique = f"{name}_{n}"
     _SHARED_NAMES.add(unique)
-    ins = {name: _input(name) for name in names}
+    ins = {name: In() for name in names}
     if kind == "scan":
-        ins[AFTER] = _AFTER_INPUT
-    # OpDefinition with a plain compute function: the @op decorator's signature inference costs
-    # milliseconds per op.
+        ins[AFTER] = In(Nothing)
+    result = (
+        # Not required: a store skipped by skip_unchanged yields nothing.
+        Out(io_manager_key=STORE_IO_MANAGER, is_required=False)
+        if store
+        else Out(io_manager_key=MEM_IO_MANAGER)
+    )
     return OpDefinition(
         compute_fn=_NODE_STEP,
         name=unique,
@@ -356,8 +334,8 @@ def _new_shared_op(
             "the planner does to it) is in its plan's graph description."
         ),
         ins=ins,
-        outs={**_OUTS[store], **{name: _CHECK_OUTS[name] for name in checks}},
-        config_schema=_NO_CONFIG,
+        outs={"result": result, **{name: _CHECK_OUTS[name] for name in checks}},
+        config_schema=Field(Any, is_required=False),  # the node's name, from the config mapping
         required_resource_keys={RESOURCE},
         tags={**tags, "drill/op": kind},
         pool=pool,
@@ -377,13 +355,6 @@ def _graph_description(plan: DrillPlan, operators: Sequence[Operator]) -> str:
             f"#### {plan.node_name(operator)}\n\n{said}```json\n{plan.operator_json(operator)}\n```"
         )
     return "\n\n".join(parts)
-
-
-def _input(name: str) -> Any:
-    # One shared definition per input name: building them is a good part of an op's cost.
-    if name not in _INPUTS:
-        _INPUTS[name] = In().to_definition(name)
-    return _INPUTS[name]
 
 
 class _PlanNodes:
