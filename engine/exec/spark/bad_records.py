@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlparse
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from engine.exec.spark.constant_columns import lit
 from engine.exec.spark.data_errors import CAST_OVERFLOW, INVALID_INPUT, DataError
 from engine.expr import Call, Cast, Expr
 
@@ -37,7 +38,7 @@ def file_of_value(
     try:
         read = column(argument, frame).cast("string")
         rows = (
-            frame.where(read == F.lit(error.value))
+            frame.where(read == lit(error.value))
             .select(F.input_file_name().alias("file"))
             .limit(1)
             .collect()

@@ -42,6 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from engine.errors import DrillError, StorageError
+from engine.exec.spark.constant_columns import col, lit
 from engine.storage.catalog import CatalogEngine, CatalogTarget, TableName, quote
 from engine.storage.store import StoreResult
 from engine.storage.version_file import describe_dataset
@@ -114,7 +115,7 @@ def scan_table(
             f"cannot type: {err}"
         ) from err
     target = spark_schema_of(types)
-    members = [F.col(quote(f.name)).cast(target[f.name].dataType).alias(f.name) for f in fields]
+    members = [col(quote(f.name)).cast(target[f.name].dataType).alias(f.name) for f in fields]
     sequence = _sequence(frame).alias(SEQ_COLUMN)
     if not ref:
         return frame.select(*members, sequence)
@@ -132,8 +133,8 @@ def _sequence(frame: DataFrame) -> Column:
         frame.select("_metadata.file_path", "_metadata.row_index")
     except Exception:  # no file metadata: not a file source table
         return F.monotonically_increasing_id()
-    file_key = F.pmod(F.xxhash64(F.col("_metadata.file_path")), F.lit(2**31))
-    return F.shiftleft(file_key, 32).bitwiseOR(F.col("_metadata.row_index"))
+    file_key = F.pmod(F.xxhash64(col("_metadata.file_path")), lit(2**31))
+    return F.shiftleft(file_key, 32).bitwiseOR(col("_metadata.row_index"))
 
 
 def table_exists(spark: Any, name: TableName) -> bool:
@@ -150,7 +151,7 @@ def store_table(df: DataFrame, engine: CatalogEngine, target: Any) -> StoreResul
     name = spec.table
     _check_partition_columns(df, spec)
     observation = Observation(f"store {name}")
-    counted = df.observe(observation, F.count(F.lit(1)).alias("rows"))
+    counted = df.observe(observation, F.count(lit(1)).alias("rows"))
     exists = table_exists(spark, name)
     if exists and spec.mode == "error":
         raise StorageError(
@@ -296,7 +297,7 @@ def _string_literal(text: str) -> str:
 def _create(df: DataFrame, name: TableName, partition_by: Sequence[str]) -> None:
     writer = df.writeTo(name.quoted).using("parquet")
     if partition_by:
-        writer = writer.partitionedBy(*[F.col(quote(c)) for c in partition_by])
+        writer = writer.partitionedBy(*[col(quote(c)) for c in partition_by])
     writer.create()
 
 
@@ -304,7 +305,7 @@ def _in_table_order(spark: Any, df: DataFrame, name: TableName) -> DataFrame:
     """``df``'s columns in the table's order (an insert matches columns by position)."""
     by_name = {f.name.lower(): f.name for f in df.schema.fields}
     columns = [by_name[f.name.lower()] for f in spark.table(name.quoted).schema.fields]
-    return df.select(*[F.col(quote(c)) for c in columns])
+    return df.select(*[col(quote(c)) for c in columns])
 
 
 def _overwrite_partitions(spark: Any, df: DataFrame, name: TableName) -> None:

@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.errors import ExpressionCompileError, ExpressionTypeError
+from engine.exec.spark.constant_columns import lit
 from engine.exec.spark.paths import Typed, cast_column, get_typed, null_typed
 from engine.exec.spark.spark_functions import (
     AGGREGATE_NAMES,
@@ -79,7 +80,7 @@ def compile_condition(
     value = compile_typed(expr, schema, resolve=resolve)
     kind = family(value.dtype)
     if kind == "null":
-        return F.lit(False)
+        return lit(False)
     if kind != "bool":
         raise ExpressionTypeError(
             f"a condition must be true or false, but `{expr}` gives {type_name(value.dtype)} "
@@ -96,7 +97,7 @@ def compile_predicate(
     """``expr`` as a boolean that is never null (false where the condition is null): a test
     inside an expression, such as the elements an array keeps. For a ``where``, use
     :func:`compile_condition`."""
-    return F.coalesce(compile_condition(expr, schema, resolve=resolve), F.lit(False))
+    return F.coalesce(compile_condition(expr, schema, resolve=resolve), lit(False))
 
 
 def compile_typed(
@@ -206,7 +207,7 @@ def _literal(expr: Literal) -> Typed:
         typed = null_typed(None if expr.type.minor == MinorType.NULL else to_spark(expr.type))
         return Typed(typed.column, typed.dtype, None)
     dtype = to_spark(expr.type)
-    value = F.lit(expr.value)
+    value = lit(expr.value)
     if _lit_type(expr.value) != dtype:
         value = cast_column(value, dtype)
     return Typed(value, dtype, expr.value)

@@ -30,6 +30,7 @@ from pyspark.sql import types as T
 
 from engine.errors import AggregateError
 from engine.exec.spark.compiler_order import temp, with_run_numbers
+from engine.exec.spark.constant_columns import col, lit
 from engine.exec.spark.metrics import RowCounter
 from engine.exec.spark.names import column
 from engine.exec.spark.paths import Typed, top_column
@@ -182,12 +183,12 @@ def collapse_rows(
             frame_rows=frame_rows,
             rebuilt=rebuilt or {},
         )
-    counted = [F.count(F.lit(1)).alias(INPUT_ROWS)] if count_input is not None else []
+    counted = [F.count(lit(1)).alias(INPUT_ROWS)] if count_input is not None else []
     aggregates = [
         AGGREGATE_FORMS[name](*args).alias(alias)
         for (name, args), alias in zip(calls, aggregate_names, strict=True)
     ]
-    first_of, metadata = sequence or (F.col(seq), df.schema[seq].metadata)
+    first_of, metadata = sequence or (col(seq), df.schema[seq].metadata)
     chosen = first_of
     has_target = temp("has_target")
     if target is not None:
@@ -205,16 +206,16 @@ def collapse_rows(
     if group_by is not None:
         keys = [key.alias(temp(f"key{i}")) for i, key in enumerate(group_by)]
         if not keys:  # one group, and none for no input (a literal key would be an ordinal)
-            keys = [F.lit(0).alias(temp("one_group"))]
+            keys = [lit(0).alias(temp("one_group"))]
         grouped = df.groupBy(*keys).agg(
             *aggregates, *carried, *extras, *([first] if ordered else []), *counted
         )
         for i, key in carried_keys.items():
-            columns[carryover_names[i]] = F.col(temp(f"key{key}"))
-        columns[seq] = F.col(seq) if ordered else F.lit(0).cast("long")
+            columns[carryover_names[i]] = col(temp(f"key{key}"))
+        columns[seq] = col(seq) if ordered else lit(0).cast("long")
     elif within is None:
         grouped = df.agg(*aggregates, *carried, *extras, *counted)
-        columns[seq] = F.lit(0).cast("long")  # one record
+        columns[seq] = lit(0).cast("long")  # one record
     else:
         run = temp("ca_run")
         grouped = (
@@ -222,11 +223,11 @@ def collapse_rows(
             .groupBy(run)
             .agg(*aggregates, *carried, *extras, first, *counted)
         )
-        columns[seq] = F.col(seq)
+        columns[seq] = col(seq)
     if count_input is not None:
         grouped = count_input(grouped, INPUT_ROWS)
     if target is not None:
-        grouped = grouped.where(F.col(has_target).isNotNull())
+        grouped = grouped.where(col(has_target).isNotNull())
     return Collapsed(grouped, columns)
 
 
@@ -291,11 +292,11 @@ class Shifts:
         if key not in self._named:
             name = temp(f"shift{len(self._named)}")
             self._named[key] = (name, self.frame.at(value, offset))
-        return F.col(self._named[key][0])
+        return col(self._named[key][0])
 
     def holds(self, offset: int) -> Column:
         """Whether each record's run has a record ``offset`` records from it."""
-        return F.lit(True) if offset == 0 else self.at(F.lit(1), offset).isNotNull()
+        return lit(True) if offset == 0 else self.at(lit(1), offset).isNotNull()
 
     def columns(self) -> list[Column]:
         """The named window columns the values read."""
@@ -347,7 +348,7 @@ def _collapse_frames(
             else:
                 columns[alias] = AGGREGATE_FORMS[name](*args).over(over)
     rebuilt = rebuilt or {}
-    sequence = rebuilt.get(seq, F.col(seq))
+    sequence = rebuilt.get(seq, col(seq))
     chosen = sequence if target is None else F.when(target, sequence)
     plain: dict[str, Column] = {}  # values of the record itself, no window's
     for value, alias in zip(carryovers, carryover_names, strict=True):
@@ -358,7 +359,7 @@ def _collapse_frames(
     plain[seq] = sequence
     plain.update((name, rebuilt.get(name, column(name))) for name in kept)
     if offsets is None:
-        rows = F.count(F.lit(1)).over(over)  # the rows of each record's frame
+        rows = F.count(lit(1)).over(over)  # the rows of each record's frame
     else:
         rows = _total([shifts.holds(o).cast("long") for o in offsets])
     if frame_rows:
@@ -373,11 +374,11 @@ def _collapse_frames(
         # windows and shuffle their members twice).
         df = df.select("*", *[value.alias(name) for name, value in columns.items()])
         columns = {name: top_column(name) for name in columns}
-        rows = F.col(FRAME_ROWS) if frame_rows else rows
+        rows = col(FRAME_ROWS) if frame_rows else rows
     columns = {**plain, **columns}
     if count_frames is not None:
         df = count_frames(df.withColumn(FRAME_ROWS, rows), FRAME_ROWS)
-        rows = F.col(FRAME_ROWS)
+        rows = col(FRAME_ROWS)
     keep = None
     if target is not None:
         keep = F.max(chosen).over(over).isNotNull()
@@ -386,7 +387,7 @@ def _collapse_frames(
     if keep is None:
         return Collapsed(df, columns)
     out = Collapsed(df, {**columns, temp("keep"): keep}).select()
-    return Collapsed(out.where(F.col(temp("keep"))), {name: column(name) for name in columns})
+    return Collapsed(out.where(col(temp("keep"))), {name: column(name) for name in columns})
 
 
 def _offset_aggregates(
@@ -424,7 +425,7 @@ def _offset_aggregates(
             added = "long" if integral else "double"
             values = [shifts.at(args[0], o).cast(added) for o in offsets]
             present = [v.isNotNull().cast("long") for v in values]
-            total = _total([F.coalesce(v, F.lit(0).cast(added)) for v in values], start=added)
+            total = _total([F.coalesce(v, lit(0).cast(added)) for v in values], start=added)
             if name == "sum":
                 columns[alias] = F.when(_total(present) > 0, total)
             else:
@@ -442,7 +443,7 @@ _ADDED_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType,
 def _total(values: Sequence[Column], start: str | None = None) -> Column:
     """``values`` added in order, from a zero of type ``start`` when given (as Spark's ``sum``
     and ``avg`` add)."""
-    total = F.lit(0).cast(start) if start else values[0]
+    total = lit(0).cast(start) if start else values[0]
     for value in values if start else values[1:]:
         total = total + value
     return total
@@ -451,8 +452,8 @@ def _total(values: Sequence[Column], start: str | None = None) -> Column:
 def target_is_true(value: Typed) -> Column:
     """A predicate for "the target is boolean true"; a target that is not a boolean never is."""
     if isinstance(value.dtype, T.BooleanType):
-        return F.coalesce(value.column, F.lit(False))
-    return F.lit(False)
+        return F.coalesce(value.column, lit(False))
+    return lit(False)
 
 
 def running_columns(

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.exec.spark.compiler_order import sequence_pair, temp
+from engine.exec.spark.constant_columns import col, lit
 from engine.exec.spark.paths import Typed
 
 FLATTEN_POSITION = temp("flatten_pos")
@@ -54,13 +55,13 @@ def flatten_rows(
         elements = F.try_variant_get(value, "$", "array<variant>")
         items = F.when(elements.isNotNull(), elements).otherwise(F.array(value))
     elif isinstance(dtype, T.ArrayType):
-        items = F.coalesce(value, F.array(F.lit(None).cast(dtype.elementType)))
+        items = F.coalesce(value, F.array(lit(None).cast(dtype.elementType)))
     else:
         return Flattened(df, typed, None)  # the value itself, one row per record
-    element = Typed(F.col(name), element_type(dtype))
+    element = Typed(col(name), element_type(dtype))
     if not ordered:
         return Flattened(df.select("*", F.explode(items).alias(name)), element, None)
     exploded = df.select("*", F.posexplode(items).alias(FLATTEN_POSITION, name))
     seq_type = df.schema[seq].dataType
-    order = sequence_pair(F.col(seq), seq_type, F.col(FLATTEN_POSITION), T.IntegerType())
+    order = sequence_pair(col(seq), seq_type, col(FLATTEN_POSITION), T.IntegerType())
     return Flattened(exploded, element, order)

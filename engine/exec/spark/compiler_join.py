@@ -42,6 +42,7 @@ from engine.exec.spark.compiler_order import (
     temp,
     with_bits,
 )
+from engine.exec.spark.constant_columns import col, lit
 from engine.exec.spark.names import quote_name
 from engine.exec.spark.paths import PendingColumns, Typed, top_column
 
@@ -149,7 +150,7 @@ def join_rows(
         if related and ordered and sides == (None, None):
             renamed = rside.df.withColumnRenamed(seq, right_seq)
             joined = lside.df.join(renamed, on=on, how=JOIN_TYPES[how])
-            lside, rside = lside.with_seq(F.col(seq)), rside.with_seq(F.col(right_seq))
+            lside, rside = lside.with_seq(col(seq)), rside.with_seq(col(right_seq))
         else:
             joined = lside.df.join(rside.df, on=on, how=JOIN_TYPES[how])
             if ordered:  # both sides may hold a column `seq`: each read as its side's own
@@ -175,15 +176,15 @@ def join_rows(
     )
     matches = _all_hold(
         [
-            _relation(F.col(temp(f"jl{i}")), relationship, F.col(temp(f"jr{i}")))
+            _relation(col(temp(f"jl{i}")), relationship, col(temp(f"jr{i}")))
             for i, (_, relationship, _) in enumerate(conditions)
         ]
     )
     joined = lhs.join(rhs, on=matches, how=JOIN_TYPES[how])
     merged = []
     for name in [*left_names, *(n for n in right_names if n not in left_names)]:
-        l_col = F.col(temp(f"l{left_names.index(name)}")) if name in left_names else None
-        r_col = F.col(temp(f"r{right_names.index(name)}")) if name in right_names else None
+        l_col = col(temp(f"l{left_names.index(name)}")) if name in left_names else None
+        r_col = col(temp(f"r{right_names.index(name)}")) if name in right_names else None
         if l_col is None:
             merged.append(r_col.alias(name))
         elif r_col is None:
@@ -191,7 +192,7 @@ def join_rows(
         else:
             left_type, right_type = lside.values[name].dtype, rside.values[name].dtype
             merged.append(deep_merge(l_col, r_col, left_type, right_type, name=name).alias(name))
-    lside, rside = lside.with_seq(F.col(left_seq)), rside.with_seq(F.col(right_seq))
+    lside, rside = lside.with_seq(col(left_seq)), rside.with_seq(col(right_seq))
     order, _ = _join_order(lside, rside, how, seq, ordered)
     return joined.select(*merged, order.column)
 
@@ -243,14 +244,14 @@ def semi_join_rows(
     rhs = rside.df.select(*[c.alias(temp(f"jr{i}")) for i, (_, _, c) in enumerate(conditions)])
     matches = _all_hold(
         [
-            _relation(F.col(temp(f"jl{i}")), relationship, F.col(temp(f"jr{i}")))
+            _relation(col(temp(f"jl{i}")), relationship, col(temp(f"jr{i}")))
             for i, (_, relationship, _) in enumerate(conditions)
         ]
     )
     joined = lhs.join(rhs, on=matches, how=SEMI_JOIN_TYPES[kind])
     return joined.select(
-        *[F.col(temp(f"l{i}")).alias(name) for i, name in enumerate(names)],
-        F.col(left_seq).alias(seq),
+        *[col(temp(f"l{i}")).alias(name) for i, name in enumerate(names)],
+        col(left_seq).alias(seq),
     )
 
 
@@ -280,7 +281,7 @@ def _relation(left: Column, relationship: str, right: Column) -> Column:
 def _all_hold(conditions: Sequence[Column]) -> Column:
     """All ``conditions`` (none: every pair, a cartesian product)."""
     if not conditions:
-        return F.lit(True)
+        return lit(True)
     return functools.reduce(operator.and_, conditions)
 
 
@@ -316,12 +317,12 @@ def join_sequence_long(
     (left_bits, left_null), (right_bits, right_null) = left, right
     width = pair_bits(left_bits + left_null, right_bits + right_null)
     if width is None:  # the sum stays below 10**38
-        left_key = F.coalesce(left_seq.cast(PAIR), F.lit(Decimal(2**63)).cast(PAIR))
-        right_key = F.coalesce(right_seq.cast(PAIR) + F.lit(1), F.lit(0).cast(PAIR))
+        left_key = F.coalesce(left_seq.cast(PAIR), lit(Decimal(2**63)).cast(PAIR))
+        right_key = F.coalesce(right_seq.cast(PAIR) + lit(1), lit(0).cast(PAIR))
         return pair_decimal(left_key, right_key), None
     long = T.LongType()
-    left_key = F.coalesce(left_seq, F.lit(1 << left_bits).cast(long)) if left_null else left_seq
-    right_key = F.coalesce(right_seq + F.lit(1), F.lit(0).cast(long)) if right_null else right_seq
+    left_key = F.coalesce(left_seq, lit(1 << left_bits).cast(long)) if left_null else left_seq
+    right_key = F.coalesce(right_seq + lit(1), lit(0).cast(long)) if right_null else right_seq
     return pair_long(left_key, right_key, right_bits + right_null), width
 
 
@@ -363,7 +364,7 @@ def deep_merge(
                     name=f"{name}.{member}",
                 )
                 members.append(value.alias(member))
-        return F.when(left.isNull() & right.isNull(), F.lit(None)).otherwise(F.struct(*members))
+        return F.when(left.isNull() & right.isNull(), lit(None)).otherwise(F.struct(*members))
     if isinstance(left_type, T.NullType):
         return right
     if isinstance(right_type, T.NullType):
@@ -406,20 +407,20 @@ def union_rows(
                 seq,
                 F.struct(
                     *[
-                        (F.col(seq) if j == i else F.lit(None).cast(t)).alias(f"s{j}")
+                        (col(seq) if j == i else lit(None).cast(t)).alias(f"s{j}")
                         for j, t in enumerate(types)
                     ]
                 ),
             )
             for i, df in enumerate(inputs)
         ]
-    tagged = [df.withColumn(index, F.lit(i)) for i, df in enumerate(inputs)]
+    tagged = [df.withColumn(index, lit(i)) for i, df in enumerate(inputs)]
     combined = tagged[0]
     for df in tagged[1:]:
         combined = combined.unionByName(df, allowMissingColumns=True)
     seq_type = inputs[0].schema[seq].dataType
     bits = (max(1, (len(inputs) - 1).bit_length()), max(sequence_bits(df, seq) for df in inputs))
-    order = sequence_pair(F.col(index), T.IntegerType(), F.col(seq), seq_type, bits)
+    order = sequence_pair(col(index), T.IntegerType(), col(seq), seq_type, bits)
     width = pair_bits(*bits) if isinstance(seq_type, T.LongType) else None
     if width is not None:
         order = with_bits(order, seq, width)
@@ -437,4 +438,4 @@ def union_rows(
 
 def _unordered() -> Column:
     """The sequence value of records whose order nothing observes."""
-    return F.lit(0).cast(T.LongType())
+    return lit(0).cast(T.LongType())

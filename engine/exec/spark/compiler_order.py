@@ -31,6 +31,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from engine.exec.spark.constant_columns import col, lit
 from engine.exec.spark.paths import cast_column, quote_name
 
 TEMP_PREFIX = "__drill_"
@@ -59,7 +60,7 @@ def sequence_order(
     ``equal`` maps a struct sequence's member (by name) to a column holding the same value,
     sorted by instead: reading only some members lets Spark prune the struct. ``df`` may be
     given by its schema."""
-    value = F.col(seq) if value is None else value
+    value = col(seq) if value is None else value
     dtype = (df if isinstance(df, T.StructType) else df.schema)[seq].dataType
     if not equal or not isinstance(dtype, T.StructType):
         return _members(value, dtype)
@@ -135,7 +136,7 @@ def sequence_pair(
 
 def pair_decimal(first: Column, second: Column) -> Column:
     """``first * 2**63 + second`` as a ``decimal(38, 0)`` (both non-negative, at most ``2**63``)."""
-    return first.cast(PAIR) * F.lit(Decimal(2**63)).cast(PAIR) + second.cast(PAIR)
+    return first.cast(PAIR) * lit(Decimal(2**63)).cast(PAIR) + second.cast(PAIR)
 
 
 def lazy_order(
@@ -168,7 +169,7 @@ def lazy_order(
         parts.extend(encoded)
         found.extend([i if direction != "desc" and nulls != "last" else None] * len(encoded))
     if tie_break:
-        parts.append(F.col(seq) if sequence is None else sequence)
+        parts.append(col(seq) if sequence is None else sequence)
         found.append(None)
     if sources is not None:
         sources.extend(found)
@@ -215,7 +216,7 @@ def sort_columns(
             )
         else:
             columns.append(value.asc_nulls_first() if nulls == "first" else value.asc_nulls_last())
-    by_sequence = F.col(seq) if sequence is None else sequence
+    by_sequence = col(seq) if sequence is None else sequence
     return [*columns, by_sequence.asc()] if tie_break else columns
 
 
@@ -225,9 +226,9 @@ def with_run_numbers(df: DataFrame, value: Column, *, seq: str, name: str) -> Da
     by_seq = Window.orderBy(seq)
     previous, change = temp("previous"), temp("change")
     starts = (
-        F.when(F.col(previous).isNull(), F.lit(0))
-        .when(value.eqNullSafe(F.col(previous).getField("v")), F.lit(0))
-        .otherwise(F.lit(1))
+        F.when(col(previous).isNull(), lit(0))
+        .when(value.eqNullSafe(col(previous).getField("v")), lit(0))
+        .otherwise(lit(1))
     )
     running = by_seq.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     return (
@@ -263,7 +264,7 @@ def order_rows(
         return renumber(df, sort_columns(keys, seq=seq, tie_break=tie_break), seq=seq)
     run = temp("order_run")
     df = with_run_numbers(df, within, seq=seq, name=run)
-    return renumber(df, [F.col(run), *sort_columns(keys, seq=seq)], seq=seq).drop(run)
+    return renumber(df, [col(run), *sort_columns(keys, seq=seq)], seq=seq).drop(run)
 
 
 def limit_rows(df: DataFrame, first: int, last: int | None, *, seq: str) -> DataFrame:
@@ -306,7 +307,7 @@ def top_rows(
     if computed:  # one select for them all
         flat = df.select("*", *[keys[i][0].alias(name) for i, name in computed.items()])
     by = [
-        (F.col(computed[i]) if i in computed else value, direction, nulls)
+        (col(computed[i]) if i in computed else value, direction, nulls)
         for i, (value, direction, nulls) in enumerate(keys)
     ]
     order = sort_columns(by, seq=seq, tie_break=tie_break, sequence=sequence)
@@ -316,7 +317,7 @@ def top_rows(
     if not numbered:
         return top
     # The top rows come out of one partition, in order: the new ids follow that order.
-    kept = [F.col(quote_name(n)) for n in df.columns if n != seq]
+    kept = [col(quote_name(n)) for n in df.columns if n != seq]
     return top.select(*kept, F.monotonically_increasing_id().alias(seq))
 
 

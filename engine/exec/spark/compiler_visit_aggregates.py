@@ -6,7 +6,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.exec.spark.columns import compile_typed
@@ -24,6 +23,7 @@ from engine.exec.spark.compiler_order import (
     SEQ_BITS,
     temp,
 )
+from engine.exec.spark.constant_columns import col
 from engine.exec.spark.metrics import InputCounter
 from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.paths import (
@@ -84,7 +84,7 @@ class AggregateVisitors:
             df, partition, run, keys, spread_out = self._runs(
                 windows.input_id, windows.op.within, windows.input
             )
-            order = [F.col(SEQ_COLUMN)]
+            order = [col(SEQ_COLUMN)]
             if spread_out is not None:
                 df = spread_out.frame
                 partition, order = self._spread_window(spread_out, windows.input_id, partition, run)
@@ -216,7 +216,7 @@ class AggregateVisitors:
             keys={e: keys[e] for e in unwritten_keys(list(keys), written)},
             seq_members=self._passed_members(op.input, written),
         )
-        order = [F.col(SEQ_COLUMN)]
+        order = [col(SEQ_COLUMN)]
         if spread_out is not None:
             df = spread_out.frame
             partition, order = self._spread_window(spread_out, op.input, partition, run)

@@ -25,6 +25,7 @@ from engine.exec.spark.compiler_order import (
 from engine.exec.spark.compiler_window import FrameInput as _FrameInput
 from engine.exec.spark.compiler_window import SegmentInput as _SegmentInput
 from engine.exec.spark.compiler_window import segment_rows, windowframe_rows
+from engine.exec.spark.constant_columns import col
 from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.paths import (
     Typed,
@@ -107,7 +108,7 @@ class OrderVisitors:
         exprs = tuple(parse_cached(text) for text in op.exprs)
         read = self.compiled(op.input)
         known = read.keys
-        keys = [F.col(known[e][0]) if e in known else self._typed_read(e, df).column for e in exprs]
+        keys = [col(known[e][0]) if e in known else self._typed_read(e, df).column for e in exprs]
         reading = self._reading  # its aggregates group their base (fused)
         grouped = _in_key_order(read.key_order, exprs)
         leading = list(read.key_order) if grouped else list(exprs)
@@ -122,9 +123,7 @@ class OrderVisitors:
             return replace(found, seq_members=self._passed_members(op.input, []))
         number = temp("segment_number")
         df = segment_rows(df, keys, seq=SEQ_COLUMN, name=number, grouped=grouped)
-        return replace(
-            found, df=with_path(df, ref, Typed(F.col(number), T.LongType())).drop(number)
-        )
+        return replace(found, df=with_path(df, ref, Typed(col(number), T.LongType())).drop(number))
 
     def _runs(
         self, input_id: str | None, within: str | None, df: DataFrame, *, keep: Collection[str] = ()
@@ -154,10 +153,10 @@ class OrderVisitors:
             if spread_out is None and added:
                 df = df.withColumns(added)  # one step for them all
                 spread_out = self._spread(df, input_id, keys, keep=keep)
-            return df, [F.col(keys[e][0]) for e in segment.exprs], None, keys, spread_out
+            return df, [col(keys[e][0]) for e in segment.exprs], None, keys, spread_out
         run = temp("run")
         df = with_run_numbers(df, self.field(within, df), seq=SEQ_COLUMN, name=run)
-        return df, [F.col(run)], run, {}, self._spread(df, input_id, {}, keep=keep)
+        return df, [col(run)], run, {}, self._spread(df, input_id, {}, keep=keep)
 
     def visit_windowframe(self, op: WindowFrame, inputs: list[DataFrame]) -> Compiled:
         (df,) = inputs
@@ -179,10 +178,10 @@ class OrderVisitors:
         )
         long = T.LongType()
         df = with_path(
-            df, writable_path(op.segment_ref, "windowframe ref"), Typed(F.col(segment), long)
+            df, writable_path(op.segment_ref, "windowframe ref"), Typed(col(segment), long)
         )
         df = with_path(
-            df, writable_path(op.position_ref, "windowframe ref"), Typed(F.col(position), long)
+            df, writable_path(op.position_ref, "windowframe ref"), Typed(col(position), long)
         )
         return Compiled(df.drop(segment, position), frame=frame)
 

@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.exec.spark.compiler_order import sequence_pair, temp, with_row_index, with_run_numbers
+from engine.exec.spark.constant_columns import col, lit
 from engine.exec.spark.paths import PendingColumns, quote_name
 from engine.expr import Expr
 from engine.plan.field_paths import Path
@@ -46,13 +47,13 @@ def segment_rows(
     (a long). ``grouped`` says the input is already in key order (equal keys are adjacent, in
     order of first appearance): the sequence stays."""
     if not keys:
-        return df.withColumn(name, F.lit(1).cast("long"))
+        return df.withColumn(name, lit(1).cast("long"))
     first = temp(f"{name}_first")
     seq_type = df.schema[seq].dataType
     df = df.withColumn(first, F.min(seq).over(Window.partitionBy(*keys)))
     df = df.withColumn(name, F.dense_rank().over(Window.orderBy(first)).cast("long"))
     if not grouped:
-        df = df.withColumn(seq, sequence_pair(F.col(first), seq_type, F.col(seq), seq_type))
+        df = df.withColumn(seq, sequence_pair(col(first), seq_type, col(seq), seq_type))
     return df.drop(first)
 
 
@@ -80,18 +81,18 @@ def windowframe_rows(
         Window.unboundedPreceding if start is None else start,
         Window.unboundedFollowing if end is None else end,
     )
-    record = F.struct(F.col(index).alias(index), *[F.col(quote_name(n)).alias(n) for n in names])
+    record = F.struct(col(index).alias(index), *[col(quote_name(n)).alias(n) for n in names])
     windows = df.select(
-        F.col(index).alias(segment), F.collect_list(record).over(frame).alias(members)
+        col(index).alias(segment), F.collect_list(record).over(frame).alias(members)
     )
     copies = windows.select(segment, F.posexplode(members).alias(temp("wf_pos"), member))
-    value = F.col(member)
+    value = col(member)
     j = value.getField(index)
     return copies.select(
         *[value.getField(n).alias(n) for n in names],
-        F.col(segment),
-        (j - F.col(segment)).alias(position),
-        sequence_pair(F.col(segment), T.LongType(), j, T.LongType()).alias(seq),
+        col(segment),
+        (j - col(segment)).alias(position),
+        sequence_pair(col(segment), T.LongType(), j, T.LongType()).alias(seq),
     )
 
 

@@ -33,6 +33,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from engine.errors import DrillError, StorageError
 from engine.exec.spark.columns import compile_condition
+from engine.exec.spark.constant_columns import lit
 from engine.exec.spark.names import column
 from engine.exec.spark.sources import unwrapped_filter
 from engine.exec.spark.unread_member import with_unread
@@ -157,7 +158,7 @@ def jdbc_scan_dataframe(
         families = {f.name.lower(): (f.name, _family(f.dataType)) for f in df.schema.fields}
         tests, _ = comparisons_of(pushed_filter, ref, families)
         for test in tests:
-            df = df.filter(_OPERATORS[test.op](column(test.column), F.lit(test.value)))
+            df = df.filter(_OPERATORS[test.op](column(test.column), lit(test.value)))
         df = df.filter(compile_condition(plain, df.schema))
     columns = [column(n) for n in names]
     record = [with_unread(columns).alias(ref)] if ref else columns
@@ -178,7 +179,7 @@ def store_jdbc(df: DataFrame, engine: JdbcEngine, target: Mapping[str, Any] | No
     _refuse_quotes(df.columns, "the stored column")
     staging = spec.staging()
     observation = Observation(f"store {spec.table.dotted}")
-    observed = df.observe(observation, F.count(F.lit(1)).alias("rows"))
+    observed = df.observe(observation, F.count(lit(1)).alias("rows"))
     doing = f"storing into {spec.table.dotted}"
     try:
         try:

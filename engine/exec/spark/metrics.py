@@ -73,6 +73,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
+from engine.exec.spark.constant_columns import col, lit
 from engine.exec.spark.datasource import SKIPPED_COLUMN
 from engine.exec.spark.row_markers import RowMarkers
 from engine.plan.traits import operators_where, traits
@@ -364,7 +365,7 @@ class OperatorMetrics:
     def _row_count(self) -> Column:
         # One Column for every observation of the run: Spark resolves it in each plan anew, and
         # building it costs three py4j calls (made once, on first use: a run needs a session).
-        return F.count(F.lit(1)).alias(ROWS)
+        return F.count(lit(1)).alias(ROWS)
 
     def track(
         self,
@@ -429,11 +430,11 @@ class OperatorMetrics:
         self._observations[operator_id] = observation
         if SKIPPED_COLUMN not in df.columns:
             return df.observe(observation, self._row_count)
-        skipped = F.col(SKIPPED_COLUMN)
+        skipped = col(SKIPPED_COLUMN)
         observed = df.observe(
             observation,
-            F.count(F.when(skipped.isNull(), F.lit(1))).alias(ROWS),
-            F.coalesce(F.sum(skipped), F.lit(0)).alias(SKIPPED),
+            F.count(F.when(skipped.isNull(), lit(1))).alias(ROWS),
+            F.coalesce(F.sum(skipped), lit(0)).alias(SKIPPED),
         )
         return without_skip_counts(observed)
 
@@ -446,7 +447,7 @@ class OperatorMetrics:
         observation rather than one of its own."""
         if operator_id not in self._later:
             return df  # observed as it was read after all
-        total = F.coalesce(F.sum(counts), F.lit(0)).alias(ROWS)
+        total = F.coalesce(F.sum(counts), lit(0)).alias(ROWS)
         if groups_of is None:
             return df.observe(self._observations[operator_id], total)
         self._groups[groups_of] = operator_id
@@ -506,14 +507,14 @@ class OperatorMetrics:
 
 
 def _observe_sum(observation: Observation, df: DataFrame, counts: str) -> DataFrame:
-    return df.observe(observation, F.coalesce(F.sum(counts), F.lit(0)).alias(ROWS))
+    return df.observe(observation, F.coalesce(F.sum(counts), lit(0)).alias(ROWS))
 
 
 def without_skip_counts(df: DataFrame) -> DataFrame:
     """``df`` without a scan's rows that count skipped records (see the module docstring)."""
     if SKIPPED_COLUMN not in df.columns:
         return df
-    return df.where(F.col(SKIPPED_COLUMN).isNull()).drop(SKIPPED_COLUMN)
+    return df.where(col(SKIPPED_COLUMN).isNull()).drop(SKIPPED_COLUMN)
 
 
 def _ready(observation: Observation) -> dict[str, Any] | None:

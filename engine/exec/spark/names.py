@@ -11,7 +11,8 @@ Spark reads ``F.col("a.b")`` as the field ``b`` of ``a`` and fails on a lone bac
 from __future__ import annotations
 
 from pyspark.sql import Column
-from pyspark.sql import functions as F
+
+from engine.exec.spark.constant_columns import col
 
 SEQ_COLUMN = "__drill_seq"
 """The column that carries a row's input order through a Spark plan (a long; smaller is earlier)."""
@@ -28,4 +29,4 @@ def quote_name(name: str) -> str:
 
 def column(name: str) -> Column:
     """The top-level column called exactly ``name``."""
-    return F.col(quote_name(name))
+    return col(quote_name(name))

@@ -37,6 +37,7 @@ from pyspark.sql.types import (
 
 from engine.exec.spark.columns import compile_condition, compile_expression
 from engine.exec.spark.compiler_order import with_bits
+from engine.exec.spark.constant_columns import col, lit
 from engine.exec.spark.datasource import is_json_lines
 from engine.exec.spark.file_ties import SharedValues
 from engine.exec.spark.names import SEQ_COLUMN
@@ -217,12 +218,12 @@ def native_scan_dataframe(
     table = {n: column(n) for n in names}
     if not ordered and not implicit:
         bits = 0
-        zero = with_bits(cast_column(F.lit(0), LongType()), SEQ_COLUMN, 0)
+        zero = with_bits(cast_column(lit(0), LongType()), SEQ_COLUMN, 0)
         return shaped(read, table, zero, reads_metadata=False)
     if dense and len(files) == 1 and not implicit:
         if bits is None:  # the row ids of one file, in its order
             return shaped(read, table, row_id.alias(SEQ_COLUMN), reads_metadata=False)
-        row_id = F.coalesce(row_id, F.lit(0))  # non-nullable, like the data source's
+        row_id = F.coalesce(row_id, lit(0))  # non-nullable, like the data source's
         return shaped(read, table, with_bits(row_id, SEQ_COLUMN, bits), reads_metadata=False)
     if ties is not None and bits is None and not implicit and len(files) <= CASE_LOOKUP_FILES:
         seq = _tied_sequence(ties, files, bases, row_id)
@@ -233,7 +234,7 @@ def native_scan_dataframe(
     # Like the footers' row counts, this trusts the listing: a file rewritten between planning
     # and reading (to another listed file's size, or to more rows) is numbered wrongly, silently.
     by_size = in_literals and len({f.size for f in files}) == len(files)
-    key = F.col("_metadata.file_size" if by_size else "_metadata.file_path")
+    key = col("_metadata.file_size" if by_size else "_metadata.file_path")
     if in_literals:
         # Up to CASE_LOOKUP_FILES files, compares of the row's file key give its base (and its
         # position, for implicit values); beyond, its position in an array literal of the files
@@ -295,7 +296,7 @@ def _left_to_reader(
     and the sequence is a constant (width 0), the reader's select is the only one: the values
     stay ``source``'s columns, observed as read (they read no ``_metadata``)."""
     if not apart and bits == 0:
-        zero = Typed(cast_column(F.lit(0), LongType()), LongType(), 0)
+        zero = Typed(cast_column(lit(0), LongType()), LongType(), 0)
         base = source if observe is None else observe(source)
         return PendingColumns(base, {**records(values), SEQ_COLUMN: zero}, bits)
     names = {name: f"{prefix}{i}" for i, name in enumerate(values)}
@@ -305,8 +306,8 @@ def _left_to_reader(
     # a mark Spark prunes unless a join pads it.
     if bits == 0:
         present = column(f"{prefix}row")
-        order = Typed(cast_column(F.lit(0), LongType()), LongType(), 0)
-        selected.append(F.lit(True).alias(f"{prefix}row"))
+        order = Typed(cast_column(lit(0), LongType()), LongType(), 0)
+        selected.append(lit(True).alias(f"{prefix}row"))
     else:
         present = column(f"{prefix}seq")
         order = Typed(present, LongType())
@@ -326,7 +327,7 @@ def _position_of(key: Column, keys: Sequence[str | int]) -> Column:
     """The position of ``key`` in ``keys`` (-1: not there) as a ``CASE WHEN`` of compares, which
     Spark's generated code runs as such. ``array_position`` over an array literal costs more per
     row (topn at scale 1: ~5% of its executor CPU) but fewer py4j calls when there are many keys."""
-    return _value_of(key, keys, range(len(keys)), otherwise=F.lit(-1))
+    return _value_of(key, keys, range(len(keys)), otherwise=lit(-1))
 
 
 def _value_of(
@@ -344,7 +345,7 @@ def _array_literal(values: Sequence[str | int], dtype: str) -> Column:
     """``values`` as an array literal of ``dtype`` in a few py4j calls however many there are
     (an array of literals costs a few per value): one string, split on the NUL character that
     no file path or number holds, then cast; Spark folds it to a constant."""
-    return F.split(F.lit(_NUL.join(map(str, values))), _NUL).cast(f"array<{dtype}>")
+    return F.split(lit(_NUL.join(map(str, values))), _NUL).cast(f"array<{dtype}>")
 
 
 _NUL = "\x00"
@@ -354,7 +355,7 @@ def _optional_string_at(at: Column, values: Sequence[str | None]) -> Column:
     """``values[at]`` from one array literal: each value behind a one-character mark, so that a
     None (the empty string) keeps its own element and comes back as null."""
     marked = _array_literal(["" if v is None else f"={v}" for v in values], "string")
-    return F.substring(F.nullif(F.get(marked, at), F.lit("")), 2, _MAX_CHARS)
+    return F.substring(F.nullif(F.get(marked, at), lit("")), 2, _MAX_CHARS)
 
 
 _MAX_CHARS = 2**31 - 1
@@ -363,7 +364,7 @@ _MAX_CHARS = 2**31 - 1
 def _sequence(base: Column, row_id: Column, bits: int | None) -> Column:
     # Never null (an unknown file raises first, a row id is always there); the coalesce tells
     # Spark so, and keeps the column non-nullable like the data source's.
-    value = F.coalesce(base + row_id, F.lit(0))
+    value = F.coalesce(base + row_id, lit(0))
     return value.alias(SEQ_COLUMN) if bits is None else with_bits(value, SEQ_COLUMN, bits)
 
 
@@ -375,7 +376,7 @@ def _tied_sequence(
     gives each row without building ``_metadata``; else the row id alone."""
     shared = ties.condition(column(ties.column))
     if shared is None:
-        return F.coalesce(row_id, F.lit(0)).alias(SEQ_COLUMN)
+        return F.coalesce(row_id, lit(0)).alias(SEQ_COLUMN)
     name = F.input_file_name()
     names = [spark_input_file_name(f.real_path) for f in files]
     base = _value_of(
@@ -386,7 +387,7 @@ def _tied_sequence(
 
 def _unknown_file(key: Column, dtype: str | None = None) -> Column:
     """Fails the read of a file the scan did not list, naming its ``key`` (path or size)."""
-    message = F.concat(F.lit("the scan did not list the file Spark read: "), key.cast("string"))
+    message = F.concat(lit("the scan did not list the file Spark read: "), key.cast("string"))
     error = F.raise_error(message)
     return error.cast(dtype) if dtype else error
 
@@ -450,9 +451,9 @@ def _new_read(spark: Any, resolved: ResolvedScan, files: Sequence[InputFile]) ->
         if name_key(name) in keys:
             raw = column(f"_c{keys.index(name_key(name))}")
             # Spark reads an empty field as null; Drill's CSV reader gives an empty string.
-            selected.append(F.when(raw.isNull(), F.lit("")).otherwise(raw).alias(name))
+            selected.append(F.when(raw.isNull(), lit("")).otherwise(raw).alias(name))
         else:
-            selected.append(F.lit(None).cast(StringType()).alias(name))
+            selected.append(lit(None).cast(StringType()).alias(name))
     return frame.select(*selected)
 
 
@@ -577,7 +578,7 @@ def _reader_test(expr: Expr, types: Mapping[str, DataType]) -> tuple[Column | No
     literal = right.value
     if literal is None or (isinstance(literal, float) and literal != literal):
         return None, False
-    test = getattr(column(name), method)(F.lit(literal))
+    test = getattr(column(name), method)(lit(literal))
     return test, _same_kind(dtype, literal) or _nan_agrees(dtype, literal, method)
 
 

@@ -39,6 +39,7 @@ from pyspark.sql import types as T
 
 from engine.errors import NestedFilterError
 from engine.exec.spark.columns import compile_condition, compile_predicate
+from engine.exec.spark.constant_columns import col, lit
 from engine.exec.spark.paths import Typed, column_of, get_in, get_typed, replace_in
 from engine.expr.nodes import Expr, FieldRef, field_refs
 
@@ -162,8 +163,8 @@ class _Pruner:
         pruned = self._prune(record, 0)
         # The pruned array is computed once, into a temporary column, then written back.
         staged = df.withColumn(_PRUNED, pruned.column)
-        kept = staged.where(F.coalesce(F.size(F.col(_PRUNED)) > 0, F.lit(False)))
-        rebuilt = replace_in(record, inside, Typed(F.col(_PRUNED), pruned.dtype))
+        kept = staged.where(F.coalesce(F.size(col(_PRUNED)) > 0, lit(False)))
+        rebuilt = replace_in(record, inside, Typed(col(_PRUNED), pruned.dtype))
         return kept.withColumn(root, rebuilt.column).drop(_PRUNED)
 
     def _prune(self, container: Typed, depth: int) -> Typed:
@@ -186,7 +187,7 @@ class _Pruner:
 
         def holds_survivors(element: Column) -> Column:
             inner = get_in(Typed(element, element_type), below).column
-            return F.coalesce(F.size(inner) > 0, F.lit(False))
+            return F.coalesce(F.size(inner) > 0, lit(False))
 
         rebuilt = F.transform(array.column, rebuild)
         return Typed(F.filter(rebuilt, holds_survivors), array.dtype)

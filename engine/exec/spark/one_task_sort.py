@@ -66,7 +66,7 @@ def sorted_records(df: DataFrame, by: list[Column], *, one_task: bool) -> DataFr
 
     Example (with a SparkSession)::
 
-        sorted_records(df, [F.col("user"), F.col("ts")], one_task=True).write.parquet(path)
+        sorted_records(df, [col("user"), col("ts")], one_task=True).write.parquet(path)
     """
     if one_task:
         return df.repartition(1).sortWithinPartitions(*by)

@@ -17,7 +17,7 @@ Example (with a SparkSession)::
 
     df = spark.createDataFrame([({"id": 1, "tags": ["x"]},), (None,)], "e struct<id:bigint,tags:array<string>>")
     df.select(get_path(df, ("e", "id")))         # 1, None
-    with_path(df, ("e", "day"), F.lit("mon"))    # e = {id: 1, tags: [x], day: mon}, {id: null, tags: null, day: mon}
+    with_path(df, ("e", "day"), lit("mon"))    # e = {id: 1, tags: [x], day: mon}, {id: null, tags: null, day: mon}
 
 >>> quote_name("odd.name")
 '`odd.name`'
@@ -39,6 +39,7 @@ from pyspark.sql import types as T
 from pyspark.sql.utils import is_remote
 
 from engine.errors import TreePathError
+from engine.exec.spark.constant_columns import col, lit
 from engine.exec.spark.names import quote_name
 from engine.exec.spark.unread_member import drop_unread
 
@@ -66,8 +67,8 @@ class Typed:
 def null_typed(dtype: T.DataType | None = None) -> Typed:
     """A null of ``dtype`` (Spark's NullType when not given: a value not seen yet)."""
     if dtype is None or isinstance(dtype, T.NullType):
-        return Typed(F.lit(None), T.NullType(), None)
-    return Typed(cast_column(F.lit(None), dtype), dtype, None)
+        return Typed(lit(None), T.NullType(), None)
+    return Typed(cast_column(lit(None), dtype), dtype, None)
 
 
 def cast_column(column: Column, dtype: T.DataType) -> Column:
@@ -114,7 +115,7 @@ def top_column(name: str) -> Column:
         _columns_owner = owner
     found = _COLUMNS.get(name)
     if found is None:
-        found = _COLUMNS[name] = F.col(quote_name(name))
+        found = _COLUMNS[name] = col(quote_name(name))
     return found
 
 
@@ -171,7 +172,7 @@ def get_in(value: Typed, path: Sequence[str | int]) -> Typed:
             if not isinstance(dtype, T.ArrayType):
                 return null_typed()
             index = step + 1 if step >= 0 else step  # element_at is 1-based, negative from the end
-            value = Typed(F.try_element_at(value.column, F.lit(index)), dtype.elementType)
+            value = Typed(F.try_element_at(value.column, lit(index)), dtype.elementType)
         elif isinstance(dtype, T.StructType):
             field = _member(dtype, step)
             if field is None:
@@ -215,7 +216,7 @@ def make_struct(members: Sequence[tuple[str, Typed]]) -> Typed:
 
 
 def _null_where(condition: Column, value: Typed) -> Typed:
-    return Typed(F.when(condition, F.lit(None)).otherwise(value.column), value.dtype)
+    return Typed(F.when(condition, lit(None)).otherwise(value.column), value.dtype)
 
 
 @dataclass(frozen=True)
@@ -277,7 +278,7 @@ class _Record(_Written):
     @property  # type: ignore[override]
     def nulls(self) -> tuple[Column, ...]:
         present = self.present  # else never null
-        return self._made("nulls", lambda: (F.lit(True) if present is None else present,))
+        return self._made("nulls", lambda: (lit(True) if present is None else present,))
 
     def absent_where_null(self, present: Column) -> _Record:
         """This record, null where ``present`` is null (a record missing from an outer join's
@@ -287,7 +288,7 @@ class _Record(_Written):
 
 def _written(members: Sequence[tuple[str, Typed]], nulls: Sequence[Column]) -> _Written:
     struct = make_struct(members)
-    column = F.when(_all_null(nulls), F.lit(None)).otherwise(struct.column)
+    column = F.when(_all_null(nulls), lit(None)).otherwise(struct.column)
     return _Written(column, struct.dtype, members=tuple(members), nulls=tuple(nulls))
 
 
@@ -406,7 +407,7 @@ def replace_in(value: Typed, path: Sequence[str | int], new: Typed) -> Typed:
         return _null_where(value.column.isNull(), make_struct(members))
     assert isinstance(dtype, T.ArrayType)
     element_type = dtype.elementType
-    position = F.lit(step) if step >= 0 else F.size(value.column) + F.lit(step)
+    position = lit(step) if step >= 0 else F.size(value.column) + lit(step)
 
     def rebuild(element: Column, i: Column) -> Column:
         replaced = replace_in(Typed(element, element_type), rest, new)

@@ -46,6 +46,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from engine.exec.spark.constant_columns import lit
 from engine.exec.spark.settings import ROW_MARKERS, enabled
 
 _READER_SOURCE = """
@@ -132,7 +133,7 @@ def marker_condition(number: int) -> Column:
 
         spark.range(3).where(marker_condition(7)).count()  # 3
     """
-    return F.spark_partition_id() >= F.lit(-number)
+    return F.spark_partition_id() >= lit(-number)
 
 
 class RowMarkers:

@@ -18,6 +18,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from engine.exec.spark.constant_columns import lit
 from engine.exec.spark.paths import Typed
 from engine.expr import coercion
 from engine.types import MAX_DECIMAL_PRECISION, MajorType, from_spark, to_spark
@@ -71,7 +72,7 @@ def arithmetic(operation: str, a: Typed, b: Typed) -> Typed:
     if operation in ("divide", "modulo"):
         # NULL / 0 is NULL: only a value divided by zero is an error.
         by_zero = (y == 0) & x.isNotNull()
-        checked = F.when(by_zero, F.raise_error(F.lit(DECIMAL_BY_ZERO))).otherwise(checked)
+        checked = F.when(by_zero, F.raise_error(lit(DECIMAL_BY_ZERO))).otherwise(checked)
     return Typed(checked, to_spark(target))
 
 
@@ -83,5 +84,5 @@ def fit(value: Typed, target: MajorType, what: str) -> Typed:
 
 def _fits(result: Column, target: MajorType, defined: Column, what: str) -> Column:
     fitted = result.try_cast(to_spark(target))
-    failure = F.raise_error(F.lit(coercion.overflow_message(target, what)))
+    failure = F.raise_error(lit(coercion.overflow_message(target, what)))
     return F.when(fitted.isNull() & defined, failure).otherwise(fitted)

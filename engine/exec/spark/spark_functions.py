@@ -41,6 +41,7 @@ from pyspark.sql import types as T
 
 from engine.errors import UnsupportedOnSpark
 from engine.exec.spark import spark_decimals
+from engine.exec.spark.constant_columns import lit
 from engine.exec.spark.paths import Typed, cast_column, null_typed, same_type
 from engine.expr import coercion
 from engine.expr.like import like_shape, like_to_java
@@ -124,7 +125,7 @@ def cast(value: Typed, dtype: T.DataType) -> Typed:
     if same_type(value.dtype, dtype):
         return value
     if isinstance(value.dtype, T.NullType):
-        return Typed(cast_column(F.lit(None), dtype), dtype, value.constant)
+        return Typed(cast_column(lit(None), dtype), dtype, value.constant)
     return Typed(cast_column(value.column, dtype), dtype)
 
 
@@ -256,7 +257,7 @@ def _comparison(
         side = "left" if may_be_nan[0] else "right"
         if nan and not (len(nan) == 1 and nan_agrees in (side, "both")):
             is_nan = F.isnan(nan[0]) if len(nan) == 1 else F.isnan(nan[0]) | F.isnan(nan[1])
-            result = F.when(is_nan & result.isNotNull(), F.lit(nan_result)).otherwise(result)
+            result = F.when(is_nan & result.isNotNull(), lit(nan_result)).otherwise(result)
         return _typed(result, BOOLEAN)
 
     return compare
@@ -326,10 +327,10 @@ def _divide(a: Typed, b: Typed) -> Typed:
         return exact
     x, y = floating(a).column, floating(b).column
     # IEEE division by (signed) zero, whatever spark.sql.ansi.enabled says.
-    zero_sign = F.when(y.cast(STRING).startswith("-"), F.lit(-1.0)).otherwise(F.lit(1.0))
+    zero_sign = F.when(y.cast(STRING).startswith("-"), lit(-1.0)).otherwise(lit(1.0))
     by_zero = (
-        F.when(F.isnan(x) | (x == 0), F.lit(_NAN))
-        .otherwise(F.signum(x) * zero_sign * F.lit(_INF))
+        F.when(F.isnan(x) | (x == 0), lit(_NAN))
+        .otherwise(F.signum(x) * zero_sign * lit(_INF))
     )  # fmt: skip
     return _typed(F.when(y == 0, by_zero).otherwise(F.try_divide(x, y)), DOUBLE)
 
@@ -344,9 +345,9 @@ def _avg_ratio(total: Typed, count: Typed, like: Typed) -> Typed:
         x, y = spark_decimals.as_decimal(total), spark_decimals.as_decimal(count)
         ratio = Typed(F.try_divide(x.column, y.column), DOUBLE)  # dtype unused by fit
         fitted = spark_decimals.fit(ratio, target, "avg")
-        return _typed(F.when(none, F.lit(None)).otherwise(fitted.column), fitted.dtype)
+        return _typed(F.when(none, lit(None)).otherwise(fitted.column), fitted.dtype)
     ratio = F.try_divide(floating(total).column, floating(count).column)
-    return _typed(F.when(none, F.lit(None)).otherwise(ratio), DOUBLE)
+    return _typed(F.when(none, lit(None)).otherwise(ratio), DOUBLE)
 
 
 MODULO_BY_ZERO = "integer division by zero (in %)"
@@ -365,11 +366,11 @@ def _modulo(a: Typed, b: Typed) -> Typed:
         return exact
     a, b = _plain(a), _plain(b)
     if is_integral(a.dtype) and is_integral(b.dtype):
-        failure = F.raise_error(F.lit(MODULO_BY_ZERO))
+        failure = F.raise_error(lit(MODULO_BY_ZERO))
         by_zero = (b.column == 0) & a.column.isNotNull()
         return _typed(F.when(by_zero, failure).otherwise(a.column % b.column), LONG)
     x, y = cast(a, DOUBLE).column, cast(b, DOUBLE).column
-    return _typed(F.when((y == 0) & x.isNotNull(), F.lit(_NAN)).otherwise(x % y), DOUBLE)
+    return _typed(F.when((y == 0) & x.isNotNull(), lit(_NAN)).otherwise(x % y), DOUBLE)
 
 
 def _power(a: Typed, b: Typed) -> Typed:
@@ -405,7 +406,7 @@ def _whole(function: Callable[[Column], Column]) -> Builder:
             return spark_decimals.fit(_typed(function(a.column), a.dtype), target, "ceil/floor")
         x = cast(a, DOUBLE).column
         # NaN is not < 2**52 in Spark's ordering, so NaN and infinities pass through unchanged.
-        whole = F.when(F.abs(x) < F.lit(_EXACT_WHOLE), function(x).cast(DOUBLE)).otherwise(x)
+        whole = F.when(F.abs(x) < lit(_EXACT_WHOLE), function(x).cast(DOUBLE)).otherwise(x)
         return _typed(whole.cast(a.dtype), a.dtype)
 
     return run
@@ -470,8 +471,8 @@ _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 def _as_int(value: Column) -> Column:
     """A BIGINT clamped into INT range, for Spark's int-only positions (null stays null)."""
     clamped = (
-        F.when(value > F.lit(_INT_MAX), F.lit(_INT_MAX))
-        .when(value < F.lit(_INT_MIN), F.lit(_INT_MIN))
+        F.when(value > lit(_INT_MAX), lit(_INT_MAX))
+        .when(value < lit(_INT_MIN), lit(_INT_MIN))
         .otherwise(value)
     )  # fmt: skip
     return clamped.cast(T.IntegerType())
@@ -482,7 +483,7 @@ def _substr(s: Typed, start: Typed, length: Typed | None = None) -> Typed:
     plain = _plain_slice(start, length)
     if plain is not None:  # constants Spark slices as given: no test, no clamp (fewer py4j calls)
         return _typed(
-            text.substr(*plain) if len(plain) == 2 else F.substr(text, F.lit(plain[0])), STRING
+            text.substr(*plain) if len(plain) == 2 else F.substr(text, lit(plain[0])), STRING
         )
     first = cast(number(start), LONG).column  # a float start truncates, as int() does
     missing = text.isNull() | first.isNull()
@@ -495,7 +496,7 @@ def _substr(s: Typed, start: Typed, length: Typed | None = None) -> Typed:
         empty = empty | (count <= 0)
         sliced = text.substr(_as_int(first), _as_int(count))
     result = (
-        F.when(missing, F.lit(None).cast(STRING)).when(empty, F.lit("")).otherwise(sliced)
+        F.when(missing, lit(None).cast(STRING)).when(empty, lit("")).otherwise(sliced)
     )  # fmt: skip
     return _typed(result, STRING)
 
@@ -524,9 +525,9 @@ def to_text(value: Typed) -> Typed:
     x = value.column
     if is_floating(value.dtype):
         text = (
-            F.when(F.isnan(x), F.lit("nan"))
-            .when(x == F.lit(_INF), F.lit("inf"))
-            .when(x == F.lit(-_INF), F.lit("-inf"))
+            F.when(F.isnan(x), lit("nan"))
+            .when(x == lit(_INF), lit("inf"))
+            .when(x == lit(-_INF), lit("-inf"))
             .otherwise(x.cast(STRING))
         )  # fmt: skip
         return _typed(text, STRING)
@@ -545,7 +546,7 @@ def _like_regex_column(pattern: Column) -> Column:
     """:func:`~engine.expr.like.like_to_java` for a pattern that varies by row (no escape), with regexp_replace."""
     escaped = F.regexp_replace(pattern, r"([\\.^$|?*+()\[\]{}])", r"\\$1")
     wild = F.regexp_replace(F.regexp_replace(escaped, "%", ".*"), "_", ".")
-    return F.concat(F.lit("(?s)\\A"), wild, F.lit("\\z"))
+    return F.concat(lit("(?s)\\A"), wild, lit("\\z"))
 
 
 _PLAIN_LIKE: dict[str, Callable[[Column, Column], Column]] = {
@@ -570,7 +571,7 @@ def _like(s: Typed, pattern: Typed, escape: Typed | None = None) -> Typed:
         shape = like_shape(pattern.constant, escape_char)
         if shape is not None:  # a plain test Spark's optimizer knows (and a reader may push)
             kind, value = shape
-            return _typed(_PLAIN_LIKE[kind](text.column, F.lit(value)), BOOLEAN)
+            return _typed(_PLAIN_LIKE[kind](text.column, lit(value)), BOOLEAN)
         regex = like_to_java(pattern.constant, escape_char)
         return _typed(text.column.rlike(regex), BOOLEAN)
     if escape_char is not None:
@@ -607,7 +608,7 @@ def to_timestamp(value: Typed, pattern: Typed | None = None) -> Typed:
     if kind == "null":
         return null_typed(TIMESTAMP)
     if kind == "number":
-        micros = F.bround(floating(value).column * F.lit(1_000_000.0)).cast(LONG)
+        micros = F.bround(floating(value).column * lit(1_000_000.0)).cast(LONG)
         return _typed(F.timestamp_micros(micros), TIMESTAMP)
     if kind == "temporal" and not isinstance(value.dtype, T.TimestampNTZType):
         return cast(value, TIMESTAMP)
@@ -618,7 +619,7 @@ def to_date(value: Typed, pattern: Typed | None = None) -> Typed:
     """Strings, epoch milliseconds, dates and timestamps as a DATE (UTC)."""
     kind = family(value.dtype)
     if kind == "number":
-        days = F.floor(floating(value).column / F.lit(86_400_000.0))
+        days = F.floor(floating(value).column / lit(86_400_000.0))
         return _typed(F.date_from_unix_date(_as_int(days)), DATE)
     if isinstance(value.dtype, T.DateType):
         return value
@@ -627,15 +628,15 @@ def to_date(value: Typed, pattern: Typed | None = None) -> Typed:
 
 def read_time(value: Typed) -> Typed:
     """``HH:mm[:ss[.f]]`` strings as TIME."""
-    text = F.concat(F.lit("1970-01-01 "), string(value).column)
+    text = F.concat(lit("1970-01-01 "), string(value).column)
     return _typed(F.to_timestamp_ntz(text), TIME)
 
 
 def time_of_day(value: Column) -> Column:
     """The time of day of a timestamp, as TIME (on 1970-01-01)."""
-    seconds = F.extract(F.lit("SECOND"), value)
-    one = F.lit(1)
-    return F.make_timestamp_ntz(F.lit(1970), one, one, F.hour(value), F.minute(value), seconds)
+    seconds = F.extract(lit("SECOND"), value)
+    one = lit(1)
+    return F.make_timestamp_ntz(lit(1970), one, one, F.hour(value), F.minute(value), seconds)
 
 
 def read_temporal(value: Typed, dtype: T.DataType) -> Typed:
@@ -683,14 +684,14 @@ def _by_unit(
             )
         return _typed(units[name]().cast(result), result)
     given = F.lower(F.regexp_replace(unit.column, r"^\s+|\s+$", ""))
-    chosen = F.when(given.isNull(), F.lit(None).cast(result))
+    chosen = F.when(given.isNull(), lit(None).cast(result))
     for name, build in units.items():
         chosen = chosen.when(given.isin(name, name + "s"), build().cast(result))
     failure = F.raise_error(
         F.concat(
-            F.lit(f"{no_unit(function)} '"),
+            lit(f"{no_unit(function)} '"),
             unit.column,
-            F.lit("'; use one of " + ", ".join(sorted(units))),
+            lit("'; use one of " + ", ".join(sorted(units))),
         )
     )
     return _typed(chosen.otherwise(failure), result)
@@ -727,7 +728,7 @@ def _extract(unit: Typed, value: Typed) -> Typed:
         "hour": lambda: F.hour(x),
         "minute": lambda: F.minute(x),
         "second": lambda: F.second(x),
-        "millisecond": lambda: F.pmod(F.floor(micros / F.lit(1000)), F.lit(1000)),
+        "millisecond": lambda: F.pmod(F.floor(micros / lit(1000)), lit(1000)),
         "epoch": lambda: F.unix_seconds(x),
     }
     return _by_unit("extract", unit, units, LONG)
@@ -807,8 +808,8 @@ def _to_decimal(value: Typed, kind: str, target: MajorType) -> Typed:
     elif kind != "number":
         raise ArgumentError(f"cannot cast a {type_name(value.dtype)} value to {target}")
     if is_floating(value.dtype):
-        finite = ~F.isnan(value.column) & (F.abs(value.column) < F.lit(float("inf")))
-        failure = F.raise_error(F.lit(f"{spark_decimals.DECIMAL_OVERFLOW} {target} (NaN or inf)"))
+        finite = ~F.isnan(value.column) & (F.abs(value.column) < lit(float("inf")))
+        failure = F.raise_error(lit(f"{spark_decimals.DECIMAL_OVERFLOW} {target} (NaN or inf)"))
         value = _typed(
             F.when(finite | value.column.isNull(), value.column).otherwise(failure), DOUBLE
         )

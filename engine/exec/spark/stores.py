@@ -26,6 +26,7 @@ from pyspark.sql.types import (
 from pyspark.sql.utils import is_remote
 
 from engine.errors import DrillError, StorageError
+from engine.exec.spark.constant_columns import lit
 from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.spark_errors import error_text, spark_reason, translate_spark_error
 from engine.exec.spark.unions import (
@@ -123,7 +124,7 @@ def _store_fs(
     observed = (
         written_df
         if observation is None
-        else written_df.observe(observation, F.count(F.lit(1)).alias("rows"))
+        else written_df.observe(observation, F.count(lit(1)).alias("rows"))
     )
     directory = spec.mode == "append" or partitioned  # else the whole target is replaced
     with open_commit(

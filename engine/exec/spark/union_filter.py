@@ -39,6 +39,7 @@ from pyspark.sql.utils import is_remote
 
 from engine.errors import NestedFilterError
 from engine.exec.spark.columns import compile_condition, compile_predicate
+from engine.exec.spark.constant_columns import col, lit
 from engine.exec.spark.nested_filter import array_levels
 from engine.exec.spark.paths import Typed, column_of, get_typed, make_struct, null_typed
 from engine.expr.nodes import Expr, FieldRef, common_path_prefix, field_refs
@@ -106,8 +107,8 @@ def union_filter(df: DataFrame, predicate: Expr) -> DataFrame | None:
         return df.where(condition)
     walked, _ = walker.walk(top, 1, 0)
     staged = df.withColumn(_WALKED, walked)
-    kept = staged.where(F.col(_WALKED)["k"])
-    return kept.withColumn(root, F.col(_WALKED)["v"]).drop(_WALKED)
+    kept = staged.where(col(_WALKED)["k"])
+    return kept.withColumn(root, col(_WALKED)["v"]).drop(_WALKED)
 
 
 def _let(value: Column, body: Callable[[Column], Column]) -> Column:
@@ -165,7 +166,7 @@ class _Walker:
         walked = _let(
             values,
             lambda kept: _result(
-                F.coalesce(F.size(kept) > 0, F.lit(False)),
+                F.coalesce(F.size(kept) > 0, lit(False)),
                 F.to_variant_object(kept) if variant else kept,
             ),
         )
@@ -175,9 +176,9 @@ class _Walker:
         assert isinstance(node.dtype, T.ArrayType)
         element_type = node.dtype.elementType
         index = step + 1 if step >= 0 else step
-        element = Typed(F.try_element_at(node.column, F.lit(index)), element_type)
+        element = Typed(F.try_element_at(node.column, lit(index)), element_type)
         walked, _ = self.walk(element, i + 1, depth)
-        position = F.lit(step) if step >= 0 else F.size(node.column) + F.lit(step)
+        position = lit(step) if step >= 0 else F.size(node.column) + lit(step)
 
         def rebuild(result: Column) -> Column:
             replaced = F.transform(
@@ -208,7 +209,7 @@ class _Walker:
             ]
             struct = make_struct(members)
             built.append(struct.dtype)
-            value = F.when(node.column.isNull(), F.lit(None)).otherwise(struct.column)
+            value = F.when(node.column.isNull(), lit(None)).otherwise(struct.column)
             return _result(result["k"], value)
 
         column = _let(walked, rebuild)
@@ -230,7 +231,7 @@ class _Walker:
                 entered = leaf
             if depth >= MAX_VARIANT_ARRAYS:
                 crossed = F.raise_error(
-                    F.lit(
+                    lit(
                         f"the filter `{self.predicate}` meets arrays nested more than "
                         f"{MAX_VARIANT_ARRAYS} deep in a UNION value; the Spark executor "
                         "walks at most that many"
@@ -253,12 +254,12 @@ class _Walker:
         return _let(node_array(node), inside)
 
     def _enter(self, members: Column, step: str, i: int, depth: int) -> Column:
-        child = F.try_element_at(members, F.lit(step))
+        child = F.try_element_at(members, lit(step))
         walked = self._variant(child, i + 1, depth)
 
         def rebuild(result: Column) -> Column:
             replaced = F.transform_values(
-                members, lambda key, value: F.when(key == F.lit(step), result["v"]).otherwise(value)
+                members, lambda key, value: F.when(key == lit(step), result["v"]).otherwise(value)
             )
             return _result(result["k"], F.to_variant_object(replaced))
 
@@ -289,17 +290,17 @@ class _Walker:
                 array = node_array(node.column)
                 if isinstance(step, int):
                     index = step + 1 if step >= 0 else step
-                    node = Typed(F.try_element_at(array, F.lit(index)), _VARIANT)
+                    node = Typed(F.try_element_at(array, lit(index)), _VARIANT)
                     continue
                 members = F.try_variant_get(node.column, "$", "map<string,variant>")
-                value = F.try_element_at(members, F.lit(step))
-                failure = F.raise_error(F.lit(_crossing_message(ref))).cast("variant")
+                value = F.try_element_at(members, lit(step))
+                failure = F.raise_error(lit(_crossing_message(ref))).cast("variant")
                 node = Typed(F.when(array.isNotNull(), failure).otherwise(value), _VARIANT)
             elif isinstance(dtype, T.ArrayType) and isinstance(step, int):
                 index = step + 1 if step >= 0 else step
-                node = Typed(F.try_element_at(node.column, F.lit(index)), dtype.elementType)
+                node = Typed(F.try_element_at(node.column, lit(index)), dtype.elementType)
             elif isinstance(dtype, T.ArrayType):
-                failure = F.raise_error(F.lit(_crossing_message(ref)))
+                failure = F.raise_error(lit(_crossing_message(ref)))
                 return Typed(F.when(node.column.isNotNull(), failure), T.NullType())
             elif isinstance(dtype, T.StructType) and isinstance(step, str):
                 member = next((f for f in dtype.fields if f.name == step), None)

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.exec.spark.collect import to_arrow
+from engine.exec.spark.constant_columns import lit
 from engine.exec.spark.names import column
 from engine.types import UNION, MajorType, from_spark, is_union, union_array
 
@@ -96,7 +97,7 @@ def revive(column: Column, target: T.DataType) -> Column:
         return F.parse_json(column)
     if isinstance(target, T.StructType):
         members = [revive(column[f.name], f.dataType).alias(f.name) for f in target.fields]
-        return F.when(column.isNull(), F.lit(None)).otherwise(F.struct(*members))
+        return F.when(column.isNull(), lit(None)).otherwise(F.struct(*members))
     if isinstance(target, T.ArrayType):
         return F.transform(column, lambda element: revive(element, target.elementType))
     raise TypeError(f"a variant inside {target.simpleString()} is not supported")
@@ -110,7 +111,7 @@ def as_text(column: Column, dtype: T.DataType) -> Column:
         return F.to_json(column)
     if isinstance(dtype, T.StructType):
         members = [as_text(column[f.name], f.dataType).alias(f.name) for f in dtype.fields]
-        return F.when(column.isNull(), F.lit(None)).otherwise(F.struct(*members))
+        return F.when(column.isNull(), lit(None)).otherwise(F.struct(*members))
     if isinstance(dtype, T.ArrayType):
         return F.transform(column, lambda element: as_text(element, dtype.elementType))
     raise TypeError(f"a variant inside {dtype.simpleString()} is not supported")
@@ -205,11 +206,11 @@ def narrow_variants(args: list[Any]) -> list[Any]:
             continue
         schema = F.schema_of_variant(arg.column)
         if kind == "string":
-            test, dtype = schema == F.lit("STRING"), T.StringType()
+            test, dtype = schema == lit("STRING"), T.StringType()
         elif kind == "bool":
-            test, dtype = schema == F.lit("BOOLEAN"), T.BooleanType()
+            test, dtype = schema == lit("BOOLEAN"), T.BooleanType()
         elif kind == "number":
-            test = F.lit(False)
+            test = lit(False)
             for name in _NUMBER_SCHEMAS:
                 test = test | schema.startswith(name)
             dtype = T.DoubleType()

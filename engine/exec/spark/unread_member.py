@@ -26,13 +26,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from engine.exec.spark.constant_columns import lit
+
 UNREAD = "__drill_unread"
 """The name of the member no one reads."""
 
 
 def with_unread(members: Sequence[Column]) -> Column:
     """A record struct of ``members`` (named Columns) and the unread member."""
-    return F.struct(*members, F.lit(None).cast("boolean").alias(UNREAD))
+    return F.struct(*members, lit(None).cast("boolean").alias(UNREAD))
 
 
 def with_unread_type(dtype: T.StructType) -> T.StructType:
