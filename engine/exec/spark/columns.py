@@ -97,7 +97,7 @@ def compile_predicate(
     """``expr`` as a boolean that is never null (false where the condition is null): a test
     inside an expression, such as the elements an array keeps. For a ``where``, use
     :func:`compile_condition`."""
-    return F.coalesce(compile_condition(expr, schema, resolve=resolve), lit(False))
+    return F.ifnull(compile_condition(expr, schema, resolve=resolve), lit(False))
 
 
 def compile_typed(

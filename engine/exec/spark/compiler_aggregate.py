@@ -30,7 +30,7 @@ from pyspark.sql import types as T
 
 from engine.errors import AggregateError
 from engine.exec.spark.compiler_order import temp, with_run_numbers
-from engine.exec.spark.constant_columns import col, lit
+from engine.exec.spark.constant_columns import col, lit, lit_as
 from engine.exec.spark.metrics import RowCounter
 from engine.exec.spark.names import column
 from engine.exec.spark.paths import Typed, top_column
@@ -212,10 +212,10 @@ def collapse_rows(
         )
         for i, key in carried_keys.items():
             columns[carryover_names[i]] = col(temp(f"key{key}"))
-        columns[seq] = col(seq) if ordered else lit(0).cast("long")
+        columns[seq] = col(seq) if ordered else lit_as(0, "long")
     elif within is None:
         grouped = df.agg(*aggregates, *carried, *extras, *counted)
-        columns[seq] = lit(0).cast("long")  # one record
+        columns[seq] = lit_as(0, "long")  # one record
     else:
         run = temp("ca_run")
         grouped = (
@@ -425,7 +425,7 @@ def _offset_aggregates(
             added = "long" if integral else "double"
             values = [shifts.at(args[0], o).cast(added) for o in offsets]
             present = [v.isNotNull().cast("long") for v in values]
-            total = _total([F.coalesce(v, lit(0).cast(added)) for v in values], start=added)
+            total = _total([F.ifnull(v, lit(0).cast(added)) for v in values], start=added)
             if name == "sum":
                 columns[alias] = F.when(_total(present) > 0, total)
             else:
@@ -452,7 +452,7 @@ def _total(values: Sequence[Column], start: str | None = None) -> Column:
 def target_is_true(value: Typed) -> Column:
     """A predicate for "the target is boolean true"; a target that is not a boolean never is."""
     if isinstance(value.dtype, T.BooleanType):
-        return F.coalesce(value.column, lit(False))
+        return F.ifnull(value.column, lit(False))
     return lit(False)
 
 

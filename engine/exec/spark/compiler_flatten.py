@@ -55,7 +55,7 @@ def flatten_rows(
         elements = F.try_variant_get(value, "$", "array<variant>")
         items = F.when(elements.isNotNull(), elements).otherwise(F.array(value))
     elif isinstance(dtype, T.ArrayType):
-        items = F.coalesce(value, F.array(lit(None).cast(dtype.elementType)))
+        items = F.ifnull(value, F.array(lit(None).cast(dtype.elementType)))
     else:
         return Flattened(df, typed, None)  # the value itself, one row per record
     element = Typed(col(name), element_type(dtype))

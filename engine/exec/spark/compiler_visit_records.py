@@ -25,7 +25,7 @@ from engine.exec.spark.compiler_order import (
     temp,
     top_rows,
 )
-from engine.exec.spark.constant_columns import lit
+from engine.exec.spark.constant_columns import lit_as
 from engine.exec.spark.names import SEQ_COLUMN
 from engine.exec.spark.names import column as named_column
 from engine.exec.spark.nested_filter import array_levels, filter_records
@@ -243,7 +243,7 @@ class RecordVisitors:
             value_l, value_r, type_l, type_r = tl.column, tr.column, tl.dtype, tr.dtype
             if not comparable(type_l, type_r, condition.relationship):
                 # Values that cannot be compared never match (and null never matches).
-                value_l, value_r = lit(None).cast("long"), lit(None).cast("long")
+                value_l, value_r = lit_as(None, "long"), lit_as(None, "long")
             conditions.append((value_l, condition.relationship, value_r))
         props = self.ctx.props(op.id)
         if props.scalar_side is not None:

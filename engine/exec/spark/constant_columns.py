@@ -1,18 +1,21 @@
-"""Columns the compiler makes again and again, made once: literals and columns named by a string.
+"""Columns the compiler makes again and again, made once: literals (typed or not) and columns
+named by a string.
 
 In classic PySpark each ``F.lit(0)`` or ``F.col("x")`` is four py4j round trips: two lookups of
 the JVM's ``functions.lit``, the call, and, when the Column is dropped, the message that frees its
-Java object. The compiler asks for the same few (a sequence's ``0``, a mark's ``True``, the
-columns it names) hundreds of times per plan. A Column is an immutable expression that Spark
-resolves anew in each DataFrame using it, so :func:`lit` and :func:`col` hand out the one Column
-made for a value or name (per SparkContext; the most recent 4,096): over the 22 TPC-H queries
-about 7,000 fewer round trips, a fifth of compiling them (``benchmarks/README.md``). Under Spark
-Connect a Column is a Python object, made anew each time.
+Java object (a cast to a type: one to three more). The compiler asks for the same few (a
+sequence's ``0``, a mark's ``True``, a typed null, the columns it names) hundreds of times per
+plan. A Column is an immutable expression that Spark resolves anew in each DataFrame using it,
+so :func:`lit`, :func:`lit_as` and :func:`col` hand out the one Column made for a value or name
+(per SparkContext; the most recent 4,096 of each): over the 22 TPC-H queries about 7,000 fewer
+round trips, a fifth of compiling them (``benchmarks/README.md``). Under Spark Connect a Column
+is a Python object, made anew each time.
 
 Example (with a classic session active)::
 
     lit(0) is lit(0)        # True
     lit(0) is lit(False)    # False: the type is part of the key
+    lit_as(None, "boolean") is lit_as(None, BooleanType())   # False: another key, same value
     spark.range(2).select(lit(0).alias("z"), col("id"))
 """
 
@@ -24,6 +27,7 @@ from typing import Any
 from pyspark import SparkContext
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType
 from pyspark.sql.utils import is_remote
 
 # Not float: -0.0 == 0.0 and NaN != NaN would share or miss a Column; nor lists, dates, ...
@@ -39,6 +43,14 @@ def lit(value: Any) -> Column:
     return _lit(context, type(value), value)
 
 
+def lit_as(value: Any, dtype: DataType | str) -> Column:
+    """``F.lit(value).cast(dtype)``; for a bool, int, str or None the same Column each time."""
+    context = SparkContext._active_spark_context
+    if type(value) not in _SHARED_TYPES or context is None or is_remote():
+        return F.lit(value).cast(dtype)
+    return _lit_as(context, type(value), value, dtype)
+
+
 def col(name: str) -> Column:
     """``F.col(name)``, the same Column each time for a name."""
     context = SparkContext._active_spark_context
@@ -50,6 +62,11 @@ def col(name: str) -> Column:
 @lru_cache(maxsize=4096)
 def _lit(_context: SparkContext, _kind: type, value: Any) -> Column:
     return F.lit(value)
+
+
+@lru_cache(maxsize=4096)
+def _lit_as(_context: SparkContext, _kind: type, value: Any, dtype: DataType | str) -> Column:
+    return F.lit(value).cast(dtype)
 
 
 @lru_cache(maxsize=4096)

@@ -434,7 +434,7 @@ class OperatorMetrics:
         observed = df.observe(
             observation,
             F.count(F.when(skipped.isNull(), lit(1))).alias(ROWS),
-            F.coalesce(F.sum(skipped), lit(0)).alias(SKIPPED),
+            F.ifnull(F.sum(skipped), lit(0)).alias(SKIPPED),
         )
         return without_skip_counts(observed)
 
@@ -447,7 +447,7 @@ class OperatorMetrics:
         observation rather than one of its own."""
         if operator_id not in self._later:
             return df  # observed as it was read after all
-        total = F.coalesce(F.sum(counts), lit(0)).alias(ROWS)
+        total = F.ifnull(F.sum(counts), lit(0)).alias(ROWS)
         if groups_of is None:
             return df.observe(self._observations[operator_id], total)
         self._groups[groups_of] = operator_id
@@ -507,7 +507,7 @@ class OperatorMetrics:
 
 
 def _observe_sum(observation: Observation, df: DataFrame, counts: str) -> DataFrame:
-    return df.observe(observation, F.coalesce(F.sum(counts), lit(0)).alias(ROWS))
+    return df.observe(observation, F.ifnull(F.sum(counts), lit(0)).alias(ROWS))
 
 
 def without_skip_counts(df: DataFrame) -> DataFrame:

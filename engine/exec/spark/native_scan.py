@@ -37,11 +37,11 @@ from pyspark.sql.types import (
 
 from engine.exec.spark.columns import compile_condition, compile_expression
 from engine.exec.spark.compiler_order import with_bits
-from engine.exec.spark.constant_columns import col, lit
+from engine.exec.spark.constant_columns import col, lit, lit_as
 from engine.exec.spark.datasource import is_json_lines
 from engine.exec.spark.file_ties import SharedValues
 from engine.exec.spark.names import SEQ_COLUMN
-from engine.exec.spark.paths import PendingColumns, Typed, cast_column, top_column
+from engine.exec.spark.paths import PendingColumns, Typed, top_column
 from engine.exec.spark.read_paths import (
     spark_file_uri,
     spark_input_file_name,
@@ -218,12 +218,12 @@ def native_scan_dataframe(
     table = {n: column(n) for n in names}
     if not ordered and not implicit:
         bits = 0
-        zero = with_bits(cast_column(lit(0), LongType()), SEQ_COLUMN, 0)
+        zero = with_bits(lit_as(0, LongType()), SEQ_COLUMN, 0)
         return shaped(read, table, zero, reads_metadata=False)
     if dense and len(files) == 1 and not implicit:
         if bits is None:  # the row ids of one file, in its order
             return shaped(read, table, row_id.alias(SEQ_COLUMN), reads_metadata=False)
-        row_id = F.coalesce(row_id, lit(0))  # non-nullable, like the data source's
+        row_id = F.ifnull(row_id, lit(0))  # non-nullable, like the data source's
         return shaped(read, table, with_bits(row_id, SEQ_COLUMN, bits), reads_metadata=False)
     if ties is not None and bits is None and not implicit and len(files) <= CASE_LOOKUP_FILES:
         seq = _tied_sequence(ties, files, bases, row_id)
@@ -248,7 +248,7 @@ def native_scan_dataframe(
         else:
             at = F.array_position(_array_literal(keys, "bigint" if by_size else "string"), key) - 1
             found = F.get(_array_literal(file_bases, "bigint"), at)
-            base = F.coalesce(found, _unknown_file(key, "long"))
+            base = F.ifnull(found, _unknown_file(key, "long"))
         values = dict(table)
         for name in implicit if at is not None else ():
             value = _optional_string_at(at, [implicit_values(f).get(name) for f in files])
@@ -296,7 +296,7 @@ def _left_to_reader(
     and the sequence is a constant (width 0), the reader's select is the only one: the values
     stay ``source``'s columns, observed as read (they read no ``_metadata``)."""
     if not apart and bits == 0:
-        zero = Typed(cast_column(lit(0), LongType()), LongType(), 0)
+        zero = Typed(lit_as(0, LongType()), LongType(), 0)
         base = source if observe is None else observe(source)
         return PendingColumns(base, {**records(values), SEQ_COLUMN: zero}, bits)
     names = {name: f"{prefix}{i}" for i, name in enumerate(values)}
@@ -306,7 +306,7 @@ def _left_to_reader(
     # a mark Spark prunes unless a join pads it.
     if bits == 0:
         present = column(f"{prefix}row")
-        order = Typed(cast_column(lit(0), LongType()), LongType(), 0)
+        order = Typed(lit_as(0, LongType()), LongType(), 0)
         selected.append(lit(True).alias(f"{prefix}row"))
     else:
         present = column(f"{prefix}seq")
@@ -364,7 +364,7 @@ _MAX_CHARS = 2**31 - 1
 def _sequence(base: Column, row_id: Column, bits: int | None) -> Column:
     # Never null (an unknown file raises first, a row id is always there); the coalesce tells
     # Spark so, and keeps the column non-nullable like the data source's.
-    value = F.coalesce(base + row_id, lit(0))
+    value = F.ifnull(base + row_id, lit(0))
     return value.alias(SEQ_COLUMN) if bits is None else with_bits(value, SEQ_COLUMN, bits)
 
 
@@ -376,7 +376,7 @@ def _tied_sequence(
     gives each row without building ``_metadata``; else the row id alone."""
     shared = ties.condition(column(ties.column))
     if shared is None:
-        return F.coalesce(row_id, lit(0)).alias(SEQ_COLUMN)
+        return F.ifnull(row_id, lit(0)).alias(SEQ_COLUMN)
     name = F.input_file_name()
     names = [spark_input_file_name(f.real_path) for f in files]
     base = _value_of(

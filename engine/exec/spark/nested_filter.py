@@ -163,7 +163,7 @@ class _Pruner:
         pruned = self._prune(record, 0)
         # The pruned array is computed once, into a temporary column, then written back.
         staged = df.withColumn(_PRUNED, pruned.column)
-        kept = staged.where(F.coalesce(F.size(col(_PRUNED)) > 0, lit(False)))
+        kept = staged.where(F.ifnull(F.size(col(_PRUNED)) > 0, lit(False)))
         rebuilt = replace_in(record, inside, Typed(col(_PRUNED), pruned.dtype))
         return kept.withColumn(root, rebuilt.column).drop(_PRUNED)
 
@@ -187,7 +187,7 @@ class _Pruner:
 
         def holds_survivors(element: Column) -> Column:
             inner = get_in(Typed(element, element_type), below).column
-            return F.coalesce(F.size(inner) > 0, lit(False))
+            return F.ifnull(F.size(inner) > 0, lit(False))
 
         rebuilt = F.transform(array.column, rebuild)
         return Typed(F.filter(rebuilt, holds_survivors), array.dtype)

@@ -39,7 +39,7 @@ from pyspark.sql import types as T
 from pyspark.sql.utils import is_remote
 
 from engine.errors import TreePathError
-from engine.exec.spark.constant_columns import col, lit
+from engine.exec.spark.constant_columns import col, lit, lit_as
 from engine.exec.spark.names import quote_name
 from engine.exec.spark.unread_member import drop_unread
 
@@ -68,7 +68,7 @@ def null_typed(dtype: T.DataType | None = None) -> Typed:
     """A null of ``dtype`` (Spark's NullType when not given: a value not seen yet)."""
     if dtype is None or isinstance(dtype, T.NullType):
         return Typed(lit(None), T.NullType(), None)
-    return Typed(cast_column(lit(None), dtype), dtype, None)
+    return Typed(lit_as(None, dtype), dtype, None)
 
 
 def cast_column(column: Column, dtype: T.DataType) -> Column:

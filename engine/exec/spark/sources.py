@@ -40,7 +40,7 @@ from pyspark.sql.types import (
 from engine.errors import PlanningError
 from engine.exec.local.sources import records_to_batch
 from engine.exec.spark.columns import compile_condition
-from engine.exec.spark.constant_columns import lit
+from engine.exec.spark.constant_columns import lit, lit_as
 from engine.exec.spark.datasource import SKIPPED_COLUMN, register_data_source
 from engine.exec.spark.file_ties import SharedValues
 from engine.exec.spark.names import SEQ_COLUMN
@@ -244,7 +244,7 @@ def scan_plan_dataframe(
                 return record_of({c: values[c].alias(c) for c in columns})
 
             def members() -> list[tuple[str, Typed]]:
-                unread = Typed(lit(None).cast("boolean"), BooleanType())
+                unread = Typed(lit_as(None, "boolean"), BooleanType())
                 return [
                     *((c, Typed(values[c], target[c].dataType)) for c in columns),
                     (UNREAD, unread),
@@ -305,7 +305,7 @@ def _keeping_counts(predicate: Column, counting: bool) -> Column:
     """``predicate``, true also on the rows that count skipped records (filtered later)."""
     if not counting:
         return predicate
-    return column(SKIPPED_COLUMN).isNotNull() | F.coalesce(predicate, lit(False))
+    return column(SKIPPED_COLUMN).isNotNull() | F.ifnull(predicate, lit(False))
 
 
 def unwrapped_filter(expr: Expr, ref: str | None) -> Expr | None:

@@ -41,7 +41,7 @@ from pyspark.sql import types as T
 
 from engine.errors import UnsupportedOnSpark
 from engine.exec.spark import spark_decimals
-from engine.exec.spark.constant_columns import lit
+from engine.exec.spark.constant_columns import lit, lit_as
 from engine.exec.spark.paths import Typed, cast_column, null_typed, same_type
 from engine.expr import coercion
 from engine.expr.like import like_shape, like_to_java
@@ -125,7 +125,7 @@ def cast(value: Typed, dtype: T.DataType) -> Typed:
     if same_type(value.dtype, dtype):
         return value
     if isinstance(value.dtype, T.NullType):
-        return Typed(cast_column(lit(None), dtype), dtype, value.constant)
+        return Typed(lit_as(None, dtype), dtype, value.constant)
     return Typed(cast_column(value.column, dtype), dtype)
 
 

@@ -166,7 +166,7 @@ class _Walker:
         walked = _let(
             values,
             lambda kept: _result(
-                F.coalesce(F.size(kept) > 0, lit(False)),
+                F.ifnull(F.size(kept) > 0, lit(False)),
                 F.to_variant_object(kept) if variant else kept,
             ),
         )

@@ -26,7 +26,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.exec.spark.constant_columns import lit
+from engine.exec.spark.constant_columns import lit_as
 
 UNREAD = "__drill_unread"
 """The name of the member no one reads."""
@@ -34,7 +34,7 @@ UNREAD = "__drill_unread"
 
 def with_unread(members: Sequence[Column]) -> Column:
     """A record struct of ``members`` (named Columns) and the unread member."""
-    return F.struct(*members, lit(None).cast("boolean").alias(UNREAD))
+    return F.struct(*members, lit_as(None, "boolean").alias(UNREAD))
 
 
 def with_unread_type(dtype: T.StructType) -> T.StructType:

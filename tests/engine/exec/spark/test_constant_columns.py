@@ -9,8 +9,9 @@ from typing import Any
 
 from py4j_calls import counted
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from engine.exec.spark.constant_columns import col, lit
+from engine.exec.spark.constant_columns import col, lit, lit_as
 
 
 def test_a_literal_or_a_name_is_one_column(spark: Any) -> None:
@@ -19,6 +20,8 @@ def test_a_literal_or_a_name_is_one_column(spark: Any) -> None:
     assert lit(None) is lit(None)
     assert col("a") is col("a")
     assert col("a") is not col("`a`")
+    assert lit_as(None, T.LongType()) is lit_as(None, T.LongType())
+    assert lit_as(0, "long") is not lit_as(0, "int")
 
 
 def test_values_that_python_calls_equal_keep_their_own_literals(spark: Any) -> None:
@@ -41,6 +44,21 @@ def test_values_that_python_calls_equal_keep_their_own_literals(spark: Any) -> N
     assert math.copysign(1.0, values.negative_zero) == -1.0
     assert math.copysign(1.0, values.zero_double) == 1.0
     assert math.isnan(values.nan) and values.text == "1"
+
+
+def test_typed_literals_keep_their_types(spark: Any) -> None:
+    row = spark.range(1).select(
+        lit_as(None, "boolean").alias("b"),
+        lit_as(None, T.DecimalType(12, 2)).alias("d"),
+        lit_as(None, T.DecimalType(20, 4)).alias("e"),
+        lit_as(0, T.LongType()).alias("z"),
+        lit_as(0, "int").alias("i"),
+        lit_as(1.5, "decimal(4,2)").alias("f"),
+    )
+    assert [f.dataType.simpleString() for f in row.schema.fields] == [
+        "boolean", "decimal(12,2)", "decimal(20,4)", "bigint", "int", "decimal(4,2)"
+    ]  # fmt: skip
+    assert tuple(row.first())[:5] == (None, None, None, 0, 0)
 
 
 def test_one_column_resolves_in_each_dataframe_using_it(spark: Any) -> None:
