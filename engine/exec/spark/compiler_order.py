@@ -32,7 +32,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.exec.spark.constant_columns import col, lit
-from engine.exec.spark.paths import cast_column, quote_name
+from engine.exec.spark.names import quote_name
+from engine.exec.spark.paths import cast_column
 
 TEMP_PREFIX = "__drill_"
 """Columns the compiler adds for a while start with this; records never see them."""

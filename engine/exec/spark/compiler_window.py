@@ -33,7 +33,8 @@ from pyspark.sql import types as T
 
 from engine.exec.spark.compiler_order import sequence_pair, temp, with_row_index, with_run_numbers
 from engine.exec.spark.constant_columns import col, lit
-from engine.exec.spark.paths import PendingColumns, quote_name
+from engine.exec.spark.names import quote_name
+from engine.exec.spark.paths import PendingColumns
 from engine.expr import Expr
 from engine.plan.field_paths import Path
 from engine.plan.operators import CollapsingAggregate, WindowFrame

@@ -7,9 +7,9 @@ Java object (a cast to a type: one to three more). The compiler asks for the sam
 sequence's ``0``, a mark's ``True``, a typed null, the columns it names) hundreds of times per
 plan. A Column is an immutable expression that Spark resolves anew in each DataFrame using it,
 so :func:`lit`, :func:`lit_as` and :func:`col` hand out the one Column made for a value or name
-(per SparkContext; the most recent 4,096 of each): over the 22 TPC-H queries about 7,000 fewer
-round trips, a fifth of compiling them (``benchmarks/README.md``). Under Spark Connect a Column
-is a Python object, made anew each time.
+(per SparkContext; the most recent 4,096 of each). Compiling the 22 TPC-H queries asks the JVM a
+third less (``benchmarks/README.md``). Under Spark Connect a Column is a Python object, made anew
+each time.
 
 Example (with a classic session active)::
 

@@ -19,6 +19,7 @@ Example (with a SparkSession)::
     df.select(get_path(df, ("e", "id")))         # 1, None
     with_path(df, ("e", "day"), lit("mon"))    # e = {id: 1, tags: [x], day: mon}, {id: null, tags: null, day: mon}
 
+>>> from engine.exec.spark.names import quote_name
 >>> quote_name("odd.name")
 '`odd.name`'
 """
@@ -32,15 +33,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.utils import is_remote
 
 from engine.errors import TreePathError
-from engine.exec.spark.constant_columns import col, lit, lit_as
-from engine.exec.spark.names import quote_name
+from engine.exec.spark.constant_columns import lit, lit_as
+from engine.exec.spark.names import column
 from engine.exec.spark.unread_member import drop_unread
 
 Path = tuple[str | int, ...]
@@ -104,24 +103,9 @@ def column_of(schema: T.StructType, name: str) -> Typed | None:
 
 
 def top_column(name: str) -> Column:
-    """``F.col`` of the top-level column ``name`` (quoted), the same Column each time for the
-    session in use: a Column is an immutable, unresolved name, and ``F.col`` is a py4j call
-    (three without :mod:`~engine.exec.spark.py4j_round_trips`; a run asks for the same few names
-    dozens of times)."""
-    global _columns_owner
-    owner = (is_remote(), SparkContext._active_spark_context)  # None under Spark Connect
-    if owner != _columns_owner or len(_COLUMNS) >= _COLUMNS_MAX:
-        _COLUMNS.clear()
-        _columns_owner = owner
-    found = _COLUMNS.get(name)
-    if found is None:
-        found = _COLUMNS[name] = col(quote_name(name))
-    return found
-
-
-_COLUMNS: dict[str, Column] = {}
-_columns_owner: tuple[bool, Any] = (False, None)
-_COLUMNS_MAX = 4096
+    """``F.col`` of the top-level column ``name`` (quoted), the same Column each time
+    (:func:`engine.exec.spark.names.column`)."""
+    return column(name)
 
 
 def _schema_of(df_or_schema: DataFrame | T.StructType) -> T.StructType:

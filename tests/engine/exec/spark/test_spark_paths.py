@@ -10,12 +10,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.errors import TreePathError
+from engine.exec.spark.names import quote_name
 from engine.exec.spark.paths import (
     TopColumns,
     Typed,
     build_columns,
     get_path,
-    quote_name,
     with_path,
 )
 from engine.expr.arrow import trees
