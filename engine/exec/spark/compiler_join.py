@@ -264,13 +264,13 @@ def _named(column: Column, name: str) -> Column:
 def _relation(left: Column, relationship: str, right: Column) -> Column:
     """``left`` and ``right`` compared by a join condition's ``relationship``.
 
-    An equality compares ``ifnull(x, x)`` (``coalesce(x, x)``; the compiler writes two-value
-    coalesces as ``ifnull``, which PySpark passes to the JVM without a list, a third of the py4j
-    round trips) of each side: the same values, a null still matches nothing, and Spark infers
-    no ``isnotnull`` filter from it. Spark moves no filter below an
-    observation (``DataFrame.observe``), so an inferred one lands above the observation counting a
-    side's rows, and in a broadcast join's build side that filter runs in generated code of its
-    own between the count and the hash table: every row is copied once more (q3's 540,000 lines).
+    An equality compares ``ifnull(x, x)`` of each side (``coalesce(x, x)``: the compiler writes
+    two-value coalesces as ``ifnull``, which PySpark passes to the JVM without a list, a third of
+    the py4j round trips): the same values, a null still matches nothing, and Spark infers no
+    ``isnotnull`` filter from it. Spark moves no filter below an observation
+    (``DataFrame.observe``), so an inferred one lands above the observation counting a side's
+    rows, and in a broadcast join's build side that filter runs in generated code of its own
+    between the count and the hash table: every row is copied once more (q3's 540,000 lines).
     Null keys find no match in the join itself, so the filter saves the join nothing. Other
     relationships are compared as they are (``a < b``): Spark joins them by nested loops, where a
     filter before the loop only helps.
