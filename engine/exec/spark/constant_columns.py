@@ -1,13 +1,13 @@
-"""Columns the compiler makes again and again, made once: literals (typed or not) and columns
-named by a string.
+"""Columns the compiler makes again and again, made once: literals (typed or not), columns named
+by a string and other expressions of constants.
 
 In classic PySpark each ``F.lit(0)`` or ``F.col("x")`` is four py4j round trips: two lookups of
 the JVM's ``functions.lit``, the call, and, when the Column is dropped, the message that frees its
 Java object (a cast to a type: one to three more). The compiler asks for the same few (a
 sequence's ``0``, a mark's ``True``, a typed null, the columns it names) hundreds of times per
 plan. A Column is an immutable expression that Spark resolves anew in each DataFrame using it,
-so :func:`lit`, :func:`lit_as` and :func:`col` hand out the one Column made for a value or name
-(per SparkContext; the most recent 4,096 of each). Compiling the 22 TPC-H queries asks the JVM a
+so :func:`lit`, :func:`lit_as`, :func:`col` and :func:`constant` hand out the one Column made for
+a value, name or key (per SparkContext; the most recent 4,096 of each). Compiling the 22 TPC-H queries asks the JVM a
 third less (``benchmarks/README.md``). Under Spark Connect a Column is a Python object, made anew
 each time.
 
@@ -21,6 +21,7 @@ Example (with a classic session active)::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -57,6 +58,23 @@ def col(name: str) -> Column:
     if context is None or is_remote():
         return F.col(name)
     return _col(context, name)
+
+
+def constant(key: str, make: Callable[[], Column]) -> Column:
+    """``make()``, an expression of constants only (``key`` names it), the same Column each time:
+    ``constant("zero sequence", lambda: lit(0).alias("seq", metadata={...}))``."""
+    context = SparkContext._active_spark_context
+    if context is None or is_remote():
+        return make()
+    found = _CONSTANTS.get((context, key))
+    if found is None:
+        if len(_CONSTANTS) >= 4096:
+            _CONSTANTS.clear()
+        found = _CONSTANTS[(context, key)] = make()
+    return found
+
+
+_CONSTANTS: dict[tuple[SparkContext, str], Column] = {}
 
 
 @lru_cache(maxsize=4096)

@@ -37,7 +37,7 @@ from pyspark.sql.types import (
 
 from engine.exec.spark.columns import compile_condition, compile_expression
 from engine.exec.spark.compiler_order import with_bits
-from engine.exec.spark.constant_columns import col, lit, lit_as
+from engine.exec.spark.constant_columns import col, constant, lit, lit_as
 from engine.exec.spark.datasource import is_json_lines
 from engine.exec.spark.file_ties import SharedValues
 from engine.exec.spark.names import SEQ_COLUMN
@@ -218,7 +218,7 @@ def native_scan_dataframe(
     table = {n: column(n) for n in names}
     if not ordered and not implicit:
         bits = 0
-        zero = with_bits(lit_as(0, LongType()), SEQ_COLUMN, 0)
+        zero = constant("zero sequence", lambda: with_bits(lit_as(0, LongType()), SEQ_COLUMN, 0))
         return shaped(read, table, zero, reads_metadata=False)
     if dense and len(files) == 1 and not implicit:
         if bits is None:  # the row ids of one file, in its order

@@ -11,7 +11,7 @@ from py4j_calls import counted
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from engine.exec.spark.constant_columns import col, lit, lit_as
+from engine.exec.spark.constant_columns import col, constant, lit, lit_as
 
 
 def test_a_literal_or_a_name_is_one_column(spark: Any) -> None:
@@ -59,6 +59,21 @@ def test_typed_literals_keep_their_types(spark: Any) -> None:
         "boolean", "decimal(12,2)", "decimal(20,4)", "bigint", "int", "decimal(4,2)"
     ]  # fmt: skip
     assert tuple(row.first())[:5] == (None, None, None, 0, 0)
+
+
+def test_an_expression_of_constants_is_made_once_per_key(spark: Any) -> None:
+    made: list[int] = []
+
+    def zero() -> Any:
+        made.append(1)
+        return lit_as(0, "long").alias("seq", metadata={"bits": 0})
+
+    first = constant("test zero sequence", zero)
+    assert constant("test zero sequence", zero) is first and len(made) == 1
+    assert constant("test another key", zero) is not first
+    df = spark.range(2).select(col("id"), first)
+    assert df.schema["seq"].metadata == {"bits": 0}
+    assert [tuple(r) for r in df.collect()] == [(0, 0), (1, 0)]
 
 
 def test_one_column_resolves_in_each_dataframe_using_it(spark: Any) -> None:
