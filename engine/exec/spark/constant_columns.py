@@ -7,9 +7,10 @@ Java object (a cast to a type: one to three more). The compiler asks for the sam
 sequence's ``0``, a mark's ``True``, a typed null, the columns it names) hundreds of times per
 plan. A Column is an immutable expression that Spark resolves anew in each DataFrame using it,
 so :func:`lit`, :func:`lit_as`, :func:`col` and :func:`constant` hand out the one Column made for
-a value, name or key (per SparkContext; the most recent 4,096 of each). Compiling the 22 TPC-H queries asks the JVM a
-third less (``benchmarks/README.md``). Under Spark Connect a Column is a Python object, made anew
-each time.
+a value, name or key, per SparkContext: the most recent 4,096 of each, and texts of up to 256
+characters only (a scan's array literal of its files is neither shared nor kept). Compiling the
+22 TPC-H queries asks the JVM a third less (``benchmarks/README.md``). Under Spark Connect a
+Column is a Python object, made anew each time.
 
 Example (with a classic session active)::
 
@@ -33,29 +34,37 @@ from pyspark.sql.utils import is_remote
 
 # Not float: -0.0 == 0.0 and NaN != NaN would share or miss a Column; nor lists, dates, ...
 _SHARED_TYPES = (bool, int, str, type(None))
+_LONGEST_TEXT = 256  # kept texts (values and names): 4,096 of them stay about a megabyte
+
+
+def _shared(value: Any) -> bool:
+    return type(value) in _SHARED_TYPES and not (
+        isinstance(value, str) and len(value) > _LONGEST_TEXT
+    )
 
 
 def lit(value: Any) -> Column:
-    """``F.lit(value)``; for a bool, int, str or None the same Column each time."""
+    """``F.lit(value)``; for a bool, int, short str or None the same Column each time."""
     context = SparkContext._active_spark_context
-    if type(value) not in _SHARED_TYPES or context is None or is_remote():
+    if not _shared(value) or context is None or is_remote():
         return F.lit(value)
     # The type is part of the key: True == 1, and both hash alike.
     return _lit(context, type(value), value)
 
 
 def lit_as(value: Any, dtype: DataType | str) -> Column:
-    """``F.lit(value).cast(dtype)``; for a bool, int, str or None the same Column each time."""
+    """``F.lit(value).cast(dtype)``; for a bool, int, short str or None the same Column each
+    time."""
     context = SparkContext._active_spark_context
-    if type(value) not in _SHARED_TYPES or context is None or is_remote():
+    if not _shared(value) or context is None or is_remote():
         return F.lit(value).cast(dtype)
     return _lit_as(context, type(value), value, dtype)
 
 
 def col(name: str) -> Column:
-    """``F.col(name)``, the same Column each time for a name."""
+    """``F.col(name)``, the same Column each time for a name (of up to 256 characters)."""
     context = SparkContext._active_spark_context
-    if context is None or is_remote():
+    if len(name) > _LONGEST_TEXT or context is None or is_remote():
         return F.col(name)
     return _col(context, name)
 

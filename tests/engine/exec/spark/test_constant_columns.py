@@ -91,6 +91,9 @@ def test_one_column_resolves_in_each_dataframe_using_it(spark: Any) -> None:
 def test_other_values_are_made_as_pyspark_makes_them(spark: Any) -> None:
     assert lit(1.5) is not lit(1.5)  # floats are not shared
     assert lit([1, 2]) is not lit([1, 2])
+    long_text = "x" * 257  # nor long texts (a scan's array literal of its files): none is kept
+    assert lit(long_text) is not lit(long_text) and col(long_text) is not col(long_text)
+    assert lit("x" * 256) is lit("x" * 256)
     column = lit(F.col("x"))  # a Column passes through, as F.lit passes it
     assert str(column) == str(F.col("x"))
 
