@@ -43,10 +43,16 @@ def _shared(value: Any) -> bool:
     )
 
 
+def _classic_context() -> SparkContext | None:
+    """The active SparkContext, or None without one or under Spark Connect (nothing is kept)."""
+    context = SparkContext._active_spark_context
+    return None if context is None or is_remote() else context
+
+
 def lit(value: Any) -> Column:
     """``F.lit(value)``; for a bool, int, short str or None the same Column each time."""
-    context = SparkContext._active_spark_context
-    if not _shared(value) or context is None or is_remote():
+    context = _classic_context()
+    if context is None or not _shared(value):
         return F.lit(value)
     # The type is part of the key: True == 1, and both hash alike.
     return _lit(context, type(value), value)
@@ -55,16 +61,16 @@ def lit(value: Any) -> Column:
 def lit_as(value: Any, dtype: DataType | str) -> Column:
     """``F.lit(value).cast(dtype)``; for a bool, int, short str or None the same Column each
     time."""
-    context = SparkContext._active_spark_context
-    if not _shared(value) or context is None or is_remote():
+    context = _classic_context()
+    if context is None or not _shared(value):
         return F.lit(value).cast(dtype)
     return _lit_as(context, type(value), value, dtype)
 
 
 def col(name: str) -> Column:
     """``F.col(name)``, the same Column each time for a name (of up to 256 characters)."""
-    context = SparkContext._active_spark_context
-    if len(name) > _LONGEST_TEXT or context is None or is_remote():
+    context = _classic_context()
+    if context is None or len(name) > _LONGEST_TEXT:
         return F.col(name)
     return _col(context, name)
 
@@ -72,8 +78,8 @@ def col(name: str) -> Column:
 def constant(key: str, make: Callable[[], Column]) -> Column:
     """``make()``, an expression of constants only (``key`` names it), the same Column each time:
     ``constant("zero sequence", lambda: lit(0).alias("seq", metadata={...}))``."""
-    context = SparkContext._active_spark_context
-    if context is None or is_remote():
+    context = _classic_context()
+    if context is None:
         return make()
     found = _CONSTANTS.get((context, key))
     if found is None:
