@@ -45,6 +45,7 @@ import cProfile
 import gc
 import inspect
 import json
+import os
 import pstats
 import statistics
 import sys
@@ -75,6 +76,7 @@ from dagster import (
 )
 
 from drill_dagster import load_definitions
+from drill_dagster.outline_cache import CACHE_DIR_ENV
 
 CHAIN = 10
 
@@ -151,6 +153,19 @@ def ours(plans_dir: Path) -> Definitions:
     defs = load_definitions(plans_dir, executor="local")
     defs.get_repository_def()
     return defs
+
+
+def ours_cold(plans_dir: Path) -> Definitions:
+    """``ours`` with no plan outlines kept from an earlier load: every plan file is parsed."""
+    kept = os.environ.get(CACHE_DIR_ENV)
+    os.environ[CACHE_DIR_ENV] = "off"
+    try:
+        return ours(plans_dir)
+    finally:
+        if kept is None:
+            del os.environ[CACHE_DIR_ENV]
+        else:
+            os.environ[CACHE_DIR_ENV] = kept
 
 
 def component(plans_dir: Path) -> Definitions:
@@ -478,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="drill-load-") as tmp:
         plans_dir = write_plans(Path(tmp), args.plans)
+        os.environ[CACHE_DIR_ENV] = str(Path(tmp) / "cache")  # not the user's cache
         if args.profile:
             ours(plans_dir)  # warm imports
             profiler = cProfile.Profile()
@@ -488,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
             return server(plans_dir, args.plans, args.repeat)
         contenders: dict[str, Callable[[], Any]] = {
             "load_definitions": lambda: ours(plans_dir),
+            "load_cold": lambda: ours_cold(plans_dir),
             "hand_graphs": lambda: hand_graphs(args.plans),
             "hand_assets": lambda: hand_assets(args.plans),
         }
@@ -525,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
             f"  load_definitions / {peer}: {wall['load_definitions'] / wall[peer]:.2f} (wall), "
             f"{cpu['load_definitions'] / cpu[peer]:.2f} (cpu)"
         )
-    for name in ("load_definitions", "component"):
+    for name in ("load_definitions", "component", "load_cold"):
         if name in wall:
             ours_s = wall[name]
             verdict = "met" if ours_s <= 3.0 else "NOT met"

@@ -54,11 +54,12 @@ from drill_dagster import versions
 from drill_dagster.checks import ROW_COUNT_BOUNDS, SCHEMA_CONTRACT, store_check_specs
 from drill_dagster.errors import DrillDefinitionsError, DrillFailure
 from drill_dagster.execution import run_stores_whole, store_checks, store_output
+from drill_dagster.outline import OperatorOutline
 from drill_dagster.partitions import RunSlice, run_keys, slices_for_keys
 from drill_dagster.plans import DrillPlan, DrillProject, DrillStore, safe_name
 from drill_dagster.spec_metadata import definition_metadata
 from drill_dagster.translator import DrillTranslator
-from engine.plan import Join, Operator, Scan, Store, Union
+from engine.plan import Operator
 
 MEM_IO_MANAGER = "drill_mem_io_manager"
 STORE_IO_MANAGER = "drill_io_manager"
@@ -104,16 +105,16 @@ class AssetKeys:
                     key = stores[(scan.upstream.plan.name, scan.upstream.id)]
                 else:
                     key = sources[id(scan.source)]
-                scans[(plan.name, scan.op.id)] = key
+                scans[(plan.name, scan.id)] = key
         return AssetKeys(stores, scans, sources, specs)
 
     def scan_keys(self, plan: DrillPlan) -> dict[str, AssetKey]:
         """Asset key read by each scan of ``plan``, by scan id."""
-        return {scan.op.id: self.scans[(plan.name, scan.op.id)] for scan in plan.scans}
+        return {scan.id: self.scans[(plan.name, scan.id)] for scan in plan.scans}
 
     def deps(self, store: DrillStore) -> list[AssetKey]:
         """The assets a store's records are read from, in plan order."""
-        keys = [self.scans[(store.plan.name, scan.op.id)] for scan in store.upstream_scans]
+        keys = [self.scans[(store.plan.name, scan.id)] for scan in store.upstream_scans]
         return list(dict.fromkeys(keys))
 
 
@@ -139,15 +140,6 @@ def store_specs(plan: DrillPlan, translator: DrillTranslator, keys: AssetKeys) -
     return specs
 
 
-def input_names(op_: Operator) -> list[str]:
-    """The names of an operator op's inputs, in the order of ``input_ids()``."""
-    if isinstance(op_, Join):
-        return ["left", "right"]
-    if isinstance(op_, Union):
-        return [f"input_{i}" for i in range(len(op_.inputs))]
-    return ["upstream"] * min(1, len(op_.input_ids()))
-
-
 def build_plan_assets(
     plan: DrillPlan,
     translator: DrillTranslator,
@@ -158,7 +150,7 @@ def build_plan_assets(
     needed: set[str] = set()
     for store in plan.stores:
         needed |= plan.ancestors(store.id)
-    operators = [o for o in plan.logical.topological_order() if o.id in needed]
+    operators = [o for o in plan.outline.topological_order() if o.id in needed]
     if not plan.stores:
         raise DrillDefinitionsError(
             f"{plan.path}: the plan has no store, so it makes no asset; add a store operator"
@@ -174,7 +166,7 @@ def build_plan_assets(
     # plan's store is written before this plan's scan of it runs.
     upstream_inputs = {
         key: f"after_{'__'.join(key.path)}"
-        for key in dict.fromkeys(scan_keys[o.id] for o in operators if isinstance(o, Scan))
+        for key in dict.fromkeys(scan_keys[o.id] for o in operators if o.op == "scan")
     }
     input_mappings = [
         InputMapping(
@@ -183,20 +175,20 @@ def build_plan_assets(
             mapped_node_input_name=AFTER,
         )
         for o in operators
-        if isinstance(o, Scan)
+        if o.op == "scan"
     ]
     steps: dict[str, _OpStep] = {}
     for operator in operators:
-        store = plan.store(operator.id) if isinstance(operator, Store) else None
+        store = plan.store(operator.id) if operator.op == "store" else None
         asset_key = keys.stores[(plan.name, operator.id)] if store is not None else None
         checks = tuple(spec.name for spec in checks_by_store.get(operator.id, ()))
         op_def = shared_op(operator, store is not None, checks, pool, op_tags)
         node_defs[op_def.name] = op_def
         node = plan.node_name(operator)
-        steps[node] = _OpStep(plan, operator, store, asset_key, scan_keys)
+        steps[node] = _OpStep(plan, operator.id, store, asset_key, scan_keys)
         wiring = {
             name: DependencyDefinition(plan.node_name(ref), "result")
-            for name, ref in zip(input_names(operator), operator.input_ids())
+            for name, ref in zip(operator.input_names, operator.inputs)
         }
         dependencies[NodeInvocation(op_def.name, alias=node)] = wiring
     graph = GraphDefinition(
@@ -222,7 +214,7 @@ def build_plan_assets(
             for store in plan.stores
             for spec in checks_by_store[store.id]
         ],
-        config=ConfigMapping(config_fn=_PlanNodes(steps), config_schema={}),
+        config=ConfigMapping(config_fn=_PlanNodes(steps), config_schema=_NO_GRAPH_CONFIG),
     )
     try:
         return AssetsDefinition(
@@ -260,7 +252,7 @@ _CHECK_OUTS = {
 
 
 def shared_op(
-    operator: Operator,
+    operator: OperatorOutline,
     store: bool,
     checks: Sequence[str] = (),
     pool: str | None = None,
@@ -271,15 +263,16 @@ def shared_op(
     in a code location, and several components may share one.
 
     >>> from engine.plan import parse_plan
-    >>> plan = parse_plan({"storage": {}, "query": [
+    >>> from drill_dagster.outline import PlanOutline
+    >>> outline = PlanOutline.of(parse_plan({"storage": {}, "query": [
     ...     {"@id": 1, "op": "constant", "content": [{"a": 1}]},
-    ...     {"@id": 2, "op": "filter", "input": 1, "expr": "a > 0"}]})
-    >>> shared_op(plan.query[1], store=False).name
+    ...     {"@id": 2, "op": "filter", "input": 1, "expr": "a > 0"}]}))
+    >>> shared_op(outline.operator("2"), store=False).name
     'drill_filter'
-    >>> shared_op(plan.query[1], store=False, pool="spark").name
+    >>> shared_op(outline.operator("2"), store=False, pool="spark").name
     'drill_filter__pool_spark'
     """
-    names = tuple(input_names(operator))
+    names = operator.input_names
     tag_items = tuple(sorted((tags or {}).items()))
     key = (operator.op, names, store, tuple(checks), pool, tag_items)
     with _SHARED_LOCK:
@@ -342,19 +335,21 @@ def _new_shared_op(
     )
 
 
-def _graph_description(plan: DrillPlan, operators: Sequence[Operator]) -> str:
+def _graph_description(plan: DrillPlan, operators: Sequence[OperatorOutline]) -> str:
     """A plan graph's description: the plan's memo, then each node's operator as written, after
     what the planner does to it (if anything), under the node's name."""
     parts = [plan.memo] if plan.memo else []
-    notes = plan.planner_notes
     for operator in operators:
-        note = notes.get(operator.id)
+        note = operator.note
         said = "" if note is None else f"{note[0].upper()}{note[1:]}.\n\n"
         # pydantic's own JSON: a seventh of the cost of to_dict() and json.dumps per operator.
-        parts.append(
-            f"#### {plan.node_name(operator)}\n\n{said}```json\n{plan.operator_json(operator)}\n```"
-        )
+        parts.append(f"#### {plan.node_name(operator.id)}\n\n{said}```json\n{operator.text}\n```")
     return "\n\n".join(parts)
+
+
+# A plan graph takes no config of its own. Dagster converts the schema {} anew for every
+# ConfigMapping (a tenth of a second for a thousand plans); its converted form is taken as is.
+_NO_GRAPH_CONFIG = ConfigMapping(config_fn=dict, config_schema={}).config_schema
 
 
 class _PlanNodes:
@@ -401,21 +396,26 @@ class _OpStep:
     """What one node runs: one small object per node instead of a closure (a function, its
     cells and two dicts each), which a thousand plans' ten thousand nodes make worth it."""
 
-    __slots__ = ("asset_key", "operator", "plan", "scan_keys", "store")
+    __slots__ = ("asset_key", "operator_id", "plan", "scan_keys", "store")
 
     def __init__(
         self,
         plan: DrillPlan,
-        operator: Operator,
+        operator_id: str,
         store: DrillStore | None,
         asset_key: AssetKey | None,
         scan_keys: Mapping[str, AssetKey],
     ) -> None:
         self.plan = plan
-        self.operator = operator
+        self.operator_id = operator_id
         self.store = store
         self.asset_key = asset_key
         self.scan_keys = scan_keys
+
+    @property
+    def operator(self) -> Operator:
+        """The node's operator, of the parsed plan (parsed by the first step that needs it)."""
+        return self.plan.logical.operator(self.operator_id)
 
     def __call__(
         self, context: AssetExecutionContext, inputs: Mapping[str, Any]

@@ -34,6 +34,8 @@ from typing import Any
 from drill_dagster.allowed_roots import allowed_root_dirs, is_allowed
 from drill_dagster.allowed_roots import describe as describe_allowed
 from drill_dagster.errors import DrillDefinitionsError
+from drill_dagster.outline import OperatorOutline, PlanOutline
+from drill_dagster.outline_cache import OutlineCache, file_digest
 from drill_dagster.project import PROJECT_FILE, PlanConfig, ProjectConfig, StoreConfig
 from drill_dagster.project import load_project_config as _load_config
 from engine.errors import DrillError, PlanError, PlanIssue
@@ -111,24 +113,24 @@ SESSION_CATALOG = "spark_catalog"
 def table_ref(plan: DrillPlan, engine_name: str, mapping: Any) -> TableRef | None:
     """The table a ``jdbc`` or ``catalog`` scan's selection or store's target names (None: not
     a table, or a name the run will report with where)."""
-    config = plan.logical.storage.get(engine_name)
+    config = plan.outline.storage.get(engine_name)
     if config is None or not isinstance(mapping, dict) or mapping.get("table") is None:
         return None
-    if config.type == "catalog":
+    if config["type"] == "catalog":
         from engine.storage.catalog import parse_table_name
 
-        database = str(config.to_dict().get("database", "default")).lower()
+        database = str(config.get("database", "default")).lower()
         try:
             name = str(parse_table_name(mapping["table"], database=database, where="catalog"))
         except DrillError:
             return None
         return TableRef("catalog", SESSION_CATALOG, tuple(name.split(".")))
-    if config.type != "jdbc":
+    if config["type"] != "jdbc":
         return None
     from engine.storage.jdbc import JdbcEngine, TableName
 
     try:
-        settings = {k: v for k, v in config.to_dict().items() if k not in ("type", "name")}
+        settings = {k: v for k, v in config.items() if k not in ("type", "name")}
         engine = JdbcEngine.from_config(engine_name, settings)
         name = TableName.parse(
             mapping["table"], default_schema=engine.default_schema, schema=mapping.get("schema")
@@ -145,7 +147,7 @@ class DrillStore:
     """One Store operator of a plan: the asset it materializes."""
 
     plan: DrillPlan
-    op: Store
+    id: str
     engine_type: str
     location: Path | None
     target_path: str | None
@@ -155,12 +157,13 @@ class DrillStore:
     table: TableRef | None = None
 
     @property
-    def id(self) -> str:
-        return self.op.id
+    def op(self) -> Store:
+        """The Store operator (the plan is parsed for it, if it is not yet)."""
+        return self.plan.logical.operator(self.id)  # type: ignore[return-value]
 
     @property
     def node_name(self) -> str:
-        return self.plan.node_name(self.op)
+        return self.plan.node_name(self.id)
 
     @property
     def output_name(self) -> str:
@@ -169,13 +172,13 @@ class DrillStore:
 
     @property
     def lineage(self) -> StoreLineage:
-        return self.plan.lineage[self.op.id]
+        return self.plan.lineage[self.id]
 
     @property
     def upstream_scans(self) -> list[DrillScan]:
         """The scans this store's records come from."""
-        ancestors = self.plan.ancestors(self.op.id)
-        return [scan for scan in self.plan.scans if scan.op.id in ancestors]
+        ancestors = self.plan.ancestors(self.id)
+        return [scan for scan in self.plan.scans if scan.id in ancestors]
 
 
 @dataclass(eq=False)
@@ -200,7 +203,7 @@ class DrillScan:
     """One Scan operator and what it reads: another plan's store, or a source."""
 
     plan: DrillPlan
-    op: Scan
+    id: str
     engine_type: str
     root: Path | None
     path: str
@@ -208,6 +211,11 @@ class DrillScan:
     upstream: DrillStore | None = None
     source: DrillSource | None = None
     table: TableRef | None = None
+
+    @property
+    def op(self) -> Scan:
+        """The Scan operator (the plan is parsed for it, if it is not yet)."""
+        return self.plan.logical.operator(self.id)  # type: ignore[return-value]
 
     @property
     def location(self) -> Path | None:
@@ -218,17 +226,26 @@ class DrillScan:
 
 @dataclass(eq=False)
 class DrillPlan:
-    """A plan file, parsed, with its settings from ``drill_project.yaml``."""
+    """A plan file with its settings from ``drill_project.yaml``: its outline (what its
+    definitions need), and the parsed plan (``logical``), parsed from the text the outline was
+    made of when a step first needs it."""
 
     name: str
     path: Path
-    logical: LogicalPlan
+    outline: PlanOutline
     config: PlanConfig
     roots: dict[str, Path]
+    text: str | None = field(default=None, repr=False)
     stores: list[DrillStore] = field(default_factory=list)
     scans: list[DrillScan] = field(default_factory=list)
     _ancestors: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
-    _json: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def logical(self) -> LogicalPlan:
+        """The parsed plan, from the plan file's text as it was when the plan was loaded."""
+        return parse_plan(
+            self.text if self.text is not None else self.path, source_name=str(self.path)
+        )
 
     def node_name(self, op: Operator | str) -> str:
         """The operator's node in the plan's graph, what the run's graph and step keys show:
@@ -238,37 +255,30 @@ class DrillPlan:
     @cached_property
     def _node_names(self) -> dict[str, str]:
         return {
-            op.id: f"{op.op}_{safe_name(op.id).lstrip('_') or 'op'}" for op in self.logical.query
+            op.id: f"{op.op}_{safe_name(op.id).lstrip('_') or 'op'}"
+            for op in self.outline.operators
         }
 
     @cached_property
     def lineage(self) -> dict[str, StoreLineage]:
         return column_lineage(self.logical)
 
-    @cached_property
+    @property
     def planner_notes(self) -> dict[str, str]:
         """What the planner does to each operator it removes or moves, in words, by operator id
         (:func:`engine.planner.changes.structural_notes`; what a scan reads shows in a run's op
         metadata)."""
-        from engine.planner.changes import structural_notes
+        return {op.id: op.note for op in self.outline.operators if op.note is not None}
 
-        try:
-            return structural_notes(self.logical)
-        except DrillError:  # the run says it, naming the plan
-            return {}
-
-    def operator_json(self, op: Operator) -> str:
-        """An operator of the plan as its JSON (what the author set, pydantic's spelling), made
-        once: the plan's graph description shows it and its stores' code versions hash it."""
-        text = self._json.get(op.id)
-        if text is None:
-            text = self._json[op.id] = op.model_dump_json(by_alias=True, exclude_unset=True)
-        return text
+    def operator_json(self, op: Operator | str) -> str:
+        """An operator of the plan as its JSON (what the author set, pydantic's spelling): the
+        plan's graph description shows it."""
+        return self.outline.operator(op if isinstance(op, str) else op.id).text
 
     def ancestors(self, op_id: str) -> frozenset[str]:
         """``op_id`` and every operator it reads from, directly or not."""
         if op_id not in self._ancestors:
-            self._ancestors[op_id] = self.logical.ancestors(op_id)
+            self._ancestors[op_id] = self.outline.ancestors(op_id)
         return self._ancestors[op_id]
 
     def store(self, op_id: str) -> DrillStore:
@@ -282,7 +292,7 @@ class DrillPlan:
     @property
     def generator(self) -> str | None:
         """What generated the plan file (its head's ``generator.info``), else None."""
-        return self.logical.head.generator.info or None
+        return self.outline.generator
 
 
 @dataclass(eq=False)
@@ -338,13 +348,15 @@ def load_project(
     allowed = allowed_root_dirs(plans_dir, configured, data_dirs)
     problems: list[str] = []
     plans: list[DrillPlan] = []
+    outlines = OutlineCache.for_plans(plans_dir)
     for path in plan_files(plans_dir):
         try:
-            plan = load_plan(path, config)
+            plan = load_plan(path, config, outlines)
             check_roots_allowed(plan, allowed)
             plans.append(plan)
         except DrillError as err:
             problems.append(str(err))
+    outlines.save()
     names = [plan.name for plan in plans]
     for name in sorted({n for n in names if names.count(n) > 1}):
         files = ", ".join(p.path.name for p in plans if p.name == name)
@@ -369,22 +381,48 @@ def load_project(
     return DrillProject(plans_dir, config, plans, sources)
 
 
-def load_plan(path: Path, config: ProjectConfig) -> DrillPlan:
-    """One plan file, parsed and validated, with its stores and scans (not yet linked)."""
-    try:
-        logical = parse_plan(_sql_plan(path) if path.suffix == ".sql" else path)
-    except PlanError as err:
-        raise err if err.source else err.with_source(str(path)) from None
+def load_plan(path: Path, config: ProjectConfig, outlines: OutlineCache | None = None) -> DrillPlan:
+    """One plan file, with its stores and scans (not yet linked): parsed and validated, or, when
+    ``outlines`` holds the outline of these very bytes, only outlined (parsed when a step needs
+    it). A SQL step is always translated again: its tables resolve through other files."""
+    logical, text = None, None
+    if path.suffix == ".sql":
+        logical = _parse(_sql_plan(path), path)
+        outline = PlanOutline.of(logical)
+    else:
+        text = _plan_text(path)
+        digest = file_digest(text.encode())
+        outline = outlines.get(path.name, digest) if outlines is not None else None
+        if outline is None:
+            logical = _parse(text, path)
+            outline = PlanOutline.of(logical)
+            if outlines is not None:
+                outlines.put(path.name, digest, outline)
     name = safe_name(path.stem)
     plan_config = config.plan(path.stem) if path.stem in config.plans else config.plan(name)
-    plan = DrillPlan(name, path, logical, plan_config, _roots(logical, path))
-    for op in logical.sinks():
-        if isinstance(op, Store):
+    plan = DrillPlan(name, path, outline, plan_config, _roots(outline, path), text)
+    if logical is not None:
+        plan.logical = logical  # parsed already: the steps use it
+    for op in outline.operators:
+        if op.op == "store":
             plan.stores.append(_store(plan, op))
-    for op in logical.sources():
-        if isinstance(op, Scan):
+    for op in outline.operators:
+        if op.op == "scan":
             plan.scans.append(_scan(plan, op))
     return plan
+
+
+def _plan_text(path: Path) -> str:
+    from engine.plan.source import read_text
+
+    return read_text(path, str(path))
+
+
+def _parse(source: str | dict[str, Any], path: Path) -> LogicalPlan:
+    try:
+        return parse_plan(source, source_name=str(path))
+    except PlanError as err:
+        raise err if err.source else err.with_source(str(path)) from None
 
 
 def check_roots_allowed(plan: DrillPlan, allowed: Sequence[Path]) -> None:
@@ -422,11 +460,11 @@ def _sql_plan(path: Path) -> dict[str, Any]:
     return plan
 
 
-def _roots(logical: LogicalPlan, path: Path) -> dict[str, Path]:
+def _roots(outline: PlanOutline, path: Path) -> dict[str, Path]:
     roots = {}
-    for name, engine in logical.storage.items():
-        root = engine.extra().get("root")
-        if engine.type != "fs" or not isinstance(root, str):
+    for name, engine in outline.storage.items():
+        root = engine.get("root")
+        if engine["type"] != "fs" or not isinstance(root, str):
             continue
         try:
             roots[name] = _resolved_root(path.parent, root, name)
@@ -439,9 +477,9 @@ def warehouses(plan: DrillPlan) -> dict[str, Path]:
     """The warehouse directories of the plan's catalog engines (where their tables are
     written), resolved like roots."""
     found = {}
-    for name, engine in plan.logical.storage.items():
-        warehouse = engine.extra().get("warehouse")
-        if engine.type != "catalog" or not isinstance(warehouse, str):
+    for name, engine in plan.outline.storage.items():
+        warehouse = engine.get("warehouse")
+        if engine["type"] != "catalog" or not isinstance(warehouse, str):
             continue
         try:
             found[name] = _resolved_root(plan.path.parent, warehouse, name)
@@ -470,21 +508,21 @@ def _resolved_root(plan_dir: Path, root: str, engine_name: str) -> Path:
     return Path(os.path.normpath(parsed.resolve()))
 
 
-def _store(plan: DrillPlan, op: Store) -> DrillStore:
-    engine = plan.logical.storage.get(op.storage_engine)
-    engine_type = engine.type if engine is not None else "unknown"
-    target: dict[str, Any] = dict(op.target or {})
+def _store(plan: DrillPlan, op: OperatorOutline) -> DrillStore:
+    engine = plan.outline.storage.get(op.engine) if op.engine is not None else None
+    engine_type = engine["type"] if engine is not None else "unknown"
+    target: dict[str, Any] = dict(op.mapping or {})
     path = target.get("path") if isinstance(target.get("path"), str) else None
-    root = plan.roots.get(op.storage_engine)
+    root = plan.roots.get(op.engine) if op.engine is not None else None
     location = root.joinpath(*location_parts(path)) if root is not None and path else None
     fmt = str(target.get("format", target.get("type", "parquet" if root else engine_type)))
     partition_by = target.get("partitionBy", target.get("partition_by", ()))
     partition_by = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
-    table = table_ref(plan, op.storage_engine, target)
+    table = table_ref(plan, op.engine, target) if op.engine is not None else None
     if table is not None:
         fmt = "parquet" if table.engine_type == "catalog" else "table"
     store = DrillStore(
-        plan, op, engine_type, location, path, fmt.lower(), partition_by, StoreConfig(), table
+        plan, op.id, engine_type, location, path, fmt.lower(), partition_by, StoreConfig(), table
     )
     for name in store_setting_names(store):
         if name in plan.config.stores:
@@ -493,22 +531,22 @@ def _store(plan: DrillPlan, op: Store) -> DrillStore:
     return store
 
 
-def _scan(plan: DrillPlan, op: Scan) -> DrillScan:
-    engine = plan.logical.storage.get(op.storage_engine)
-    engine_type = engine.type if engine is not None else "unknown"
-    selection = op.selection or {}
+def _scan(plan: DrillPlan, op: OperatorOutline) -> DrillScan:
+    engine = plan.outline.storage.get(op.engine) if op.engine is not None else None
+    engine_type = engine["type"] if engine is not None else "unknown"
+    selection = op.mapping or {}
     path = selection.get("path") if isinstance(selection.get("path"), str) else ""
     fmt = selection.get("format", selection.get("type"))
     if engine_type == "jdbc" and isinstance(selection.get("query"), str):
         path = f"{plan.name}_query_{safe_name(op.id).lstrip('_')}"  # a query: its own source
     return DrillScan(
         plan,
-        op,
+        op.id,
         engine_type,
-        plan.roots.get(op.storage_engine),
+        plan.roots.get(op.engine) if op.engine is not None else None,
         path,
         str(fmt).lower() if fmt else None,
-        table=table_ref(plan, op.storage_engine, selection),
+        table=table_ref(plan, op.engine, selection) if op.engine is not None else None,
     )
 
 
@@ -545,8 +583,7 @@ def unused_partition_param(plan: DrillPlan) -> str | None:
     names = {config.param} | (
         {config.start_param, config.end_param} if config.range == "params" else set()
     )
-    texts = [json.dumps(op.selection) for op in plan.logical.query if isinstance(op, Scan)]
-    texts += [json.dumps(op.target) for op in plan.logical.query if isinstance(op, Store)]
+    texts = [json.dumps(op.mapping) for op in plan.outline.operators if op.op in ("scan", "store")]
     if any(f"${{{name}}}" in text for text in texts for name in names):
         return None
     return (

@@ -33,7 +33,7 @@ def definition_metadata(
     schema = definition_column_schema(store)
     if schema is not None:  # only where the plan settles every column's type
         metadata["dagster/column_schema"] = schema
-    lineage = store.lineage
+    lineage = store.plan.outline.lineage[store.id]
     rows: list[tuple[str, list[TableColumnDep]]] = []
     for column, sources in lineage.by_column().items():
         deps: dict[tuple[str, str], TableColumnDep] = {}

@@ -67,6 +67,8 @@ def definition_column_schema(store: DrillStore) -> TableSchema | None:
     """``dagster/column_schema`` of a store before it runs, or None where a type is not known."""
     if store.format not in DESCRIBED_FORMATS or store.partition_by:
         return None  # partition columns go to directory names: the files' columns differ
+    if not store.plan.outline.declares_schema:
+        return None  # every scanned type comes from data (most plans): no need to parse
     types = store_types(store.plan.logical, store.id)
     if types is None:
         return None

@@ -23,71 +23,34 @@ step logs why and writes nothing.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Sequence
 from glob import has_magic, iglob
 from pathlib import Path
 from typing import Any
 
+from drill_dagster.outline import canonical_json
 from drill_dagster.partitions import RunSlice
-from drill_dagster.plans import DrillPlan, DrillStore
+from drill_dagster.plans import DrillStore
 from engine.errors import DrillError
 from engine.plan import Scan
 
 CODE_VERSION = "drill/code_version"
 INPUTS_VERSION = "drill/inputs_version"
-_IGNORED_KEYS = frozenset({"memo"})
-# One encoder and decoder, not one per call: json.dumps and json.loads build a new one each time.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-_DECODER = json.JSONDecoder()
-
-
-def canonical_json(value: Any) -> str:
-    """``value`` as JSON with sorted keys and no whitespace: the same for equal documents."""
-    return _CANONICAL.encode(value)
-
-
-def _without_memos(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_memos(v) for k, v in value.items() if k not in _IGNORED_KEYS}
-    if isinstance(value, list):
-        return [_without_memos(v) for v in value]
-    return value
-
-
-def _operator_text(plan: DrillPlan, op: Any) -> str:
-    """The canonical JSON of ``op.to_dict()`` without ``memo`` texts, from the JSON the op's
-    description shows (a fraction of the cost of to_dict, which a thousand plans' code versions
-    at each load make worth it)."""
-    document = _DECODER.decode(plan.operator_json(op))
-    document["@id"] = op.id
-    document["op"] = op.op
-    text = canonical_json(document)
-    if '"memo"' in text:  # rarely: walk the document only when a memo may be in it
-        text = canonical_json(_without_memos(document))
-    return text
 
 
 def store_code_version(store: DrillStore) -> str:
     """The code version of a store's asset (16 hex digits)."""
     plan = store.plan
     ancestors = plan.ancestors(store.id)
-    operators = [op for op in plan.logical.topological_order() if op.id in ancestors]
-    # the model's fields, not hasattr: a pydantic model misses an attribute slowly
-    engines = sorted(
-        {op.__dict__["storage_engine"] for op in operators if "storage_engine" in op.__dict__}
-    )
+    operators = [op for op in plan.outline.topological_order() if op.id in ancestors]
+    engines = sorted({op.engine for op in operators if op.engine is not None})
     config = plan.config
-    storage = {
-        name: plan.logical.storage[name].to_dict()
-        for name in engines
-        if name in plan.logical.storage
-    }
+    storage = {name: plan.outline.storage[name] for name in engines if name in plan.outline.storage}
     # canonical_json of {"operators": [...], "params": ..., "partitions": ..., "storage": ...},
     # written key by key in sorted order: each operator's text is made once.
     text = (
-        f'{{"operators":[{",".join(_operator_text(plan, op) for op in operators)}],'
+        f'{{"operators":[{",".join(op.canonical for op in operators)}],'
         f'"params":{canonical_json(dict(sorted((config.params or {}).items())))},'
         f'"partitions":'
         f"{canonical_json(config.partitions.model_dump() if config.partitions else None)},"

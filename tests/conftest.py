@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,8 @@ from hypothesis import settings
 settings.register_profile("drill", deadline=None)
 settings.load_profile("drill")
 
+CACHE_DIR_ENV = "DRILL_DAGSTER_CACHE_DIR"  # drill_dagster.outline_cache's: no import of it here
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE_DIR = (REPO_ROOT / ".." / "shared" / "conformance").resolve()
 
@@ -18,6 +22,20 @@ CONFORMANCE_DIR = (REPO_ROOT / ".." / "shared" / "conformance").resolve()
 def conformance_path(*parts: str) -> Path:
     """A path inside the conformance corpus (``../shared/conformance`` beside the repository)."""
     return CONFORMANCE_DIR.joinpath(*parts)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def kept_plan_outlines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Plan outlines that loads keep (:mod:`drill_dagster.outline_cache`) go to a directory of
+    the test session, for the processes the tests start too, not to the user's cache."""
+    directory = tmp_path_factory.mktemp("plan-outlines")
+    before = os.environ.get(CACHE_DIR_ENV)
+    os.environ[CACHE_DIR_ENV] = str(directory)
+    yield directory
+    if before is None:
+        os.environ.pop(CACHE_DIR_ENV, None)
+    else:
+        os.environ[CACHE_DIR_ENV] = before
 
 
 @pytest.fixture(scope="session")

@@ -109,11 +109,21 @@ class Operator(PlanModel):
     def to_dict(self) -> dict[str, Any]:
         """The operator as plan JSON: ``@id`` and ``op`` first, then what the author wrote."""
         body = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        head = {"@id": self.id, "op": self.op}
-        head.update({key: body[key] for key in _INPUT_KEYS if key in body})
-        tail = {key: body[key] for key in ("memo",) if key in body}
-        rest = {key: value for key, value in body.items() if key not in (*head, *tail)}
-        return {**head, **rest, **tail}
+        return ordered_operator_dict(self.id, self.op, body)
+
+
+def ordered_operator_dict(op_id: str, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    """An operator's JSON fields (``body``, pydantic's JSON of what the author wrote) in plan
+    order: ``@id`` and ``op`` first, then its inputs, the rest, and its ``memo`` last.
+
+    >>> ordered_operator_dict("2", "filter", {"memo": "m", "expr": "a", "input": "1"})
+    {'@id': '2', 'op': 'filter', 'input': '1', 'expr': 'a', 'memo': 'm'}
+    """
+    head = {"@id": op_id, "op": kind}
+    head.update({key: body[key] for key in _INPUT_KEYS if key in body})
+    tail = {key: body[key] for key in ("memo",) if key in body}
+    rest = {key: value for key, value in body.items() if key not in (*head, *tail)}
+    return {**head, **rest, **tail}
 
 
 def _sites(

@@ -34,13 +34,13 @@ def read_document(
         return source, source_name, None
     if isinstance(source, Path):
         name = source_name or str(source)
-        text = _read(source, source_name)
+        text = read_text(source, source_name)
         return _parse_text(text, name), name, text
     if isinstance(source, str):
         path = _as_existing_file(source)
         if path is not None:
             name = source_name or source
-            text = _read(path, name)
+            text = read_text(path, name)
             return _parse_text(text, name), name, text
         if _looks_like_a_path(source):
             raise PlanError(f"plan file not found: {source}", source=source_name)
@@ -68,7 +68,8 @@ def _looks_like_a_path(text: str) -> bool:
     )
 
 
-def _read(path: Path, name: str | None) -> str:
+def read_text(path: Path, name: str | None) -> str:
+    """The text of a plan file; a PlanError (or PlanSyntaxError) naming it when it cannot be read."""
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -139,6 +139,7 @@ def test_names_and_locations() -> None:
 
 def test_shared_op_definitions_by_kind_inputs_checks_pool_and_tags() -> None:
     from drill_dagster.assets import shared_op
+    from drill_dagster.outline import PlanOutline
 
     plan = parse_plan(
         {
@@ -151,7 +152,7 @@ def test_shared_op_definitions_by_kind_inputs_checks_pool_and_tags() -> None:
             ],
         }
     )
-    _, first, second, union = plan.query
+    _, first, second, union = PlanOutline.of(plan).operators
     assert shared_op(first, False) is shared_op(second, False)
     assert shared_op(first, False).name == "drill_filter"
     assert shared_op(union, False).name == "drill_union_of_2"
