@@ -227,8 +227,9 @@ class DrillScan:
 @dataclass(eq=False)
 class DrillPlan:
     """A plan file with its settings from ``drill_project.yaml``: its outline (what its
-    definitions need), and the parsed plan (``logical``), parsed from the text the outline was
-    made of when a step first needs it."""
+    definitions need) and the parsed plan (``logical``). A load that parsed the file (or
+    translated a SQL step) sets ``logical``; one that read a kept outline parses ``text``, the
+    file's text as the load read it, when a step first needs the plan."""
 
     name: str
     path: Path
@@ -243,11 +244,11 @@ class DrillPlan:
     @cached_property
     def logical(self) -> LogicalPlan:
         """The parsed plan, from the plan file's text as it was when the plan was loaded."""
-        return parse_plan(
-            self.text if self.text is not None else self.path, source_name=str(self.path)
-        )
+        if self.text is None:  # load_plan sets logical for every plan it keeps no text of
+            raise DrillDefinitionsError(f"{self.path}: the plan was loaded without its text")
+        return parse_plan(self.text, source_name=str(self.path))
 
-    def node_name(self, op: Operator | str) -> str:
+    def node_name(self, op: Operator | OperatorOutline | str) -> str:
         """The operator's node in the plan's graph, what the run's graph and step keys show:
         ``<op>_<id>`` (``scan_1``; the step key is ``<plan>.scan_1``)."""
         return self._node_names[op if isinstance(op, str) else op.id]
@@ -262,18 +263,6 @@ class DrillPlan:
     @cached_property
     def lineage(self) -> dict[str, StoreLineage]:
         return column_lineage(self.logical)
-
-    @property
-    def planner_notes(self) -> dict[str, str]:
-        """What the planner does to each operator it removes or moves, in words, by operator id
-        (:func:`engine.planner.changes.structural_notes`; what a scan reads shows in a run's op
-        metadata)."""
-        return {op.id: op.note for op in self.outline.operators if op.note is not None}
-
-    def operator_json(self, op: Operator | str) -> str:
-        """An operator of the plan as its JSON (what the author set, pydantic's spelling): the
-        plan's graph description shows it."""
-        return self.outline.operator(op if isinstance(op, str) else op.id).text
 
     def ancestors(self, op_id: str) -> frozenset[str]:
         """``op_id`` and every operator it reads from, directly or not."""
