@@ -18,45 +18,21 @@ from drill_dagster.errors import DrillDefinitionsError
 from drill_dagster.outline_cache import CACHE_DIR_ENV
 
 REPO = Path(__file__).resolve().parents[2]
-# An always-true filter (the planner removes it: a note in the description), a memo, a scan
-# that declares its columns' types (a column schema on the spec), a hjson file.
-TYPED = {
-    "storage": {
-        "raw": {"type": "fs", "root": "../data/raw"},
-        "lake": {"type": "fs", "root": "../data/lake"},
-    },
-    "query": [
-        {
-            "@id": 1,
-            "op": "scan",
-            "storageengine": "raw",
-            "ref": "e",
-            "selection": {
-                "path": "events/${day}",
-                "format": "json",
-                "schema": {"id": "BIGINT", "amount": "DOUBLE"},
-            },
-        },
-        {"@id": 2, "op": "filter", "input": 1, "expr": "1 < 2"},
-        {
-            "@id": 3,
-            "op": "project",
-            "input": 2,
-            "projections": [
-                {"ref": "output.id", "expr": "e.id"},
-                {"ref": "output.doubled", "expr": "e.amount * 2"},
-            ],
-        },
-        {
-            "@id": 4,
-            "op": "store",
-            "input": 3,
-            "storageengine": "lake",
-            "memo": "typed events",
-            "target": {"path": "typed", "format": "parquet"},
-        },
-    ],
-}
+
+
+def _typed(kit: Any) -> dict[str, Any]:
+    """The kit's clean plan with an always-true filter (the planner removes it: a note in the
+    description) and a scan that declares its columns' types (a column schema on the spec)."""
+    plan = kit.copy(kit.CLEAN)
+    scan, always, project, store = plan["query"]
+    scan["selection"]["schema"] = {"id": "BIGINT", "amount": "DOUBLE"}
+    always["expr"] = "1 < 2"
+    project["projections"] = [
+        {"ref": "output.id", "expr": "e.id"},
+        {"ref": "output.doubled", "expr": "e.amount * 2"},
+    ]
+    store.update(memo="typed events", target={"path": "typed", "format": "parquet"})
+    return plan
 
 
 def _shape(defs: Definitions) -> dict[str, Any]:
@@ -94,7 +70,7 @@ def _shape(defs: Definitions) -> dict[str, Any]:
 
 def _project(root: Path, kit: Any) -> Path:
     plans_dir = kit.write(root)
-    (plans_dir / "typed.json").write_text(json.dumps(TYPED, indent=2))
+    (plans_dir / "typed.json").write_text(json.dumps(_typed(kit), indent=2))
     relaxed_plan = json.loads(json.dumps(kit.CLEAN))
     relaxed_plan["query"][3]["target"]["path"] = "relaxed/day=${day}"
     # hjson: an unquoted key
@@ -139,7 +115,7 @@ def test_a_changed_plan_file_is_read_again(
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
     plans_dir = _project(tmp_path / "project", kit)
     load_definitions(plans_dir, executor="local")
-    changed = json.loads(json.dumps(TYPED))
+    changed = _typed(kit)
     changed["query"][3]["memo"] = "typed events, changed"
     changed["query"][2]["projections"][1]["expr"] = "e.amount * 3"
     (plans_dir / "typed.json").write_text(json.dumps(changed))
