@@ -76,12 +76,14 @@ class OutlineCache:
     def get(self, file_name: str, digest: str) -> PlanOutline | None:
         """The outline of ``file_name`` when its bytes had this digest, else None."""
         entry = self._stored.get(file_name)
-        if entry is None or entry[0] != digest:
+        if entry is None:
             return None
         try:
+            if entry[0] != digest:
+                return None
             outline = PlanOutline.from_json(entry[1])
-        except (KeyError, TypeError, ValueError):  # not what this code writes: parse instead
-            return None
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+            return None  # not what this code writes: parse instead
         self._kept[file_name] = entry
         return outline
 

@@ -165,10 +165,14 @@ def test_kept_outlines_that_cannot_be_read_or_written_cost_only_time(
         kept.write_text(damage)
         assert _shape(load_definitions(plans_dir, executor="local")) == parsed
     stored = json.loads(kept.read_text())  # each damaged file was written anew
-    entry = next(iter(stored["plans"].values()))
-    entry[1]["operators"] = "not operators"  # an entry of another shape: parsed again
-    kept.write_text(json.dumps(stored))
-    assert _shape(load_definitions(plans_dir, executor="local")) == parsed
+    entries = stored["plans"]
+    for damage in ("not operators", 5, None, [1]):  # entries of other shapes: parsed again
+        entries["clean.json"][1]["operators"] = damage
+        entries["split.json"] = damage
+        kept.write_text(json.dumps(stored))
+        assert _shape(load_definitions(plans_dir, executor="local")) == parsed
+        stored = json.loads(kept.read_text())
+        entries = stored["plans"]
     # A cache directory that is a file: nothing is kept, the load is the same.
     shutil.rmtree(cache)
     cache.write_text("a file")
