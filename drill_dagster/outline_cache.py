@@ -43,7 +43,12 @@ def cache_root() -> Path | None:
     configured = os.environ.get(CACHE_DIR_ENV)
     if configured is not None:
         return None if configured.strip().lower() in ("", "off", "0", "false") else Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except RuntimeError:  # no home directory to be found: nothing kept
+            return None
     return Path(base) / "drill-dagster"
 
 
