@@ -162,6 +162,11 @@ class DrillStore:
         return self.plan.logical.operator(self.id)  # type: ignore[return-value]
 
     @property
+    def outline(self) -> OperatorOutline:
+        """The Store operator's outline: its JSON and memo, without parsing the plan."""
+        return self.plan.outline.operator(self.id)
+
+    @property
     def node_name(self) -> str:
         return self.plan.node_name(self.id)
 

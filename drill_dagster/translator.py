@@ -83,7 +83,7 @@ class DrillTranslator:
         the plan's description, then what writes it (the generator's info is a tag)."""
         if store.config.description:
             return store.config.description
-        parts = [p for p in (store.plan.outline.operator(store.id).memo, store.plan.memo) if p]
+        parts = [p for p in (store.outline.memo, store.plan.memo) if p]
         written = f"Written by store {store.id} of plan `{store.plan.path.name}`"
         if store.target_path:
             written += f" to `{store.target_path}` ({store.format})"
@@ -119,7 +119,7 @@ class DrillTranslator:
             "dagster/code_references": references,
             "drill/plan": MetadataValue.path(str(store.plan.path)),
             "drill/store": MetadataValue.md(
-                f"```json\n{json.dumps(store.plan.outline.operator(store.id).to_dict(), indent=2)}\n```"
+                f"```json\n{json.dumps(store.outline.to_dict(), indent=2)}\n```"
             ),
             "drill/format": store.format,
         }
