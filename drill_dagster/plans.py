@@ -41,6 +41,7 @@ from drill_dagster.project import load_project_config as _load_config
 from engine.errors import DrillError, PlanError, PlanIssue
 from engine.lineage import StoreLineage, column_lineage
 from engine.plan import LogicalPlan, Operator, Scan, Store, parse_plan
+from engine.plan.source import read_text
 from engine.storage.paths import parse_root
 
 PLAN_SUFFIXES = (".json", ".hjson", ".sql")  # .sql: a step in SQL (engine.sql.sql_file)
@@ -384,7 +385,7 @@ def load_plan(path: Path, config: ProjectConfig, outlines: OutlineCache | None =
         logical = _parse(_sql_plan(path), path)
         outline = PlanOutline.of(logical)
     else:
-        text = _plan_text(path)
+        text = read_text(path, str(path))
         digest = file_digest(text.encode())
         outline = outlines.get(path.name, digest) if outlines is not None else None
         if outline is None:
@@ -404,12 +405,6 @@ def load_plan(path: Path, config: ProjectConfig, outlines: OutlineCache | None =
         if op.op == "scan":
             plan.scans.append(_scan(plan, op))
     return plan
-
-
-def _plan_text(path: Path) -> str:
-    from engine.plan.source import read_text
-
-    return read_text(path, str(path))
 
 
 def _parse(source: str | dict[str, Any], path: Path) -> LogicalPlan:
