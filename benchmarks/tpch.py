@@ -108,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
     parser.add_argument(
+        "--driver-memory",
+        default="4g",
+        help="the local JVM's heap (default 4g; Spark's own 1g runs out in q21 at SF 1)",
+    )
+    parser.add_argument(
         "--conf",
         action="append",
         default=[],
@@ -156,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_spark:
         from engine.exec.spark.session import SparkConfig, create_session
 
-        conf = dict(item.split("=", 1) for item in args.conf)
+        conf = {"spark.driver.memory": args.driver_memory}
+        conf.update(item.split("=", 1) for item in args.conf)
         spark = create_session(
             SparkConfig(master=args.master, shuffle_partitions=args.shuffle_partitions, conf=conf)
         )
