@@ -15,7 +15,10 @@ The keys come from the cheaper of:
 * a semi join (:mod:`~engine.planner.properties.semi_joins`) the other side's records passed
   through filters only, on the same value the join compares (q20: parts named ``forest%``, whose
   ``partsupp`` records join the per-part-and-supplier sums of ``lineitem``): its subquery's rows;
-* the other side's records themselves (q17: the parts of one brand and container).
+* the other side's records themselves (q17: the parts of one brand and container), or, where
+  they are an inner join's, those of the join input the compared values come from (q02: the
+  parts of one size and type, which the outer query joins to ``partsupp`` before the
+  aggregate): a superset of the keys the join's records hold.
 
 Where the aggregate reads an inner join's records and its keys are fields of one of the join's
 inputs (copied by transforms on the way), that input is filtered instead, below the joins (TPC-H
@@ -173,23 +176,39 @@ def _key_source(
 ) -> tuple[str, list[tuple[str, str]]]:
     """The operator whose records give the keys, and ``(group key, its key there)`` pairs: a
     semi join's rows the ``other`` side's records passed on a value the join compares, else the
-    other side's records themselves."""
-    op = plan.operator(other)
-    while isinstance(op, Filter):
-        below = _input_of(plan, op)
-        found = semi.get(below.id) if isinstance(below, Join) else None
-        if isinstance(below, Join) and found is not None and found.test_of == op.id:
-            if found.kind == "semi":
-                tested = {
-                    str(parse_cached(c.left)): k for c, k in zip(below.conditions, found.keys)
-                }
-                matched = [(key, tested[theirs]) for theirs, key in pairs if theirs in tested]
-                if matched:
-                    return found.rows, matched
-            op = plan.operator(below.left)
+    other side's records themselves, or, where they are an inner join's, those of the join's
+    input the compared values come from (below every such join: an inner join's records hold
+    no value its input lacks, so these keys are a superset of the other side's)."""
+    by_id = {op.id: op for op in plan.query}
+    theirs_tops = {_top(parse_cached(theirs)) for theirs, _ in pairs}
+    source, op = other, plan.operator(other)
+    while True:
+        if isinstance(op, Filter):
+            below = _input_of(plan, op)
+            found = semi.get(below.id) if isinstance(below, Join) else None
+            if isinstance(below, Join) and found is not None and found.test_of == op.id:
+                if found.kind == "semi":
+                    tested = {
+                        str(parse_cached(c.left)): k for c, k in zip(below.conditions, found.keys)
+                    }
+                    matched = [(key, tested[theirs]) for theirs, key in pairs if theirs in tested]
+                    if matched:
+                        return found.rows, matched
+                op = plan.operator(below.left)
+                continue
+            op = below
             continue
-        op = below
-    return other, [(key, theirs) for theirs, key in pairs]
+        if isinstance(op, Join) and op.type == "inner" and op.conditions:
+            sides = [
+                side
+                for side in (op.left, op.right)
+                if (names := top_names(by_id.get(side), by_id)) is not None
+                and theirs_tops <= {name.lower() for name in names}
+            ]
+            if len(sides) == 1:
+                source, op = sides[0], plan.operator(sides[0])
+                continue
+        return source, [(key, theirs) for theirs, key in pairs]
 
 
 def _filtered_input(

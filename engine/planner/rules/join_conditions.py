@@ -19,13 +19,16 @@ When the tree has a join without conditions (a chain of comma joins), its inputs
 reordered so that no cross product is built while a joinable input is left: from a first input,
 the next is the one an equality connects to the inputs joined so far that gives the smallest
 estimated result (any smallest input when none is connected); of the chains from each first
-input, the one whose joins' results add up to the least is built. Sizes are the scans' row
-counts (:mod:`~engine.planner.statistics`), multiplied for each conjunct filtering the input by
-0.1 for an equality with a constant, 0.05 for a ``LIKE`` and 0.5 for anything else (an input of
-unknown size counts as largest); a join's is the product of its inputs' divided by the larger
-number of distinct values of the two sides of its equality (System R's estimate), a column
-having at most as many as its integer range (parquet min/max) and as the rows. Each join reads the larger of its two inputs on the
-left (the local executor streams the left input and buffers the right). A tree whose joins all
+input, the cheapest is built: the sum of its joins' results, plus :data:`SHUFFLE_COST` times the
+rows of both inputs of each join neither of whose inputs may be broadcast. Sizes are the scans'
+row counts (:mod:`~engine.planner.statistics`), multiplied for each conjunct filtering the input
+by 0.1 for an equality with a constant, 0.05 for a ``LIKE`` and 0.5 for anything else; an
+aggregate's are one record without groups, else at most the product of its keys' ranges where
+they are scan columns (an input of unknown size counts as largest); a join's is the product of
+its inputs' divided by the larger number of distinct values of the two sides of its equality
+(System R's estimate), a column having at most as many as its integer range (parquet min/max)
+and as the rows. Each join reads the larger of its two inputs on the left (the local executor
+streams the left input and buffers the right). A tree whose joins all
 have conditions keeps its shape: its conditions only gain the filter's equalities.
 
 Inner joins only: a filter above a ``left`` join moves to the left input only the conjuncts
@@ -63,7 +66,16 @@ from dataclasses import dataclass, field
 
 from engine.expr import Call, Expr, FieldRef, Literal, field_refs, to_string
 from engine.expr.rewrite import conjuncts
-from engine.plan import Filter, Join, LogicalPlan, Operator, Scan
+from engine.plan import (
+    CollapsingAggregate,
+    Filter,
+    Join,
+    LogicalPlan,
+    Operator,
+    Scan,
+    Segment,
+    Transform,
+)
 from engine.plan.expressions import parse_cached
 from engine.plan.parts import JoinCondition
 from engine.plan.traits import traits
@@ -295,6 +307,12 @@ class _Placement:
 UNKNOWN_ROWS = 1e15
 """The size of an input without statistics: larger than any other, still a number."""
 
+SHUFFLE_COST = 3.0
+"""What a join that shuffles both its inputs costs per input row, in rows of a join's result: a
+row written to and read from a shuffle costs several times one a broadcast join streams
+(TPC-H q02's subquery: ``partsupp`` joined to a broadcast ``supplier``, ``nation`` and
+``region`` in turn, not shuffled to meet their small join's result)."""
+
 BROADCAST_BYTES = 10 * 1024 * 1024
 """The most bytes of a join input the physical planner broadcasts (Spark's default threshold,
 :class:`~engine.planner.physical.PlannerOptions`)."""
@@ -340,6 +358,11 @@ def estimate_input(
             if scan_stats is not None and scan_stats.ranges and not renamed:
                 ranges = {name.lower(): r for name, r in scan_stats.ranges.items()}
             break
+        if isinstance(op, CollapsingAggregate):
+            groups = _aggregate_groups(plan, op, stats)
+            if groups is not None:
+                rows, known = groups, True
+            break
         if isinstance(op, Filter):
             tests = [*tests, *conjuncts(parse_cached(op.expr))]
         renamed |= traits(op.op).projects
@@ -349,6 +372,47 @@ def estimate_input(
     for test in tests:
         rows *= _selectivity(test)
     return InputEstimate(rows, ranges, small, known)
+
+
+def _aggregate_groups(
+    plan: LogicalPlan, op: CollapsingAggregate, stats: Statistics | None
+) -> float | None:
+    """How many records aggregate ``op`` may emit: one without ``within`` (nor ``target``); for
+    segments of keys that are scan columns (or a transform's copies of them), at most the
+    product of their value ranges (parquet min/max); else None (not known)."""
+    if op.target is not None:
+        return None
+    if op.within is None:
+        return 1.0
+    segment = plan.operator(op.input) if op.input else None
+    if not (isinstance(segment, Segment) and segment.ref == op.within and segment.input):
+        return None
+    copies: dict[str, Expr] = {}  # a transform's name -> what it copies
+    below: Operator | None = plan.operator(segment.input)
+    while isinstance(below, Transform) and below.input:
+        for named in below.transforms:
+            copies.setdefault(named.ref, parse_cached(named.expr))
+        below = plan.operator(below.input)
+    scans = {
+        scan.ref: scan
+        for scan in (plan.operator(i) for i in plan.ancestors(segment))
+        if isinstance(scan, Scan) and scan.ref
+    }
+    groups = 1.0
+    for text in segment.exprs:
+        key = parse_cached(text)
+        key = copies.get(to_string(key), key)
+        if not (isinstance(key, FieldRef) and len(key.path) == 2):
+            return None
+        scan = scans.get(str(key.path[0]))
+        scan_stats = stats.scan(scan.id) if scan is not None and stats is not None else None
+        bounds = (
+            scan_stats.ranges.get(str(key.path[1])) if scan_stats and scan_stats.ranges else None
+        )
+        if bounds is None:
+            return None
+        groups *= float(bounds[1] - bounds[0] + 1)
+    return min(groups, UNKNOWN_ROWS)
 
 
 def _selectivity(test: Expr) -> float:
@@ -375,10 +439,10 @@ def _greedy_shape(
     """The cheapest of the greedy chains, one from each input: the cost of a chain is the sum of
     its joins' estimated results, so a selective input joined early wins over a small one that
     leads only to a large join (TPC-H q09: nation leads to all of lineitem, the filtered part to
-    a twentieth of it), plus the rows of both inputs of each join neither of whose inputs may
-    be broadcast (both are shuffled: TPC-H q08 shuffles a twentieth of lineitem after a
-    broadcast join with the filtered part, not all of it to meet orders first). Ties go to the
-    smaller first input."""
+    a twentieth of it), plus :data:`SHUFFLE_COST` times the rows of both inputs of each join
+    neither of whose inputs may be broadcast (both are shuffled: TPC-H q08 shuffles a twentieth
+    of lineitem after a broadcast join with the filtered part, not all of it to meet orders
+    first). Ties go to the smaller first input."""
     best: tuple[float, float, int] | None = None
     best_shape: object = None
     for first in range(len(inputs)):
@@ -415,7 +479,7 @@ def _greedy_from(
         rows = inputs[pick].rows
         shape = (pick, shape, join_id) if rows > size else (shape, pick, join_id)
         if not (small or inputs[pick].small):
-            cost += size + rows  # both sides shuffled
+            cost += SHUFFLE_COST * (size + rows)  # both sides shuffled
         joined.add(pick)
         size, small = max(1.0, new_size), False
         cost += size

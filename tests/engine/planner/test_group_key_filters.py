@@ -225,3 +225,34 @@ def test_an_input_another_operator_reads_is_not_filtered(data: Path) -> None:
     plan = joined_lines(data)
     plan["query"].append({"@id": 30, "op": "store", "input": 1, "storageengine": "q", "target": {}})
     assert planned(plan, data) == parse_plan(plan)
+
+
+@pytest.mark.parametrize("executor", ["local", "spark"])
+def test_keys_come_from_the_input_of_an_inner_join_on_the_other_side(
+    data: Path, executor: str, request: pytest.FixtureRequest
+) -> None:
+    # q02's outer query: the parts of brand 'a' joined to their lines first, then to the
+    # aggregate. The part keys of that join are among those of the filtered parts: the
+    # aggregate reads only those.
+    plan = grouped_join(data)
+    query = plan["query"]
+    query += [
+        scan(31, "other"),
+        {"@id": 32, "op": "join", "left": 31, "right": 3, "type": "inner",
+         "conditions": [{"relationship": "==", "left": "other.pk", "right": "part.pk"}]},
+    ]  # fmt: skip
+    query[7]["left"] = 32  # the aggregate's join reads the parts' join
+    query[8]["projections"].append({"ref": "output.other", "expr": "other"})
+    pq.write_table(LINES.select(["pk"]), data / "other.parquet")
+    filtered = planned(plan, data)
+    semi = filtered.operator(filtered.operator(filtered.operator("5").input).input)
+    assert (semi.op, semi.type, semi.left) == ("join", "left", "4")
+    keys = filtered.operator(filtered.operator(filtered.operator(semi.right).input).input)
+    assert (keys.op, keys.input, keys.exprs) == ("segment", "3", ["part.pk"])  # the parts
+    run: dict[str, Any] = {"executor": executor}
+    if executor == "spark":
+        run["spark"] = request.getfixturevalue("spark")
+    optimized = run_plan(plan, **run)
+    as_written = run_plan(plan, optimize=False, executor="local")
+    assert sorted_records(optimized.records()) == sorted_records(as_written.records())
+    assert optimized.metrics["5"]["rows"] == sum(1 for v in LINES["pk"].to_pylist() if v in (1, 2))

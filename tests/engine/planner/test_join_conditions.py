@@ -20,7 +20,7 @@ from engine.explain import explain, explain_logical
 from engine.metadata import MetadataRepository
 from engine.plan import Filter, Join, LogicalPlan, parse_plan
 from engine.planner import Statistics, optimize
-from engine.planner.rules.join_conditions import plan_joins
+from engine.planner.rules.join_conditions import estimate_input, plan_joins
 from engine.planner.statistics import ScanStatistics
 from engine.run import run_plan
 from engine.sql import sql_to_plan
@@ -223,6 +223,63 @@ def test_a_large_input_meets_a_broadcast_one_before_a_join_that_shuffles_it() ->
     first = joins(planned)[0]
     assert first.left == "2"  # lineitem, with the filtered part
     assert [(c.left, c.right) for c in first.conditions] == [("l.pk", "p.pk")]
+
+
+def test_small_inputs_are_broadcast_into_a_large_one_rather_than_joined_first() -> None:
+    # TPC-H Q2's subquery: partsupp joined to supplier, nation and region (one region of five).
+    # Joining the three small inputs first gives a small result, but one Spark cannot broadcast
+    # (its size is not known): partsupp would be shuffled to meet it. Starting from partsupp,
+    # each small input is broadcast in turn and nothing is shuffled.
+    plan = comma_chain(
+        "ps s n r", "ps.sk == s.sk && s.nk == n.nk && n.rk == r.rk && r.name == 'EUROPE'"
+    )
+    mb = 1024 * 1024
+    sizes = {
+        "1": (42 * mb, 800_000, {"sk": (1, 10_000)}),
+        "2": (mb, 10_000, {"sk": (1, 10_000), "nk": (0, 24)}),
+        "4": (2_000, 25, {"nk": (0, 24), "rk": (0, 4)}),
+        "6": (1_000, 5, {"rk": (0, 4)}),
+    }
+    stats = Statistics(
+        {i: ScanStatistics("parquet", 1, b, n, ranges=r) for i, (b, n, r) in sizes.items()}
+    )
+    first = joins(plan_joins(plan, stats))[0]
+    assert first.left == "1"  # partsupp
+    assert [(c.left, c.right) for c in first.conditions] == [("ps.sk", "s.sk")]
+
+
+def aggregated(*, grouped: bool) -> LogicalPlan:
+    """``FROM c, (SELECT avg(o.v) FROM o [GROUP BY o.k]) s WHERE c.x > s.a``: the aggregate
+    (a project over it, 14) joined to ``c`` without conditions, under a filter."""
+    segment = [{"@id": 11, "op": "segment", "input": 10, "ref": "$seg", "exprs": ["o.k"]}]
+    return plan_of(
+        scan(1, "c"),
+        scan(10, "o"),
+        *(segment if grouped else []),
+        {"@id": 12, "op": "collapsingaggregate", "input": 11 if grouped else 10,
+         "within": "$seg" if grouped else None, "carryovers": ["o.k"] if grouped else [],
+         "aggregations": [{"ref": "$a", "expr": "avg(o.v)"}]},
+        {"@id": 14, "op": "project", "input": 12,
+         "projections": [{"ref": "output.s.a", "expr": "$a"}]},
+        {"@id": 15, "op": "join", "left": 14, "right": 1},
+        {"@id": 16, "op": "filter", "input": 15, "expr": "c.x > s.a"},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(("grouped", "groups"), [(False, 1), (True, 1_000)])
+def test_an_aggregate_is_estimated_by_its_groups(grouped: bool, groups: int) -> None:
+    # One record without groups, else at most the key's range: 1,000 keys in 1,000,000 rows.
+    stats = ranged({"1": (50_000, {}), "10": (1_000_000, {"k": (1, 1_000)})})
+    estimate = estimate_input(aggregated(grouped=grouped), "14", stats)
+    assert (estimate.rows, estimate.known) == (groups, True)
+
+
+def test_the_one_record_of_an_aggregate_is_the_broadcast_side_of_a_cross_join() -> None:
+    # A join without conditions reads the larger input on the left: the nested-loop join
+    # broadcasts the right one, the aggregate's one record, not the 50,000 records of c.
+    stats = ranged({"1": (50_000, {}), "10": (1_000_000, {"k": (1, 1_000)})})
+    join = joins(plan_joins(aggregated(grouped=False), stats))[0]
+    assert (join.left, join.right) == ("1", "14")
 
 
 def test_an_or_across_inputs_tests_what_it_implies_of_each_below_the_joins() -> None:
