@@ -378,8 +378,8 @@ def _aggregate_groups(
     plan: LogicalPlan, op: CollapsingAggregate, stats: Statistics | None
 ) -> float | None:
     """How many records aggregate ``op`` may emit: one without ``within`` (nor ``target``); for
-    segments of keys that are scan columns (or a transform's copies of them), at most the
-    product of their value ranges (parquet min/max); else None (not known)."""
+    segments of keys that are columns of one scan above it (or a transform's copies of them),
+    at most the product of their value ranges (parquet min/max); else None (not known)."""
     if op.target is not None:
         return None
     if op.within is None:
@@ -393,22 +393,21 @@ def _aggregate_groups(
         for named in below.transforms:
             copies.setdefault(named.ref, parse_cached(named.expr))
         below = plan.operator(below.input)
-    scans = {
-        scan.ref: scan
-        for scan in (plan.operator(i) for i in plan.ancestors(segment))
-        if isinstance(scan, Scan) and scan.ref
-    }
+    scans: dict[str, list[Scan]] = {}
+    for ancestor in plan.ancestors(segment):
+        scan = plan.operator(ancestor)
+        if isinstance(scan, Scan) and scan.ref:
+            scans.setdefault(scan.ref.lower(), []).append(scan)
     groups = 1.0
     for text in segment.exprs:
         key = parse_cached(text)
         key = copies.get(to_string(key), key)
         if not (isinstance(key, FieldRef) and len(key.path) == 2):
             return None
-        scan = scans.get(str(key.path[0]))
-        scan_stats = stats.scan(scan.id) if scan is not None and stats is not None else None
-        bounds = (
-            scan_stats.ranges.get(str(key.path[1])) if scan_stats and scan_stats.ranges else None
-        )
+        found = scans.get(str(key.path[0]).lower(), [])
+        scan_stats = stats.scan(found[0].id) if len(found) == 1 and stats is not None else None
+        ranges = {n.lower(): r for n, r in (scan_stats.ranges or {}).items()} if scan_stats else {}
+        bounds = ranges.get(str(key.path[1]).lower())
         if bounds is None:
             return None
         groups *= float(bounds[1] - bounds[0] + 1)
