@@ -82,6 +82,18 @@ def sorted_records(records: list[dict[str, Any]]) -> list[str]:
     return sorted(map(str, records))
 
 
+def same_records_as_written(plan: dict[str, Any], executor: str, request: Any) -> Any:
+    """``plan`` run (planned) on ``executor``, after checking it gives the records of the plan
+    as written (the local executor, unplanned)."""
+    run: dict[str, Any] = {"executor": executor}
+    if executor == "spark":
+        run["spark"] = request.getfixturevalue("spark")
+    optimized = run_plan(plan, **run)
+    as_written = run_plan(plan, optimize=False, executor="local")
+    assert sorted_records(optimized.records()) == sorted_records(as_written.records())
+    return optimized
+
+
 def test_the_aggregate_reads_only_the_keys_the_join_can_match(data: Path) -> None:
     plan = planned(grouped_join(data), data)
     segment_input = plan.operator(plan.operator("5").input)
@@ -103,13 +115,7 @@ def test_explain_shows_the_semi_join(data: Path) -> None:
 def test_the_records_are_those_of_the_plan_as_written(
     data: Path, executor: str, request: pytest.FixtureRequest
 ) -> None:
-    run: dict[str, Any] = {"executor": executor}
-    if executor == "spark":
-        run["spark"] = request.getfixturevalue("spark")
-    plan = grouped_join(data)
-    optimized = run_plan(plan, **run)
-    as_written = run_plan(plan, optimize=False, executor="local")
-    assert sorted_records(optimized.records()) == sorted_records(as_written.records())
+    optimized = same_records_as_written(grouped_join(data), executor, request)
     # parts 1 and 2 (twice), 40 has no lines, the null part matches nothing
     assert sorted(r["part"]["pk"] for r in optimized.records()) == [1, 2, 2]
     # The aggregate counted only the lines of the parts of brand 'a'.
@@ -191,12 +197,7 @@ def test_an_aggregate_of_a_join_filters_the_input_its_keys_come_from(
     assert (semi.op, semi.type, semi.left) == ("join", "left", "1")
     assert semi.conditions[0].left == "line.pk"
     assert filtered.operator("4").input == "21"  # nothing between the aggregate and the join
-    run: dict[str, Any] = {"executor": executor}
-    if executor == "spark":
-        run["spark"] = request.getfixturevalue("spark")
-    optimized = run_plan(plan, **run)
-    as_written = run_plan(plan, optimize=False, executor="local")
-    assert sorted_records(optimized.records()) == sorted_records(as_written.records())
+    optimized = same_records_as_written(plan, executor, request)
     assert sorted(r["part"]["pk"] for r in optimized.records()) == [2, 2]  # 1 is odd
     # The join read only the lines of the parts of brand 'a'.
     assert optimized.metrics["1"]["rows"] == len(LINES)
@@ -249,10 +250,5 @@ def test_keys_come_from_the_input_of_an_inner_join_on_the_other_side(
     assert (semi.op, semi.type, semi.left) == ("join", "left", "4")
     keys = filtered.operator(filtered.operator(filtered.operator(semi.right).input).input)
     assert (keys.op, keys.input, keys.exprs) == ("segment", "3", ["part.pk"])  # the parts
-    run: dict[str, Any] = {"executor": executor}
-    if executor == "spark":
-        run["spark"] = request.getfixturevalue("spark")
-    optimized = run_plan(plan, **run)
-    as_written = run_plan(plan, optimize=False, executor="local")
-    assert sorted_records(optimized.records()) == sorted_records(as_written.records())
+    optimized = same_records_as_written(plan, executor, request)
     assert optimized.metrics["5"]["rows"] == sum(1 for v in LINES["pk"].to_pylist() if v in (1, 2))
