@@ -199,14 +199,9 @@ def _key_source(
             op = below
             continue
         if isinstance(op, Join) and op.type == "inner" and op.conditions:
-            sides = [
-                side
-                for side in (op.left, op.right)
-                if (names := top_names(by_id.get(side), by_id)) is not None
-                and theirs_tops <= {name.lower() for name in names}
-            ]
-            if len(sides) == 1:
-                source, op = sides[0], plan.operator(sides[0])
+            side = _only_side_holding(op, theirs_tops, by_id)
+            if side is not None:
+                source, op = side, plan.operator(side)
                 continue
         return source, [(key, theirs) for theirs, key in pairs]
 
@@ -245,18 +240,24 @@ def _filtered_input(
                 renamed.append((str(value), theirs))
             below, current = op.input, renamed
         elif isinstance(op, Join) and op.type == "inner" and op.conditions:
-            sides = [
-                side
-                for side in (op.left, op.right)
-                if (names := top_names(by_id.get(side), by_id)) is not None
-                and all(_top(parse_cached(mine)) in names for mine, _ in current)
-            ]
-            if len(sides) != 1:
+            side = _only_side_holding(op, {_top(parse_cached(mine)) for mine, _ in current}, by_id)
+            if side is None:
                 return start
-            below, passed_join = sides[0], True
+            below, passed_join = side, True
         else:
             return (at, current, reader) if passed_join else start
         reader, at = at, below
+
+
+def _only_side_holding(join: Join, tops: set[str], by_id: dict[str, Operator]) -> str | None:
+    """The one input of ``join`` whose records hold every top-level name of ``tops``, or None
+    (neither, both, or names unknown)."""
+    sides = [
+        side
+        for side in (join.left, join.right)
+        if (names := top_names(by_id.get(side), by_id)) is not None and tops <= names
+    ]
+    return sides[0] if len(sides) == 1 else None
 
 
 def _top(ref: object) -> str:
