@@ -126,6 +126,7 @@ def join_rows(
     related: bool = True,
     pending: bool = False,
     sides: tuple[PendingColumns | None, PendingColumns | None] = (None, None),
+    broadcast: bool = False,
 ) -> DataFrame | PendingColumns:
     """``left`` joined with ``right`` (see the module docstring); ``how`` is a Drill join type.
     ``related``: the inputs may derive from one DataFrame (planner property
@@ -133,7 +134,8 @@ def join_rows(
     their sequence is a long or a decimal pair, are left unselected (:class:`~engine.exec.spark.paths.PendingColumns` over
     the join). ``sides``: an input's own pending columns named apart (``PendingColumns.apart``),
     read over their base (``left`` or ``right``; not for ``related`` inputs), so that plain
-    columns are joined, not records."""
+    columns are joined, not records. ``broadcast``: the planner ships one side whole (how keys
+    compare: :func:`_relation`)."""
     missing = (how == "outer", how != "inner")
     lside, rside = (
         JoinSide.of(df, seq, p, missing=m)
@@ -146,7 +148,7 @@ def join_rows(
         # itself, and each side's sequence is read as that side's own column (each DataFrame
         # step is an analysis on the driver), but for inputs that may derive from one DataFrame
         # (Spark could not tell their columns apart): the right sequence is renamed.
-        on = _all_hold([_relation(lc, r, rc) for lc, r, rc in conditions])
+        on = _all_hold([_relation(lc, r, rc, broadcast=broadcast) for lc, r, rc in conditions])
         if related and ordered and sides == (None, None):
             renamed = rside.df.withColumnRenamed(seq, right_seq)
             joined = lside.df.join(renamed, on=on, how=JOIN_TYPES[how])
@@ -176,7 +178,7 @@ def join_rows(
     )
     matches = _all_hold(
         [
-            _relation(col(temp(f"jl{i}")), relationship, col(temp(f"jr{i}")))
+            _relation(col(temp(f"jl{i}")), relationship, col(temp(f"jr{i}")), broadcast=broadcast)
             for i, (_, relationship, _) in enumerate(conditions)
         ]
     )
@@ -225,11 +227,12 @@ def semi_join_rows(
     kind: str,
     seq: str,
     sides: tuple[PendingColumns | None, PendingColumns | None] = (None, None),
+    broadcast: bool = False,
 ) -> DataFrame:
     """The records of ``left`` that some record of ``right`` matches (``kind="semi"``) or none
     does (``"anti"``), each once, in their order: Spark's ``left_semi`` / ``left_anti`` join
     (it may broadcast ``right``, and never repeats a left record). ``sides`` as for
-    :func:`join_rows`. The right side is read by its keys only, named apart, so that inputs
+    :func:`join_rows`, and ``broadcast``. The right side is read by its keys only, named apart, so that inputs
     deriving from one DataFrame join as two."""
     lside, rside = (
         JoinSide.of(df, seq, p, missing=False) for df, p in zip((left, right), sides, strict=True)
@@ -244,7 +247,7 @@ def semi_join_rows(
     rhs = rside.df.select(*[c.alias(temp(f"jr{i}")) for i, (_, _, c) in enumerate(conditions)])
     matches = _all_hold(
         [
-            _relation(col(temp(f"jl{i}")), relationship, col(temp(f"jr{i}")))
+            _relation(col(temp(f"jl{i}")), relationship, col(temp(f"jr{i}")), broadcast=broadcast)
             for i, (_, relationship, _) in enumerate(conditions)
         ]
     )
@@ -261,21 +264,23 @@ def _named(column: Column, name: str) -> Column:
     return column if column is top_column(name) else column.alias(name)
 
 
-def _relation(left: Column, relationship: str, right: Column) -> Column:
+def _relation(left: Column, relationship: str, right: Column, *, broadcast: bool) -> Column:
     """``left`` and ``right`` compared by a join condition's ``relationship``.
 
-    An equality compares ``ifnull(x, x)`` of each side (``coalesce(x, x)``: the compiler writes
-    two-value coalesces as ``ifnull``, which PySpark passes to the JVM without a list, a third of
-    the py4j round trips): the same values, a null still matches nothing, and Spark infers no
-    ``isnotnull`` filter from it. Spark moves no filter below an observation
-    (``DataFrame.observe``), so an inferred one lands above the observation counting a side's
-    rows, and in a broadcast join's build side that filter runs in generated code of its own
-    between the count and the hash table: every row is copied once more (q3's 540,000 lines).
-    Null keys find no match in the join itself, so the filter saves the join nothing. Other
-    relationships are compared as they are (``a < b``): Spark joins them by nested loops, where a
-    filter before the loop only helps.
+    In a shuffled join an equality compares the columns as they are: the join's output is then
+    partitioned by them, so an aggregate or another join on the same keys above it needs no
+    exchange of its own (q3's aggregate by ``l_orderkey`` over the join on it). In a broadcast
+    join (``broadcast``: the planner ships one side whole; the output keeps the streamed side's
+    partitioning whatever the keys) it compares ``ifnull(x, x)`` of each side: the same values,
+    a null still matches nothing, and Spark infers no ``isnotnull`` filter from it. Spark moves no
+    filter below an observation (``DataFrame.observe``), so an inferred one lands above the
+    observation counting a side's rows, and in the build side that filter runs in generated code
+    of its own between the count and the hash table: every row is copied once more. Null keys
+    find no match in the join itself, so the filter saves the join nothing. Other relationships
+    are compared as they are (``a < b``): Spark joins them by nested loops, where a filter before
+    the loop only helps.
     """
-    if relationship == "==":
+    if relationship == "==" and broadcast:
         return F.ifnull(left, left) == F.ifnull(right, right)
     return RELATIONSHIPS[relationship](left, right)
 

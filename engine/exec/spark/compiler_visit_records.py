@@ -261,7 +261,13 @@ class RecordVisitors:
             right = F.broadcast(right)
         if props.semi_join is not None:
             return semi_join_rows(
-                left, right, conditions, kind=props.semi_join.kind, seq=SEQ_COLUMN, sides=sides
+                left,
+                right,
+                conditions,
+                kind=props.semi_join.kind,
+                seq=SEQ_COLUMN,
+                sides=sides,
+                broadcast=build is not None,
             )
         joined = join_rows(
             left,
@@ -273,6 +279,7 @@ class RecordVisitors:
             related=not props.unrelated_inputs,
             pending=props.one_reader,
             sides=sides,
+            broadcast=build is not None,
         )
         if isinstance(joined, PendingColumns):
             # its one reader selects through the joined records

@@ -261,6 +261,36 @@ def test_a_join_of_records_with_no_field_in_common_pairs_them_in_order(spark: An
     assert got == sorted([(1, 1, 0), (None, None, 0), (2, 2, 0), (None, 5, 0)], key=str)
 
 
+@pytest.mark.parametrize("broadcast", [False, True])
+def test_a_shuffled_join_leaves_its_rows_partitioned_by_its_keys(
+    spark: Any, broadcast: bool
+) -> None:
+    # An aggregate by the join's key over a shuffled join needs no exchange of its own: the
+    # join compares the key columns themselves. A planned broadcast compares them through
+    # ifnull (no inferred isnotnull filter); null keys match nothing either way.
+    left = frame(spark, "k long, v long", [(1, 10), (2, 20), (None, 30), (1, 40)])
+    right = frame(spark, "j long", [(1,), (None,), (2,), (3,)])
+    joined = join_rows(
+        left,
+        right,
+        [(F.col("k"), "==", F.col("j"))],
+        how="inner",
+        seq=SEQ,
+        ordered=False,
+        broadcast=broadcast,
+    )
+    totals = joined.groupBy("k").agg(F.sum("v").alias("total"))
+    previous = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        plan = totals._jdf.queryExecution().executedPlan().toString()
+        assert sorted(tuple(r) for r in totals.collect()) == [(1, 50), (2, 20)]
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)
+    if not broadcast:
+        assert plan.count("hashpartitioning(") == 2, plan  # the join's two sides only
+
+
 def test_inner_join_needs_every_condition_and_no_condition_is_cartesian(spark: Any) -> None:
     left = frame(spark, "x long, y long", [(1, 3), (5, 1)])
     right = frame(spark, "a long, b long", [(3, 1), (6, 2)])
