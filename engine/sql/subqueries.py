@@ -1,8 +1,9 @@
 """Subqueries in expressions, decorrelated into joins and aggregates (as Calcite does for Drill).
 
-A subquery becomes operators joined to the records of the query that holds it, under a key of
-their own; the subquery's expression is then an ordinary expression over that key, so both
-executors run it and it may stand anywhere in WHERE, HAVING or the SELECT list (even under OR).
+A subquery becomes operators joined to the records of the query that holds it, as top-level
+fields named apart by a key of its own (:func:`member`); the subquery's expression is then an
+ordinary expression over those fields, so both executors run it and it may stand anywhere in
+WHERE, HAVING or the SELECT list (even under OR).
 
 =========================================  ==========================================================
 SQL                                        operators (``outer`` is the enclosing query's records)
@@ -51,6 +52,17 @@ if TYPE_CHECKING:
     from engine.sql.translate import Output, SqlPlanner
 
 Step = Callable[[str], str]
+
+
+def member(key: str, name: str) -> FieldRef:
+    """Field ``name`` of a subquery's records joined under ``key``: a top-level field of its own,
+    not a member of a map, so that a join on it compares plain columns (Spark then keeps the
+    rows partitioned by them, and moves filters on them as on any column).
+
+    >>> str(member("$s2", "k0"))
+    '$s2_k0'
+    """
+    return FieldRef((f"{key}_{name}",))
 
 
 @dataclass
@@ -102,9 +114,13 @@ class Subqueries:
         return self.planner.add(op)
 
     def nest(self, op_id: str, key: str, fields: dict[str, str]) -> str:
-        """The flat ``fields`` (name -> field) of ``op_id``'s records, held under ``key``."""
+        """The flat ``fields`` (name -> field) of ``op_id``'s records, renamed apart by ``key``
+        (read with :func:`member`)."""
         projections = [
-            {"ref": str(FieldRef(("output", key, name))), "expr": str(FieldRef((source,)))}
+            {
+                "ref": str(FieldRef(("output", *member(key, name).path))),
+                "expr": str(FieldRef((source,))),
+            }
             for name, source in fields.items()
         ]
         return self.add({"op": "project", "input": op_id, "projections": projections})
@@ -187,7 +203,7 @@ class Subqueries:
             column = (out.columns or ["EXPR$0"])[0]
             wrapped = self.nest(out.op_id, key, {"v": column})
             self.pending.append(lambda op_id: self.join(op_id, wrapped, "inner"))
-            return FieldRef((key, "v"))
+            return member(key, "v")
         inner = self.correlated(query, node, allow_residual=False)
         outer = [o for _, o in inner.pairs]
         self.outer_only(outer, translator, node)
@@ -201,12 +217,12 @@ class Subqueries:
         fields = {f"k{i}": f"$k{i}" for i in range(len(keys))}
         fields.update({f"a{i}": name for i, name in enumerate(names)})
         nested = self.nest(grouped, key, fields)
-        pairs = [(o, FieldRef((key, f"k{i}"))) for i, o in enumerate(outer)]
+        pairs = [(o, member(key, f"k{i}")) for i, o in enumerate(outer)]
         self.pending.append(lambda op_id: self.join(op_id, nested, "left", pairs))
         # An outer row no subquery row matches sees the aggregates of no rows: count 0, else NULL.
         reads: dict[str, Expr] = {}
         for i, (ref, call) in enumerate(aggregation.exprs):
-            value_ref: Expr = FieldRef((key, f"a{i}"))
+            value_ref: Expr = member(key, f"a{i}")
             if isinstance(call, Call) and call.name in ("count", "count_distinct"):
                 value_ref = Call("coalesce", (value_ref, Literal.of(0)))
             reads[ref] = value_ref
@@ -233,10 +249,10 @@ class Subqueries:
         distinct, (marker,) = self.aggregate(out.op_id, [column], [Call("count", (Literal.of(1),))])
         found_key = self.key("i")
         found = self.nest(distinct, found_key, {"v": "$k0", "m": marker})
-        pairs = [(value, FieldRef((found_key, "v")))]
+        pairs = [(value, member(found_key, "v"))]
         if id(node) in self.only_true:
             self.pending.append(lambda op_id: self.join(op_id, found, "left", pairs))
-            return Call("isnotnull", (FieldRef((found_key, "m")),))
+            return Call("isnotnull", (member(found_key, "m"),))
         if negated:
             return self.not_in(out.op_id, column, value, (found_key, found), pairs)
         counted, (rows, values) = self.aggregate(
@@ -250,11 +266,11 @@ class Subqueries:
             return self.join(op_id, found, "left", pairs)
 
         self.pending.append(step)
-        n, nn = FieldRef((count_key, "n")), FieldRef((count_key, "nn"))
+        n, nn = member(count_key, "n"), member(count_key, "nn")
         null = Cast(Literal.of(None), _BIT)
         return IfElse(
             (
-                (Call("isnotnull", (FieldRef((found_key, "m")),)), Literal.of(True)),
+                (Call("isnotnull", (member(found_key, "m"),)), Literal.of(True)),
                 (Call("equal", (n, Literal.of(0))), Literal.of(False)),
                 (Call("or", (Call("isnull", (value,)), Call("less_than", (nn, n)))), null),
             ),
@@ -285,10 +301,10 @@ class Subqueries:
             return self.join(op_id, found_id, "left", pairs)
 
         self.pending.append(step)
-        n_ref, nn_ref = FieldRef((count_key, "n")), FieldRef((count_key, "nn"))
+        n_ref, nn_ref = member(count_key, "n"), member(count_key, "nn")
         no_null = Call("and", (Call("equal", (nn_ref, n_ref)), Call("isnotnull", (value,))))
         counted_test = Call("or", (Call("equal", (n_ref, Literal.of(0))), no_null))
-        return Call("and", (Call("isnull", (FieldRef((found_key, "m")),)), counted_test))
+        return Call("and", (Call("isnull", (member(found_key, "m"),)), counted_test))
 
     # -- EXISTS -------------------------------------------------------------------------------
 
@@ -313,12 +329,12 @@ class Subqueries:
             grouped, (marker,) = self.aggregate(inner.op_id, keys, count)
             fields = {f"k{i}": f"$k{i}" for i in range(len(keys))}
             nested = self.nest(grouped, key, {**fields, "m": marker})
-            pairs = [(o, FieldRef((key, f"k{i}"))) for i, o in enumerate(outer)]
+            pairs = [(o, member(key, f"k{i}")) for i, o in enumerate(outer)]
             kind = "left" if pairs else "inner"  # no correlation: one row, the count of rows
             self.pending.append(lambda op_id: self.join(op_id, nested, kind, pairs))
             if not pairs:
-                return Call("greater_than", (FieldRef((key, "m")), Literal.of(0)))
-            return Call("isnotnull", (FieldRef((key, "m")),))
+                return Call("greater_than", (member(key, "m"), Literal.of(0)))
+            return Call("isnotnull", (member(key, "m"),))
 
         bound = _bound_test(inner.residual, {r.key for r in self.scope.relations})
         if bound is not None:
@@ -340,12 +356,10 @@ class Subqueries:
             matched = self.add({"op": "filter", "input": matched, "expr": test})
             grouped, (marker,) = self.aggregate(matched, [FieldRef((number,))], count)
             nested = self.nest(grouped, key, {"r": "$k0", "m": marker})
-            return self.join(
-                numbered, nested, "left", [(FieldRef((number,)), FieldRef((key, "r")))]
-            )
+            return self.join(numbered, nested, "left", [(FieldRef((number,)), member(key, "r"))])
 
         self.pending.append(step)
-        return Call("isnotnull", (FieldRef((key, "m")),))
+        return Call("isnotnull", (member(key, "m"),))
 
     def exists_bounded(
         self, inner: Inner, key: str, outer: list[Expr], bound: tuple[str, Expr, Expr]
@@ -362,10 +376,10 @@ class Subqueries:
         fields = {f"k{i}": f"$k{i}" for i in range(len(keys))}
         bounds = {f"b{i}": n for i, n in enumerate(names)}
         nested = self.nest(grouped, key, {**fields, **bounds})
-        pairs = [(o, FieldRef((key, f"k{i}"))) for i, o in enumerate(outer)]
+        pairs = [(o, member(key, f"k{i}")) for i, o in enumerate(outer)]
         kind = "left" if pairs else "inner"  # no correlation: one row, the bounds of all rows
         self.pending.append(lambda op_id: self.join(op_id, nested, kind, pairs))
-        tests = [Call(name, (FieldRef((key, b)), enclosing)) for b in bounds]
+        tests = [Call(name, (member(key, b), enclosing)) for b in bounds]
         found = tests[0] if len(tests) == 1 else Call("or", tuple(tests))
         # A NULL bound (no row, or no value) or enclosing value passes no test: EXISTS is false.
         return IfElse(((found, Literal.of(True)),), Literal.of(False))
