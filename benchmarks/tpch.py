@@ -80,12 +80,15 @@ def timed(run: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def pair(
-    ours: Callable[[], Any], peer: Callable[[], Any], repeat: int
+    ours: Callable[[], Any], peer: Callable[[], Any], repeat: int, warmup: int = 1
 ) -> tuple[list[float], list[float], Any]:
-    """The times of ``repeat`` rounds of ``ours`` and ``peer`` (after one warm-up each), which
-    goes first alternating, and ours' warm-up result."""
+    """The times of ``repeat`` rounds of ``ours`` and ``peer`` (after ``warmup`` untimed runs
+    each, at least one), which goes first alternating, and ours' first result."""
     _, our_rows = timed(ours)
     timed(peer)
+    for _ in range(warmup - 1):
+        timed(ours)
+        timed(peer)
     times: tuple[list[float], list[float]] = ([], [])
     for round_ in range(repeat):
         order = ((0, ours), (1, peer)) if round_ % 2 == 0 else ((1, peer), (0, ours))
@@ -102,6 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="untimed runs of each contender per query (default 1; the JVM still compiles "
+        "Spark's code paths after one: 3 gives steadier ratios)",
+    )
     parser.add_argument("--query", type=int, action="append", help="a query number, repeatable")
     parser.add_argument("--no-spark", action="store_true", help="only local against DuckDB")
     parser.add_argument("--no-local", action="store_true", help="only Spark against spark.sql")
@@ -154,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                 lambda plan=plan: run_plan(plan).records(),
                 lambda sql=sql: con.execute(sql).fetchall(),
                 args.repeat,
+                args.warmup,
             )
             _check(data, number, sql, rows, has_answers)
             results[LOCAL][f"q{number:02d}"] = {"ours": ours, "peer": peer}
@@ -174,15 +185,25 @@ def main(argv: list[str] | None = None) -> int:
                 lambda plan=plan: run_plan(plan, executor="spark", spark=spark).records(),
                 lambda sql=sql: spark.sql(sql).collect(),
                 args.repeat,
+                args.warmup,
             )
             _check(data, number, sql, rows, has_answers)
             results[SPARK][f"q{number:02d}"] = {"ours": ours, "peer": peer}
             print(f"q{number:02d} ours / spark.sql {median_ratio(ours, peer):.2f}", flush=True)
         spark.stop()
-    print(f"\nscale factor {args.sf:g}, {args.repeat} rounds, load average after: {_load()}")
+    print(
+        f"\nscale factor {args.sf:g}, {args.warmup} warm-up and {args.repeat} rounds, "
+        f"load average after: {_load()}"
+    )
     report(results)
     if args.record:
-        record = {"sf": args.sf, "conf": args.conf, "load": _load(), "results": results}
+        record = {
+            "sf": args.sf,
+            "warmup": args.warmup,
+            "conf": args.conf,
+            "load": _load(),
+            "results": results,
+        }
         args.record.write_text(json.dumps(record, indent=1))
     return 0
 

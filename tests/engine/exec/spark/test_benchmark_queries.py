@@ -246,3 +246,24 @@ def test_tpch_pool_reports_the_pooled_rounds_of_each_comparison(
     assert "target: not met: the median above 1.0; q01 above 1.25" in printed
     assert "| q01 | 3.10 | 1.00 | 3.10 | 3.00-3.20 |" in printed  # three local rounds
     assert printed.rstrip().endswith("target: met")  # local: median <= 4
+
+
+def test_tpch_pair_warms_each_contender_up_before_its_timed_rounds() -> None:
+    script = importlib.util.spec_from_file_location("tpch_pair", BENCHMARKS / "tpch.py")
+    assert script is not None and script.loader is not None
+    tpch = importlib.util.module_from_spec(script)
+    script.loader.exec_module(tpch)
+    calls: list[str] = []
+
+    def ours() -> list[int]:
+        calls.append("ours")
+        return [len(calls)]
+
+    def peer() -> None:
+        calls.append("peer")
+
+    our_times, peer_times, rows = tpch.pair(ours, peer, repeat=2, warmup=3)
+    assert len(our_times) == len(peer_times) == 2
+    assert rows == [1]  # ours' first result, the one checked against the answer
+    # three untimed runs each, then the rounds, the first to run alternating
+    assert calls == ["ours", "peer"] * 3 + ["ours", "peer", "peer", "ours"]
