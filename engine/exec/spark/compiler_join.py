@@ -231,8 +231,8 @@ def semi_join_rows(
 ) -> DataFrame:
     """The records of ``left`` that some record of ``right`` matches (``kind="semi"``) or none
     does (``"anti"``), each once, in their order: Spark's ``left_semi`` / ``left_anti`` join
-    (it may broadcast ``right``, and never repeats a left record). ``sides`` as for
-    :func:`join_rows`, and ``broadcast``. The right side is read by its keys only, named apart, so that inputs
+    (it may broadcast ``right``, and never repeats a left record). ``sides`` and ``broadcast`` as
+    for :func:`join_rows`. The right side is read by its keys only, named apart, so that inputs
     deriving from one DataFrame join as two."""
     lside, rside = (
         JoinSide.of(df, seq, p, missing=False) for df, p in zip((left, right), sides, strict=True)
