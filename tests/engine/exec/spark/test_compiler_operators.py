@@ -10,6 +10,8 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from spark_plans import physical_plan
+from spark_settings import spark_setting
 
 from engine.errors import AggregateError
 from engine.exec.spark.compiler_aggregate import collapse_rows, running_columns
@@ -280,13 +282,9 @@ def test_a_shuffled_join_leaves_its_rows_partitioned_by_its_keys(
         broadcast=broadcast,
     )
     totals = joined.groupBy("k").agg(F.sum("v").alias("total"))
-    previous = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
-    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    try:
-        plan = totals._jdf.queryExecution().executedPlan().toString()
+    with spark_setting(spark, "spark.sql.autoBroadcastJoinThreshold", "-1"):
+        plan = physical_plan(totals)
         assert sorted(tuple(r) for r in totals.collect()) == [(1, 50), (2, 20)]
-    finally:
-        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)
     if not broadcast:
         assert plan.count("hashpartitioning(") == 2, plan  # the join's two sides only
 

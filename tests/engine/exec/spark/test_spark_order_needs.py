@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from grouped_join import grouped_join_query
+from spark_plans import physical_plan
 from spark_settings import spark_setting
 
 from engine.exec.spark.compiler_order import TEMP_PREFIX
@@ -152,11 +153,6 @@ def test_a_filter_tests_what_its_scan_did_not(spark: Any, data: Path) -> None:
     assert [r["t"]["x"] for r in result.records()] == [5, 3]
     assert not run.frames["2"].sameSemantics(run.frames["1"])  # it tests what is left
     assert result.metrics["2"]["rows"] == 2
-
-
-def physical_plan(df: Any) -> str:
-    """The physical plan Spark runs ``df`` with, as text."""
-    return str(df._jdf.queryExecution().executedPlan().toString())
 
 
 GROUPS = pa.table(

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from spark_plans import physical_plan
 
 from engine.exec.spark.compiler_join import join_sequence_long
 from engine.exec.spark.compiler_order import LONG_BITS, SEQ_BITS, pair_bits
@@ -59,10 +60,6 @@ def run_of(spark: Any, plan: dict[str, Any]) -> SparkPlanRun:
     parsed = parse_plan(plan)
     engines = build_engines(parsed, base_dir=None, classpath=[])
     return SparkPlanRun(parsed, spark, engines=engines, params={})
-
-
-def physical_plan(df: Any) -> str:
-    return str(df._jdf.queryExecution().executedPlan().toString())
 
 
 def join(op_id: int, how: str, left: int = 1, right: int = 2, key: str = "u.k") -> dict[str, Any]:
