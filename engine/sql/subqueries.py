@@ -113,7 +113,7 @@ class Subqueries:
     def add(self, op: dict[str, Any]) -> str:
         return self.planner.add(op)
 
-    def nest(self, op_id: str, key: str, fields: dict[str, str]) -> str:
+    def named_apart(self, op_id: str, key: str, fields: dict[str, str]) -> str:
         """The flat ``fields`` (name -> field) of ``op_id``'s records, renamed apart by ``key``
         (read with :func:`member`)."""
         projections = [
@@ -201,7 +201,7 @@ class Subqueries:
         if out is not None:
             key = self.key("s")
             column = (out.columns or ["EXPR$0"])[0]
-            wrapped = self.nest(out.op_id, key, {"v": column})
+            wrapped = self.named_apart(out.op_id, key, {"v": column})
             self.pending.append(lambda op_id: self.join(op_id, wrapped, "inner"))
             return member(key, "v")
         inner = self.correlated(query, node, allow_residual=False)
@@ -216,9 +216,9 @@ class Subqueries:
         key = self.key("s")
         fields = {f"k{i}": f"$k{i}" for i in range(len(keys))}
         fields.update({f"a{i}": name for i, name in enumerate(names)})
-        nested = self.nest(grouped, key, fields)
+        apart = self.named_apart(grouped, key, fields)
         pairs = [(o, member(key, f"k{i}")) for i, o in enumerate(outer)]
-        self.pending.append(lambda op_id: self.join(op_id, nested, "left", pairs))
+        self.pending.append(lambda op_id: self.join(op_id, apart, "left", pairs))
         # An outer row no subquery row matches sees the aggregates of no rows: count 0, else NULL.
         reads: dict[str, Expr] = {}
         for i, (ref, call) in enumerate(aggregation.exprs):
@@ -248,7 +248,7 @@ class Subqueries:
         column = FieldRef((out.columns[0],))
         distinct, (marker,) = self.aggregate(out.op_id, [column], [Call("count", (Literal.of(1),))])
         found_key = self.key("i")
-        found = self.nest(distinct, found_key, {"v": "$k0", "m": marker})
+        found = self.named_apart(distinct, found_key, {"v": "$k0", "m": marker})
         pairs = [(value, member(found_key, "v"))]
         if id(node) in self.only_true:
             self.pending.append(lambda op_id: self.join(op_id, found, "left", pairs))
@@ -259,7 +259,7 @@ class Subqueries:
             out.op_id, [], [Call("count", (Literal.of(1),)), Call("count", (column,))]
         )
         count_key = self.key("n")
-        counts = self.nest(counted, count_key, {"n": rows, "nn": values})
+        counts = self.named_apart(counted, count_key, {"n": rows, "nn": values})
 
         def step(op_id: str) -> str:
             op_id = self.join(op_id, counts, "inner")
@@ -293,7 +293,7 @@ class Subqueries:
             rows, [], [Call("count", (Literal.of(1),)), Call("count", (column,))]
         )
         count_key = self.key("n")
-        counts = self.nest(counted, count_key, {"n": n, "nn": nn})
+        counts = self.named_apart(counted, count_key, {"n": n, "nn": nn})
         found_key, found_id = found
 
         def step(op_id: str) -> str:
@@ -328,10 +328,10 @@ class Subqueries:
             keys = [i for i, _ in inner.pairs]
             grouped, (marker,) = self.aggregate(inner.op_id, keys, count)
             fields = {f"k{i}": f"$k{i}" for i in range(len(keys))}
-            nested = self.nest(grouped, key, {**fields, "m": marker})
+            apart = self.named_apart(grouped, key, {**fields, "m": marker})
             pairs = [(o, member(key, f"k{i}")) for i, o in enumerate(outer)]
             kind = "left" if pairs else "inner"  # no correlation: one row, the count of rows
-            self.pending.append(lambda op_id: self.join(op_id, nested, kind, pairs))
+            self.pending.append(lambda op_id: self.join(op_id, apart, kind, pairs))
             if not pairs:
                 return Call("greater_than", (member(key, "m"), Literal.of(0)))
             return Call("isnotnull", (member(key, "m"),))
@@ -355,8 +355,8 @@ class Subqueries:
             test = to_string(_and(inner.residual))
             matched = self.add({"op": "filter", "input": matched, "expr": test})
             grouped, (marker,) = self.aggregate(matched, [FieldRef((number,))], count)
-            nested = self.nest(grouped, key, {"r": "$k0", "m": marker})
-            return self.join(numbered, nested, "left", [(FieldRef((number,)), member(key, "r"))])
+            apart = self.named_apart(grouped, key, {"r": "$k0", "m": marker})
+            return self.join(numbered, apart, "left", [(FieldRef((number,)), member(key, "r"))])
 
         self.pending.append(step)
         return Call("isnotnull", (member(key, "m"),))
@@ -375,10 +375,10 @@ class Subqueries:
         grouped, names = self.aggregate(inner.op_id, keys, calls)
         fields = {f"k{i}": f"$k{i}" for i in range(len(keys))}
         bounds = {f"b{i}": n for i, n in enumerate(names)}
-        nested = self.nest(grouped, key, {**fields, **bounds})
+        apart = self.named_apart(grouped, key, {**fields, **bounds})
         pairs = [(o, member(key, f"k{i}")) for i, o in enumerate(outer)]
         kind = "left" if pairs else "inner"  # no correlation: one row, the bounds of all rows
-        self.pending.append(lambda op_id: self.join(op_id, nested, kind, pairs))
+        self.pending.append(lambda op_id: self.join(op_id, apart, kind, pairs))
         tests = [Call(name, (member(key, b), enclosing)) for b in bounds]
         found = tests[0] if len(tests) == 1 else Call("or", tuple(tests))
         # A NULL bound (no row, or no value) or enclosing value passes no test: EXISTS is false.
