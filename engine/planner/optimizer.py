@@ -39,6 +39,7 @@ from engine.planner.rules.limit_pushdown import push_limits
 from engine.planner.rules.outer_joins import simplify_outer_joins
 from engine.planner.rules.projection_pushdown import push_projections
 from engine.planner.rules.remove_redundant import remove_redundant
+from engine.planner.rules.semi_join_pushdown import push_semi_joins
 from engine.planner.statistics import Statistics
 
 Rule = Callable[..., LogicalPlan]
@@ -48,6 +49,7 @@ RULES: tuple[Rule, ...] = (
     remove_redundant,
     simplify_outer_joins,
     plan_joins,
+    push_semi_joins,
     filter_group_keys,
     push_filters,
     push_limits,
@@ -55,7 +57,8 @@ RULES: tuple[Rule, ...] = (
 )
 """The rules in the order they run: folding first (it makes filters redundant), then the outer
 joins a filter makes inner, then the joins' conditions (they move filters down to the scans,
-where filter pushdown looks; an inner join's the most), then the group keys a join can match
+where filter pushdown looks; an inner join's the most), then the semi joins below the joins they
+filter (both placed by then), then the group keys a join can match
 (its conditions known, its filters not yet pushed into scans, where the estimates read them),
 projection pushdown last (it reads the final shape of the plan)."""
 

@@ -15,7 +15,7 @@ from sql_oracle import check, tables
 
 from engine.explain import explain
 from engine.plan import parse_plan
-from engine.planner import Statistics
+from engine.planner import Statistics, optimize
 from engine.planner.properties.semi_joins import semi_joins
 from engine.run import run_plan
 from engine.sql import sql_to_plan
@@ -24,6 +24,8 @@ OUTER = pa.schema([("id", pa.int64()), ("x", pa.int64()), ("s", pa.string())])
 INNER = pa.schema([("k", pa.int64()), ("y", pa.int64())])
 OUTER_ROWS = [(1, 1, "a"), (2, 2, "b"), (3, None, "c"), (4, 3, None), (5, 1, "a")]
 INNER_ROWS = [(1, 10), (1, 11), (3, None), (None, 12), (7, 13)]
+JOINED = pa.schema([("oid", pa.int64()), ("z", pa.int64())])
+JOINED_ROWS = [(1, 1), (1, 3), (2, 7), (5, None), (None, 1), (6, 1)]
 
 CASES = {
     "in": "select id from o where x in (select k from i where y > 10)",
@@ -56,13 +58,38 @@ CASES = {
         "select s, count(*) n from o where x not in (select k from i where k is not null) "
         "group by s"
     ),
+    # below a join (semi_join_pushdown): onto the side its key reads, or not at all
+    "in_below_join": "select id, z from o, j where o.id = j.oid and x in (select k from i)",
+    "in_below_join_right_side": (
+        "select id, z from o, j where o.id = j.oid and z in (select k from i where y > 10)"
+    ),
+    "not_exists_below_join": (
+        "select id, z from o join j on o.id = j.oid where not exists (select * from i where i.k = o.x)"
+    ),
+    "in_below_filtered_join": (
+        "select id, z from o, j where o.id = j.oid and z > 1 and x in (select k from i)"
+    ),
+    "in_below_left_join": (
+        "select id, z from o left join j on o.id = j.oid where x in (select k from i)"
+    ),
+    "in_on_left_join_null_side": (
+        "select id, z from o left join j on o.id = j.oid where z in (select k from i)"
+    ),
+    "not_in_below_join": (
+        "select id, z from o, j where o.id = j.oid and x not in (select k from i where k is not null)"
+    ),
+    "in_over_both_sides": (
+        "select id, z from o, j where o.id = j.oid and x + z in (select k from i)"
+    ),
 }
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Any:
     root: Path = tmp_path_factory.mktemp("semi")
-    return tables(root, {"o": (OUTER, OUTER_ROWS), "i": (INNER, INNER_ROWS)})
+    return tables(
+        root, {"o": (OUTER, OUTER_ROWS), "i": (INNER, INNER_ROWS), "j": (JOINED, JOINED_ROWS)}
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -193,3 +220,27 @@ def test_spark_filter_tests_the_rest_of_its_condition(spark: Any) -> None:
         plan = _plan("$r", test)
         records = run_plan(plan, executor="spark", spark=spark, optimize=False).records()
         assert records == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "reads"),
+    [
+        ("in_below_join", "scan o"),
+        ("in_below_join_right_side", "scan j"),
+        ("not_exists_below_join", "scan o"),
+        ("in_below_filtered_join", "join"),  # the join drops records of o itself
+        ("in_below_left_join", "scan o"),  # the side a left join keeps whole
+        ("in_on_left_join_null_side", "join"),  # the side it adds nulls to: stays above
+        ("in_over_both_sides", "join"),  # its key reads both sides
+    ],
+)
+def test_semi_joins_move_below_the_join_their_key_reads_one_side_of(
+    data: Any, name: str, reads: str
+) -> None:
+    """The planner runs the semi (anti) join on the side its key reads (semi_join_pushdown), and
+    the results are DuckDB's either way (the cases above)."""
+    repo, _ = data
+    plan = optimize(parse_plan(sql_to_plan(CASES[name], repo)))
+    (join_id,) = semi_joins(plan)
+    below = plan.operator(plan.operator(join_id).input_ids()[0])
+    assert " ".join(filter(None, [below.op, getattr(below, "ref", None)])) == reads
