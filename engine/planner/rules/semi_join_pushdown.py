@@ -19,8 +19,8 @@ join keeps without a match are the left side's too). The semi join moves only wh
   (:func:`~engine.planner.rewrite.top_names`) and the names the keys read are the chosen side's
   only (a name both sides hold is merged by the join: either may give it);
 * nothing filters the other side of an inner join below (no ``filter`` nor ``limit`` there):
-  the join would then drop records of the chosen side itself, and where it stands the semi join
-  tests fewer of them, and the subquery's aggregate reads the keys of fewer
+  such a join drops records of the chosen side itself, so that where it stands the semi join
+  tests fewer records and the subquery's aggregate reads fewer keys
   (:mod:`~engine.planner.rules.group_key_filters`; TPC-H's q20, whose suppliers of one nation
   are 400 of 10,000);
 * moved, it is still a semi (anti) join, else the plan stays as it was.
@@ -140,7 +140,6 @@ def _moved(plan: LogicalPlan, join_id: str, side: str, semi: SemiJoin) -> Logica
     changed: dict[str, Operator] = {
         join_id: join.model_copy(update={"left": getattr(below, side)}),
         below.id: below.model_copy(update={side: test.id}),
-        test.id: test,
     }
     query = []
     for op in plan.query:
