@@ -88,14 +88,14 @@ def push_semi_joins(plan: LogicalPlan) -> LogicalPlan:
 
 
 def _side_below(plan: LogicalPlan, join: Operator, semi: SemiJoin) -> str | None:
-    """``"left"`` or ``"right"``: the side of the join below ``join`` (its left input) that
-    holds every name its keys read, where it may move there; else None."""
-    below = plan.operator(join.left) if isinstance(join, Join) else None
+    """``"left"`` or ``"right"``: the side of the join below semi join ``join`` (its left
+    input) that holds every name its keys read, where it may move there; else None."""
+    assert isinstance(join, Join)
+    below = plan.operator(join.left)
     if semi.rest is not None or not isinstance(below, Join) or below.type not in ("inner", "left"):
         return None
     if [op.id for op in consumers(plan)[below.id]] != [join.id]:
         return None
-    assert isinstance(join, Join)
     read = {
         str(ref.path[0]).lower()
         for condition in join.conditions
