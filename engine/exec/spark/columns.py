@@ -172,10 +172,10 @@ class _Compiler:
             return None
         values = [pair[1].value for pair in pairs]  # type: ignore[index]
         x = self.compile(subject)
-        if isinstance(x.dtype, T.StringType) and all(isinstance(v, str) for v in values):
-            return Typed(x.column.isin(values), T.BooleanType())
-        if is_integral(x.dtype) and all(_is_int(v) for v in values):
-            return Typed(x.column.isin(values), T.BooleanType())
+        texts = isinstance(x.dtype, T.StringType) and all(isinstance(v, str) for v in values)
+        if texts or (is_integral(x.dtype) and all(_is_int(v) for v in values)):
+            # Literals made once (constant_columns): not three py4j calls a value
+            return Typed(x.column.isin([lit(v) for v in values]), T.BooleanType())
         return None
 
     def if_else(self, expr: IfElse) -> Typed:

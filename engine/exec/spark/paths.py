@@ -78,6 +78,14 @@ def cast_column(column: Column, dtype: T.DataType) -> Column:
     return column.cast(dtype)
 
 
+def try_cast_column(column: Column, dtype: T.DataType) -> Column:
+    """``column.try_cast(dtype)`` (null where a value does not fit), by name as
+    :func:`cast_column`."""
+    if isinstance(dtype, _NAMED_TYPES):
+        return column.try_cast(dtype.simpleString())
+    return column.try_cast(dtype)
+
+
 # Types whose simpleString parses back to them whatever the session's settings (not TIMESTAMP:
 # its name follows spark.sql.timestampType).
 _NAMED_TYPES = (

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.exec.spark.constant_columns import lit
-from engine.exec.spark.paths import Typed
+from engine.exec.spark.paths import Typed, cast_column, try_cast_column
 from engine.expr import coercion
 from engine.types import MAX_DECIMAL_PRECISION, MajorType, from_spark, to_spark
 
@@ -51,7 +51,7 @@ def as_decimal(value: Typed) -> Typed:
     if is_decimal(value.dtype):
         return value
     dtype = to_spark(coercion.as_decimal(from_spark(value.dtype)))
-    return Typed(value.column.cast(dtype), dtype)
+    return Typed(cast_column(value.column, dtype), dtype)
 
 
 def arithmetic(operation: str, a: Typed, b: Typed) -> Typed:
@@ -66,7 +66,8 @@ def arithmetic(operation: str, a: Typed, b: Typed) -> Typed:
         if precision <= MAX_DECIMAL_PRECISION:
             # Spark's own operator gives the rule's type and every result fits it: no check
             # (one that would compute the value twice: a DECIMAL over 18 digits is a BigDecimal).
-            return Typed(_EXACT[operation](x, y).cast(to_spark(target)), to_spark(target))
+            dtype = to_spark(target)
+            return Typed(cast_column(_EXACT[operation](x, y), dtype), dtype)
     result = _TRY[operation](x, y)
     checked = _fits(result, target, x.isNotNull() & y.isNotNull(), operation)
     if operation in ("divide", "modulo"):
@@ -83,6 +84,6 @@ def fit(value: Typed, target: MajorType, what: str) -> Typed:
 
 
 def _fits(result: Column, target: MajorType, defined: Column, what: str) -> Column:
-    fitted = result.try_cast(to_spark(target))
+    fitted = try_cast_column(result, to_spark(target))
     failure = F.raise_error(lit(coercion.overflow_message(target, what)))
     return F.when(fitted.isNull() & defined, failure).otherwise(fitted)

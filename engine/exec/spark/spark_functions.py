@@ -406,8 +406,8 @@ def _whole(function: Callable[[Column], Column]) -> Builder:
             return spark_decimals.fit(_typed(function(a.column), a.dtype), target, "ceil/floor")
         x = cast(a, DOUBLE).column
         # NaN is not < 2**52 in Spark's ordering, so NaN and infinities pass through unchanged.
-        whole = F.when(F.abs(x) < lit(_EXACT_WHOLE), function(x).cast(DOUBLE)).otherwise(x)
-        return _typed(whole.cast(a.dtype), a.dtype)
+        whole = F.when(F.abs(x) < lit(_EXACT_WHOLE), cast_column(function(x), DOUBLE)).otherwise(x)
+        return _typed(cast_column(whole, a.dtype), a.dtype)
 
     return run
 
@@ -458,7 +458,7 @@ def _upper(s: Typed) -> Typed:
 
 
 def _length(s: Typed) -> Typed:
-    return _typed(F.char_length(string(s).column).cast(LONG), LONG)
+    return _typed(cast_column(F.char_length(string(s).column), LONG), LONG)
 
 
 def _trim(s: Typed) -> Typed:
@@ -475,7 +475,7 @@ def _as_int(value: Column) -> Column:
         .when(value < lit(_INT_MIN), lit(_INT_MIN))
         .otherwise(value)
     )  # fmt: skip
-    return clamped.cast(T.IntegerType())
+    return cast_column(clamped, T.IntegerType())
 
 
 def _substr(s: Typed, start: Typed, length: Typed | None = None) -> Typed:
@@ -496,7 +496,7 @@ def _substr(s: Typed, start: Typed, length: Typed | None = None) -> Typed:
         empty = empty | (count <= 0)
         sliced = text.substr(_as_int(first), _as_int(count))
     result = (
-        F.when(missing, lit(None).cast(STRING)).when(empty, lit("")).otherwise(sliced)
+        F.when(missing, lit_as(None, STRING)).when(empty, lit("")).otherwise(sliced)
     )  # fmt: skip
     return _typed(result, STRING)
 
@@ -608,7 +608,7 @@ def to_timestamp(value: Typed, pattern: Typed | None = None) -> Typed:
     if kind == "null":
         return null_typed(TIMESTAMP)
     if kind == "number":
-        micros = F.bround(floating(value).column * lit(1_000_000.0)).cast(LONG)
+        micros = cast_column(F.bround(floating(value).column * lit(1_000_000.0)), LONG)
         return _typed(F.timestamp_micros(micros), TIMESTAMP)
     if kind == "temporal" and not isinstance(value.dtype, T.TimestampNTZType):
         return cast(value, TIMESTAMP)
@@ -682,11 +682,11 @@ def _by_unit(
             raise ArgumentError(
                 f"{no_unit(function)} {unit.constant!r}; use one of " + ", ".join(sorted(units))
             )
-        return _typed(units[name]().cast(result), result)
+        return _typed(cast_column(units[name](), result), result)
     given = F.lower(F.regexp_replace(unit.column, r"^\s+|\s+$", ""))
-    chosen = F.when(given.isNull(), lit(None).cast(result))
+    chosen = F.when(given.isNull(), lit_as(None, result))
     for name, build in units.items():
-        chosen = chosen.when(given.isin(name, name + "s"), build().cast(result))
+        chosen = chosen.when(given.isin(name, name + "s"), cast_column(build(), result))
     failure = F.raise_error(
         F.concat(
             lit(f"{no_unit(function)} '"),
@@ -760,9 +760,9 @@ def cast_value(value: Typed, target: MinorType, decimal: MajorType | None = None
     if target in _INTEGER_TARGETS:
         dtype = _INTEGER_TARGETS[target]
         if isinstance(value.dtype, T.DateType):
-            return _typed(F.unix_date(value.column).cast(dtype), dtype)
+            return _typed(cast_column(F.unix_date(value.column), dtype), dtype)
         if kind == "temporal":
-            return _typed(F.unix_micros(cast(value, TIMESTAMP).column).cast(dtype), dtype)
+            return _typed(cast_column(F.unix_micros(cast(value, TIMESTAMP).column), dtype), dtype)
         return cast(string(value) if kind == "binary" else value, dtype)
     if target in _FLOAT_TARGETS:
         if kind == "temporal":
@@ -776,7 +776,7 @@ def cast_value(value: Typed, target: MinorType, decimal: MajorType | None = None
         if kind == "number":
             return _typed(value.column != 0, BOOLEAN)
         if kind in ("string", "binary"):
-            return _typed(F.lower(F.trim(string(value).column)).cast(BOOLEAN), BOOLEAN)
+            return _typed(cast_column(F.lower(F.trim(string(value).column)), BOOLEAN), BOOLEAN)
         if kind == "bool":
             return value
         raise ArgumentError(f"cannot cast a {type_name(value.dtype)} value to {target}")

@@ -76,7 +76,7 @@ def arithmetic(operation: str, a: Value, b: Value) -> Value:
     target = coercion.arithmetic_type(operation, left, right)
     a, b = as_decimal(a), as_decimal(b)
     if operation == "modulo":
-        return _modulo(a, b, target)
+        return _per_value(operation, a, b, target)
     if operation == "divide":
         result = _divide(a, b, left, right, target)
     elif (narrow := _narrow(operation, a, b, left, right, target)) is not None:
@@ -86,6 +86,9 @@ def arithmetic(operation: str, a: Value, b: Value) -> Value:
         scale = max(left.scale or 0, right.scale or 0) if operation != "multiply" else None
         cap = _WIDEST // 2 - 1 if operation == "multiply" else _WIDEST - 1
         wide_a, wide_b = _wide(a, left, scale, cap), _wide(b, right, scale, cap)
+        if operation == "multiply" and wide_a.type.scale + wide_b.type.scale >= _WIDEST:
+            # Arrow's product type would pass 76 digits (two scales of 38), whatever the values
+            return _per_value(operation, a, b, target)
         kernel = {"add": pc.add, "subtract": pc.subtract, "multiply": pc.multiply}[operation]
         result = _checked(lambda: kernel(wide_a, wide_b), operation)
     return fit(result, target, operation)
@@ -210,22 +213,31 @@ def _used(value: Value, t: MajorType) -> MajorType:
     return MajorType.decimal(max(min(digits, t.precision), t.scale, 1), t.scale)
 
 
-def _modulo(a: Value, b: Value, target: MajorType) -> Value:
-    """``%`` with the sign of the dividend, per value in Python (no Arrow kernel for decimals)."""
+def _per_value(operation: str, a: Value, b: Value, target: MajorType) -> Value:
+    """``a % b`` (with the sign of the dividend) or ``a * b``, per value in Python's exact
+    decimals, rounded half away from zero to ``target``: where Arrow has no kernel (``%``) or
+    its product type would need more than 76 digits (two operands with 38-digit scales)."""
     scalar = isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar)
     length = 1 if scalar else max(len(v) for v in (a, b) if isinstance(v, pa.Array))
     xs = [a.as_py()] * length if isinstance(a, pa.Scalar) else a.to_pylist()
     ys = [b.as_py()] * length if isinstance(b, pa.Scalar) else b.to_pylist()
+    unit = decimal.Decimal(1).scaleb(-(target.scale or 0))
     out = []
-    for x, y in zip(xs, ys, strict=True):
-        if x is None or y is None:
-            out.append(None)
-        elif y == 0:
-            raise DecimalError(coercion.DECIMAL_BY_ZERO)
-        else:
-            out.append(x.__mod__(y) if isinstance(x, decimal.Decimal) else decimal.Decimal(x) % y)
-    result = pa.array(out, pa.decimal256(_WIDEST // 2, target.scale or 0))
-    fitted = fit(result, target, "modulo")
+    with decimal.localcontext(prec=2 * _WIDEST):  # exact: a product has at most 77 digits
+        for x, y in zip(xs, ys, strict=True):
+            if x is None or y is None:
+                out.append(None)
+                continue
+            x, y = decimal.Decimal(x), decimal.Decimal(y)
+            if operation == "modulo" and y == 0:
+                raise DecimalError(coercion.DECIMAL_BY_ZERO)
+            exact = x % y if operation == "modulo" else x * y
+            out.append(exact.quantize(unit, rounding=decimal.ROUND_HALF_UP))
+    try:
+        result = pa.array(out, pa.decimal256(_WIDEST, target.scale or 0))
+    except pa.ArrowInvalid as err:
+        raise DecimalError(coercion.overflow_message(target, operation)) from err
+    fitted = fit(result, target, operation)
     return fitted[0] if scalar else fitted
 
 

@@ -67,3 +67,16 @@ def test_values_past_an_int64_are_exact(operation: str) -> None:
     with localcontext(prec=100):
         want = [getattr(big, OPERATIONS[operation])(big), getattr(-big, OPERATIONS[operation])(big)]
     assert result.to_pylist() == [*want, None]
+
+
+def test_a_product_of_two_38_digit_scales_is_exact() -> None:
+    # Arrow's product type would need 77 digits (38 + 38 + 1), even for nulls only
+    half = pa.array([Decimal("0.5"), None, Decimal("-0.00000000000000000000000000000000000001")])
+    a = half.cast(pa.decimal128(38, 38))
+    target = coercion.arithmetic_type("multiply", from_arrow(a.type), from_arrow(a.type))
+    result = decimals.arithmetic("multiply", a, a)
+    assert result.type == to_arrow(target)
+    assert result.to_pylist() == [Decimal("0.25"), None, 0]  # -1e-76 rounds to 0
+    nulls = pa.array([None, None], pa.decimal128(38, 38))
+    assert decimals.arithmetic("multiply", nulls, nulls).to_pylist() == [None, None]
+    assert decimals.arithmetic("multiply", nulls, a[0]).to_pylist() == [None, None]
