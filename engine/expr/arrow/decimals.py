@@ -86,8 +86,9 @@ def arithmetic(operation: str, a: Value, b: Value) -> Value:
         scale = max(left.scale or 0, right.scale or 0) if operation != "multiply" else None
         cap = _WIDEST // 2 - 1 if operation == "multiply" else _WIDEST - 1
         wide_a, wide_b = _wide(a, left, scale, cap), _wide(b, right, scale, cap)
-        if operation == "multiply" and wide_a.type.scale + wide_b.type.scale >= _WIDEST:
-            # Arrow's product type would pass 76 digits (two scales of 38), whatever the values
+        if operation == "multiply" and wide_a.type.precision + wide_b.type.precision >= _WIDEST:
+            # Arrow's product type, p1 + p2 + 1 digits, would pass 76 whatever the values (two
+            # operands kept at 38 digits by their scales of 38)
             return _per_value(operation, a, b, target)
         kernel = {"add": pc.add, "subtract": pc.subtract, "multiply": pc.multiply}[operation]
         result = _checked(lambda: kernel(wide_a, wide_b), operation)
