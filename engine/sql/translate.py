@@ -31,7 +31,7 @@ from typing import Any
 from sqlglot import exp
 
 from engine.errors import SqlError
-from engine.expr import Call, Expr, FieldRef, Literal, to_string
+from engine.expr import Call, Expr, FieldRef, IfElse, Literal, to_string
 from engine.metadata import MetadataRepository, TableInfo
 from engine.sql.dialect import parse_sql, sql_error
 from engine.sql.expressions import (
@@ -386,7 +386,9 @@ class SqlPlanner:
         right_keys = {right.key}
         if side == "RIGHT":
             left_keys, right_keys = right_keys, left_keys
-        conditions, residual, nullable_side = [], [], []
+        conditions: list[tuple[str, Expr, Expr]] = []
+        residual, nullable_side = [], []
+        kept_tests: dict[str, list[Expr]] = {"left": [], "right": []}
         translator = ExprTranslator(scope, self.sql)
         on = join.args.get("on")
         for part in sql_conjuncts(on) if on is not None else []:
@@ -401,18 +403,41 @@ class SqlPlanner:
                 conditions.append(condition)
                 continue
             expr = translator.visit(part)
+            keys = _keys_of(expr)
             if join_type == "inner":
                 residual.append(expr)
-            elif join_type == "left" and _keys_of(expr) <= right_keys:
+            elif join_type == "left" and keys <= right_keys:
                 # A test of the side that may be missing picks its rows before they are matched.
                 nullable_side.append(expr)
+            elif keys <= left_keys:
+                kept_tests["left"].append(expr)
+            elif keys <= right_keys:  # a full join's
+                kept_tests["right"].append(expr)
             else:
                 raise self.error(
-                    "an outer join's ON takes comparisons of one side with the other, and "
-                    "tests of the side that may be missing (not of the kept side)",
+                    "an outer join's ON testing both sides other than by comparing one side "
+                    "with the other is not supported",
                     part,
-                    hint="move other conditions into a subquery or WHERE",
+                    hint="compare a column of one side with one of the other, or test one side",
                 )
+        if any(kept_tests.values()):
+            if not conditions:
+                raise self.error(
+                    "an outer join's ON testing a side it keeps, without comparing the two "
+                    "sides, is not supported",
+                    on,
+                    hint="add a comparison of one side with the other",
+                )
+            # A kept record failing its side's test matches nothing, and is kept as such: its
+            # keys are NULL where the test is not true, and a NULL key matches no record.
+            conditions = [
+                (
+                    relationship,
+                    _when_true(kept_tests["left"], left),
+                    _when_true(kept_tests["right"], right),
+                )
+                for relationship, left, right in conditions
+            ]
         if nullable_side:
             test = to_string(_and(nullable_side))
             right_id = self.add({"op": "filter", "input": right_id, "expr": test})
@@ -422,7 +447,10 @@ class SqlPlanner:
                 "left": left_id,
                 "right": right_id,
                 "type": join_type,
-                "conditions": conditions,
+                "conditions": [
+                    {"relationship": relationship, "left": to_string(a), "right": to_string(b)}
+                    for relationship, a, b in conditions
+                ],
             }
         )
         for expr in residual:
@@ -435,20 +463,18 @@ class SqlPlanner:
         translator: ExprTranslator,
         left_keys: set[str],
         right_keys: set[str],
-    ) -> dict[str, str] | None:
+    ) -> tuple[str, Expr, Expr] | None:
+        """``node`` as a join condition (relationship, left side's key, right side's key), or
+        None where it does not compare one side with the other."""
         relationship = _RELATIONSHIPS.get(type(node))
         if relationship is None:
             return None
         a, b = translator.visit(node.this), translator.visit(node.expression)
         ka, kb = _keys_of(a), _keys_of(b)
         if ka and kb and ka <= left_keys and kb <= right_keys:
-            return {"relationship": relationship, "left": to_string(a), "right": to_string(b)}
+            return relationship, a, b
         if ka and kb and ka <= right_keys and kb <= left_keys:
-            return {
-                "relationship": _FLIPPED[relationship],
-                "left": to_string(b),
-                "right": to_string(a),
-            }
+            return _FLIPPED[relationship], b, a
         return None
 
     # -- SELECT -------------------------------------------------------------------------------
@@ -752,6 +778,13 @@ def _where_test(part: exp.Expression, translator: ExprTranslator, subqueries: Su
     if isinstance(inner, exp.In) and inner.args.get("query") is not None:
         return subqueries.in_(inner, translator, negated=True)
     return translator.visit(part)
+
+
+def _when_true(tests: list[Expr], key: Expr) -> Expr:
+    """``key`` where every one of ``tests`` is true, else NULL (``key`` itself without tests)."""
+    if not tests:
+        return key
+    return IfElse(((_and(tests), key),), Literal.of(None))
 
 
 def _and(parts: list[Expr]) -> Expr:
