@@ -293,6 +293,12 @@ def _concat(args: list[MajorType]) -> MajorType:
     return VARCHAR.with_mode(DataMode.REQUIRED)  # Drill's concat reads a null as ''
 
 
+def _concat_operator(args: list[MajorType]) -> MajorType:
+    for a in args:
+        _scalar_value(a)
+    return _of(MinorType.VARCHAR, _mode(args))
+
+
 def _matches(args: list[MajorType]) -> MajorType:
     for a in args:
         _string(a)
@@ -541,6 +547,14 @@ _SPECS: list[FunctionSpec] = [
         doc="substr(s, start[, length]), start is 1-based",
     ),
     FunctionSpec("concat", _S, 1, None, _concat, doc="concat(a, b, ...), nulls read as ''"),
+    FunctionSpec(
+        "concatoperator",
+        _S,
+        2,
+        None,
+        _concat_operator,
+        doc="concatoperator(a, b, ...): SQL's a || b, null where any is null",
+    ),
     FunctionSpec("trim", _S, 1, 1, _string_result, doc="trim(s): strip blanks at both ends"),
     FunctionSpec("like", _S, 2, 3, _matches, doc="like(s, pattern[, escape]), SQL % and _"),
     FunctionSpec(

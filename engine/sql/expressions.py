@@ -8,7 +8,7 @@ always quoted by the printer's rules, never pasted into text.
 >>> scope = Scope([Relation("e", "e", ["deptId", "name"])])
 >>> tree = parse_sql("select upper(name) || 'x', deptId + 1 > 3 from e").expressions
 >>> [str(ExprTranslator(scope, "").visit(t)) for t in tree]
-["concat(upper(e.name), 'x')", 'e.deptId + 1 > 3']
+["concatoperator(upper(e.name), 'x')", 'e.deptId + 1 > 3']
 """
 
 from __future__ import annotations
@@ -202,7 +202,8 @@ class ExprTranslator:
         if kind in _BINARY:
             return Call(_BINARY[kind], (self.visit(node.this), self.visit(node.expression)))
         if isinstance(node, exp.DPipe):
-            return Call("concat", (self.visit(node.this), self.visit(node.expression)))
+            # SQL's ||, null where either side is (Drill's concat reads a null as '').
+            return Call("concatoperator", (self.visit(node.this), self.visit(node.expression)))
         if isinstance(node, exp.Neg):
             inner = self.visit(node.this)
             if isinstance(inner, Literal) and isinstance(inner.value, int | float | Decimal):

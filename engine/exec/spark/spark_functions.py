@@ -542,6 +542,10 @@ def _concat(*args: Typed) -> Typed:
     return _typed(F.concat_ws("", *[to_text(a).column for a in args]), STRING)
 
 
+def _concat_operator(*args: Typed) -> Typed:
+    return _typed(F.concat(*[to_text(a).column for a in args]), STRING)  # null if any is
+
+
 def _like_regex_column(pattern: Column) -> Column:
     """:func:`~engine.expr.like.like_to_java` for a pattern that varies by row (no escape), with regexp_replace."""
     escaped = F.regexp_replace(pattern, r"([\\.^$|?*+()\[\]{}])", r"\\$1")
@@ -849,6 +853,7 @@ SPARK_FUNCTIONS: dict[str, Builder] = {
     "length": _length,
     "substr": _substr,
     "concat": _concat,
+    "concatoperator": _concat_operator,
     "trim": _trim,
     "like": _like,
     "regex_like": _regex_like,

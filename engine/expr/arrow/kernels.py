@@ -482,6 +482,11 @@ def _concat(*args: Value) -> Value:
     return pc.binary_join_element_wise(*texts, "", null_handling="replace", null_replacement="")
 
 
+def _concat_operator(*args: Value) -> Value:
+    texts = [to_text(a) for a in args]
+    return pc.binary_join_element_wise(*texts, "", null_handling="emit_null")
+
+
 def _like(s: Value, pattern: Value, escape: Value | None = None) -> Value:
     s = string(s)
 
@@ -957,6 +962,7 @@ ARROW_FUNCTIONS: dict[str, ArrowFunction] = {
     "length": _length,
     "substr": _substr,
     "concat": _concat,
+    "concatoperator": _concat_operator,
     "trim": _trim,
     "like": _like,
     "regex_like": _regex_like,

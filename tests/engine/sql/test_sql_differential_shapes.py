@@ -7,7 +7,8 @@ ORs across them; inner, left, right and full joins with ON tests of either side;
 with column lists; WITH queries read once and twice; GROUP BY with HAVING, DISTINCT and
 ``count(distinct)``; CASE; ORDER BY with NULLS FIRST/LAST, LIMIT and OFFSET (on every output
 column, so that the order is determined); UNION and UNION ALL; window functions; EXTRACT and
-dates with INTERVAL arithmetic; scalar subqueries in the SELECT list. Tables hold NULLs,
+dates with INTERVAL arithmetic; scalar subqueries in the SELECT list; subqueries inside joins
+(the shapes the planner's join and semi join rules rewrite); a few string functions. Tables hold NULLs,
 duplicates, decimals and dates; a table may be read as an empty input. Results are compared as
 multisets, or in order where the query orders them.
 """
@@ -228,8 +229,56 @@ def scalar_in_select(draw: st.DrawFn) -> str:
     )
 
 
+@st.composite
+def nested(draw: st.DrawFn) -> str:
+    """Subqueries inside joins, the shapes the planner's rules rewrite: an aggregate joined as a
+    table, IN and [NOT] EXISTS beside a comma join, a correlated scalar subquery over a join's
+    input, HAVING against a scalar subquery, ORDER BY an aggregate with LIMIT."""
+    test = draw(a_test())
+    n = draw(NUMBER)
+    form = draw(st.integers(0, 6))
+    if form == 0:
+        return (
+            "select a.n, t.total from a, (select bb.k, sum(bb.y) total from b bb group by bb.k) t "
+            f"where a.x = t.k and {test}"
+        )
+    if form == 1:
+        maybe_not = draw(st.sampled_from(["", "not "]))
+        return (
+            f"select a.n, b1.y from a, {draw(B_SOURCE)} b1 where a.x = b1.k and a.id "
+            f"{maybe_not}in (select bb.y from b bb where bb.k > {n}) and {test}"
+        )
+    if form == 2:
+        maybe_not = draw(st.sampled_from(["", "not "]))
+        return (
+            "select a.n, b1.y from a, b b1 where a.x = b1.k and "
+            f"{maybe_not}exists (select * from b b2 where b2.k = b1.k and b2.y <> b1.y)"
+        )
+    if form == 3:
+        function = draw(st.sampled_from(["avg(a2.d)", "max(a2.d)", "sum(a2.d) * 0.5"]))
+        return (
+            f"select a.n, b1.y from a, {draw(B_SOURCE)} b1 where a.x = b1.k and a.d >= "
+            f"(select {function} from a a2 where a2.x = a.x)"
+        )
+    if form == 4:
+        return (
+            "select a.x, sum(a.d) total from a group by a.x "
+            "having sum(a.d) > (select sum(a2.d) * 0.25 from a a2)"
+        )
+    if form == 5:
+        return (
+            f"select a.x, sum(a.d) total, count(*) c from a where {test} group by a.x "
+            "order by total desc nulls last, a.x nulls first limit 2"
+        )
+    return (
+        "select a.x, coalesce(a.x, -9) cx, substring(a.s, 1, 1) s1, upper(a.s) u, "
+        f"a.s || '!' e from a where {test}"
+    )
+
+
 def queries() -> st.SearchStrategy[str]:
     return st.one_of(
+        nested(),
         comma_join(),
         explicit_join(),
         derived(),

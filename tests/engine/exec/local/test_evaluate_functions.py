@@ -125,6 +125,8 @@ GOLDEN: list[tuple[str, str, list[Any]]] = [
     ("concat", "concat(s, '-', i)", ["Drill-7", "  a b  --7", "-"]),
     ("concat", "concat(f, b)", ["2.5true", "-2.5false", ""]),
     ("concat", "concat(j * 1.0)", ["2.0", "2.0", "3.0"]),
+    ("concatoperator", "concatoperator(s, '-', i)", ["Drill-7", "  a b  --7", None]),
+    ("concatoperator", "concatoperator(f, b)", ["2.5true", "-2.5false", None]),
     ("trim", "trim(s)", ["Drill", "a b", None]),
     ("like", "like(s, 'D%')", [True, False, None]),
     ("like", "like(s, '%a_b%')", [False, True, None]),

@@ -180,6 +180,8 @@ EXPRESSIONS = [
     "concat(s, '-', i, '-', f, '-', b)",
     "concat(missing, d, ts)",
     "concat(0.0 / 0, '|', 1.0 / 0, '|', 3.0)",
+    "concatoperator(s, '-', i, '-', f, '-', b)",
+    "concatoperator(missing, s)",
     "like(s, 'a%')",  # a prefix, a suffix, a substring and equality are plain tests on Spark
     "like(s, '%an%')",
     "like(s, '%e')",
