@@ -751,9 +751,10 @@ _FLOAT_TARGETS: dict[MinorType, T.DataType] = {
 
 
 def cast_value(value: Typed, target: MinorType, decimal: MajorType | None = None) -> Typed:
-    """``cast(value as target)``: strings read as numbers, booleans and dates; floats truncate
-    toward zero into integers; dates cast to integers count days, timestamps microseconds; a
-    DECIMAL (``decimal`` gives its precision and scale) rounds half away from zero."""
+    """``cast(value as target)``: strings read as numbers, booleans and dates; numbers round half
+    away from zero into integers (as Drill's casts and SQL's); dates cast to integers count days,
+    timestamps microseconds; a DECIMAL (``decimal`` gives its precision and scale) rounds half
+    away from zero."""
     kind = family(value.dtype)
     if kind in ("map", "list", "other"):
         raise ArgumentError(f"cannot cast a {type_name(value.dtype)} value to {target}")
@@ -767,6 +768,11 @@ def cast_value(value: Typed, target: MinorType, decimal: MajorType | None = None
             return _typed(cast_column(F.unix_date(value.column), dtype), dtype)
         if kind == "temporal":
             return _typed(cast_column(F.unix_micros(cast(value, TIMESTAMP).column), dtype), dtype)
+        if is_floating(value.dtype):
+            value = _typed(F.round(value.column, 0), value.dtype)  # half away from zero
+        elif isinstance(value.dtype, T.DecimalType):
+            whole = T.DecimalType(min(38, value.dtype.precision - value.dtype.scale + 1), 0)
+            value = _typed(F.round(value.column, 0), whole)
         return cast(string(value) if kind == "binary" else value, dtype)
     if target in _FLOAT_TARGETS:
         if kind == "temporal":

@@ -782,14 +782,15 @@ _FLOAT_TARGETS = {MinorType.FLOAT4: pa.float32(), MinorType.FLOAT8: pa.float64()
 
 
 def cast_value(value: Value, target: MinorType, decimal: MajorType | None = None) -> Value:
-    """``cast(value as target)``: strings read as numbers, booleans, dates; numbers truncate toward
-    zero into integers (Java); a string that is not a number is an error naming it.
+    """``cast(value as target)``: strings read as numbers, booleans, dates; numbers round half away
+    from zero into integers (as Drill's casts and SQL's); a string that is not a number is an
+    error naming it.
 
     >>> import pyarrow as pa
     >>> cast_value(pa.array(["12", None]), MinorType.BIGINT).to_pylist()
     [12, None]
-    >>> cast_value(pa.array([2.7, -2.7]), MinorType.INT).to_pylist()
-    [2, -2]
+    >>> cast_value(pa.array([2.7, -2.5, 2.49]), MinorType.INT).to_pylist()
+    [3, -3, 2]
     >>> import datetime
     >>> cast_value(pa.array([datetime.date(1970, 1, 3)]), MinorType.BIGINT).to_pylist()
     [2]
@@ -887,7 +888,7 @@ def _to_integer(value: Value, kind: str, dtype: pa.DataType) -> Value:
             micros = pc.cast(cast(value, TIMESTAMP_TYPE), pa.int64())
         return _strict_cast(micros, dtype, str(dtype))
     if kind == "number" and not _is_integer(value.type):
-        value = pc.trunc(floating(value))
+        value = pc.round(value, ndigits=0, round_mode="half_towards_infinity")
     if kind in ("string", "binary"):
         return _parse(value, dtype)
     return _strict_cast(value, dtype, str(dtype))

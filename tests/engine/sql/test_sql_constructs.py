@@ -84,6 +84,7 @@ DERIVED = [
 ]
 DATES = [
     "select id, extract(year from dt) y, extract(month from dt) m, extract(day from dt) dd from t",
+    "select id, cast(d as int) i, cast(-d as bigint) j, cast(d * 1.5 as int) k from t",
     "select id from t where dt <= date '1998-12-01' - interval '90' day",
     "select id from t where dt >= date '1998-01-01' and dt < date '1998-01-01' + interval '1' year",
     "select id from t where dt < date '1998-01-31' + interval '1' month",
@@ -151,6 +152,7 @@ ON_SPARK = [
     DERIVED[4],
     DERIVED[5],
     DATES[1],
+    DATES[2],
     OUTER_JOINS[0],
     OUTER_JOINS[3],
     OUTER_JOINS[4],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pyarrow as pa
 import pytest
 from hypothesis import given
@@ -73,8 +75,13 @@ def test_cast_reads_strings_and_names_the_bad_value() -> None:
     assert values("castFLOAT8(r.id) / 4") == [0.25, 0.5, None]
 
 
-def test_cast_truncates_floats_toward_zero_like_java() -> None:
-    assert values("cast(x as INT)", pa.record_batch({"x": [2.9, -2.9, None]})) == [2, -2, None]
+def test_cast_rounds_numbers_half_away_from_zero_into_integers_like_drill() -> None:
+    floats = pa.record_batch({"x": [2.9, -2.5, 2.49, None]})
+    assert values("cast(x as INT)", floats) == [3, -3, 2, None]
+    decimals = pa.record_batch(
+        {"x": pa.array([Decimal("2.50"), Decimal("-1.49")], pa.decimal128(5, 2))}
+    )
+    assert values("cast(x as BIGINT)", decimals) == [3, -1]
 
 
 def test_cast_of_a_map_is_an_error() -> None:

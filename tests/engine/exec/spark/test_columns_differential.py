@@ -232,6 +232,8 @@ EXPRESSIONS = [
     "case when s == 'apple' then 'A' when b then 'B' else s end",
     "cast(f as BIGINT)",
     "cast(g as INT)",
+    "cast(f * 1.5 as INT)",
+    "cast(cast(f as DECIMAL(9, 2)) * 1.5 as BIGINT)",
     "cast(i as FLOAT8)",
     "cast('12' as BIGINT)",
     "cast(i as VARCHAR)",
