@@ -71,11 +71,32 @@ def _common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     if pa.types.is_list(a) and pa.types.is_list(b):
         value = _common_type(a.value_type, b.value_type)
         return None if value is None else pa.list_(value)
+    if pa.types.is_decimal(a) and pa.types.is_integer(b):
+        return _decimal_holding(a, b)
+    if pa.types.is_integer(a) and pa.types.is_decimal(b):
+        return _decimal_holding(b, a)
     try:
         pair = [pa.schema([pa.field("c", a)]), pa.schema([pa.field("c", b)])]
         return pa.unify_schemas(pair, promote_options="permissive").field("c").type
     except (pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+
+
+def _decimal_holding(decimal: pa.DataType, integer: pa.DataType) -> pa.DataType:
+    """The DECIMAL holding both ``decimal``'s values and ``integer``'s, as Spark widens them (Arrow
+    gives DECIMAL(20, 2) for DECIMAL(15, 2) and int64, too narrow for a 19-digit integer): the
+    integer's digits beside the decimal's scale, at most 38 digits.
+
+    >>> import pyarrow as pa
+    >>> _decimal_holding(pa.decimal128(15, 2), pa.int64())
+    Decimal128Type(decimal128(21, 2))
+    >>> _decimal_holding(pa.decimal128(12, 2), pa.int32())
+    Decimal128Type(decimal128(12, 2))
+    """
+    bits = integer.bit_width - (0 if pa.types.is_unsigned_integer(integer) else 1)
+    largest = 2**bits  # as many digits as the integer's largest magnitude
+    whole = max(decimal.precision - decimal.scale, len(str(largest)))  # int64: 19 digits
+    return pa.decimal128(min(whole + decimal.scale, 38), decimal.scale)
 
 
 def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

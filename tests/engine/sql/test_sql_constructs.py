@@ -144,8 +144,11 @@ SUBQUERIES = [
     "select id from t where exists (select * from u where k = id and v <> s and k + 1 > id)",
     "select id from t where exists (select * from e where k = id and v <> s)",
 ]
-SUPPORTED = NEGATIONS + DERIVED + DATES + OUTER_JOINS + SUBQUERIES
+# A union of DECIMAL(15, 2) and BIGINT columns is a DECIMAL(21, 2), as Spark widens them.
+UNIONS = ["select d from t union all select id from t", "select id from t union select d from t"]
+SUPPORTED = NEGATIONS + DERIVED + DATES + OUTER_JOINS + SUBQUERIES + UNIONS
 ON_SPARK = [
+    *UNIONS,
     NEGATIONS[0],
     NEGATIONS[7],
     DERIVED[0],
