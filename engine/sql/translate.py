@@ -575,8 +575,13 @@ class SqlPlanner:
         """ORDER BY items that are not result columns: computed as hidden columns, dropped after."""
         order = node.args.get("order")
         hidden = []
+        items = [item.this if isinstance(item, exp.Alias) else item for item in node.expressions]
         for i, ordered in enumerate(order.expressions if order is not None else []):
-            if self.output_column(ordered.this, names) is None and not distinct:
+            if self.output_column(ordered.this, names) is not None:
+                continue
+            if ordered.this in items:  # repeats a SELECT item: ORDER BY a.s beside SELECT a.s
+                ordered.meta["column"] = names[items.index(ordered.this)]
+            elif not distinct:
                 ref = f"$o{i}"
                 hidden.append((ref, translator.visit(ordered.this)))
                 ordered.meta["hidden"] = ref
@@ -732,8 +737,10 @@ class SqlPlanner:
         if order is not None:
             orderings = []
             for ordered in order.expressions:
-                column = ordered.meta.get("hidden") or self.output_column(
-                    ordered.this, out.columns or []
+                column = (
+                    ordered.meta.get("hidden")
+                    or ordered.meta.get("column")
+                    or self.output_column(ordered.this, out.columns or [])
                 )
                 if column is None:
                     raise self.error(

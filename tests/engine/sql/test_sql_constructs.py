@@ -265,3 +265,25 @@ def test_an_aggregate_in_a_subquery_of_where_is_the_subquery_s(db) -> None:
     with pytest.raises(SqlError, match="aggregates are not allowed in WHERE") as caught:
         sql_to_plan("select id from t where (select 1 from u) = 1 and avg(d) > 1", db[0])
     assert (caught.value.line, caught.value.column) == (1, 50)
+
+
+ORDERED = [
+    "select distinct t.s from t order by t.s nulls first",
+    "select distinct t.g, upper(t.s) u from t order by upper(t.s) desc nulls last, t.g nulls first",
+    "select t.id * 2 twice from t order by t.id * 2 nulls first",
+]
+
+
+@pytest.mark.parametrize("sql", ORDERED)
+def test_an_order_by_repeating_a_select_item_orders_by_it(db, sql) -> None:
+    check(sql, *db, ordered=True)
+
+
+@pytest.mark.spark
+def test_an_order_by_repeating_a_select_item_orders_by_it_on_spark(db, spark) -> None:
+    check(ORDERED[1], *db, ordered=True, executor="spark", spark=spark)
+
+
+def test_an_order_by_of_distinct_rows_names_a_result_column(db) -> None:
+    with pytest.raises(SqlError, match="ORDER BY of a UNION or DISTINCT names a result column"):
+        sql_to_plan("select distinct s from t order by id", db[0])

@@ -8,7 +8,7 @@ with column lists; WITH queries read once and twice; GROUP BY with HAVING, DISTI
 ``count(distinct)``; CASE; ORDER BY with NULLS FIRST/LAST, LIMIT and OFFSET (on every output
 column, so that the order is determined); UNION and UNION ALL; window functions; EXTRACT and
 dates with INTERVAL arithmetic; scalar subqueries in the SELECT list; subqueries inside joins
-(the shapes the planner's join and semi join rules rewrite); a few string functions. Tables hold NULLs,
+(the shapes the planner's join and semi join rules rewrite); a few string functions and casts. Tables hold NULLs,
 duplicates, decimals and dates; a table may be read as an empty input. Results are compared as
 multisets, or in order where the query orders them.
 """
@@ -195,7 +195,7 @@ def ordered(draw: st.DrawFn) -> str:
 def unioned(draw: st.DrawFn) -> str:
     kind = draw(st.sampled_from(["union", "union all"]))
     return (
-        f"select a.x v from a where {draw(a_test())} {kind} "
+        f"select a.{draw(st.sampled_from(['x', 'd']))} v from a where {draw(a_test())} {kind} "
         f"select bb.y from {draw(B_SOURCE)} bb where {draw(b_test('bb'))}"
     )
 
@@ -272,7 +272,7 @@ def nested(draw: st.DrawFn) -> str:
         )
     return (
         "select a.x, coalesce(a.x, -9) cx, substring(a.s, 1, 1) s1, upper(a.s) u, "
-        f"a.s || '!' e from a where {test}"
+        f"a.s || '!' e, cast(a.d as int) i, cast(-a.d * 3 as bigint) j from a where {test}"
     )
 
 
