@@ -146,9 +146,16 @@ SUBQUERIES = [
 ]
 # A union of DECIMAL(15, 2) and BIGINT columns is a DECIMAL(21, 2), as Spark widens them.
 UNIONS = ["select d from t union all select id from t", "select id from t union select d from t"]
-SUPPORTED = NEGATIONS + DERIVED + DATES + OUTER_JOINS + SUBQUERIES + UNIONS
+# CONCAT reads a NULL as ''; || is NULL where a side is; NULLIF; GREATEST and LEAST leave NULLs out.
+FUNCTIONS = [
+    "select id, concat(s, '-', d, '-', dt) c, s || '!' e from t",
+    "select id, nullif(g, 1) n, nullif(s, 'ab') m from t",
+    "select id, greatest(g, 2, id) hi, least(d, g) lo, least(s, 'b') ls from t",
+]
+SUPPORTED = NEGATIONS + DERIVED + DATES + OUTER_JOINS + SUBQUERIES + UNIONS + FUNCTIONS
 ON_SPARK = [
     *UNIONS,
+    *FUNCTIONS,
     NEGATIONS[0],
     NEGATIONS[7],
     DERIVED[0],
