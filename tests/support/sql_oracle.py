@@ -71,7 +71,8 @@ def normal(records: list[dict[str, Any]], ordered: bool) -> list[str]:
 
 def duckdb_records(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
     cursor = con.execute(sql)
-    names = [c[0] for c in cursor.description]
+    # Two result columns may share a name (b1.y, b2.y): each kept, under a name of its own.
+    names = [f"{c[0]}#{i}" for i, c in enumerate(cursor.description)]
     return [dict(zip(names, r)) for r in cursor.fetchall()]
 
 

@@ -272,7 +272,8 @@ def nested(draw: st.DrawFn) -> str:
         )
     return (
         "select a.x, coalesce(a.x, -9) cx, substring(a.s, 1, 1) s1, upper(a.s) u, "
-        f"a.s || '!' e, cast(a.d as int) i, cast(-a.d * 3 as bigint) j from a where {test}"
+        f"a.s || '!' e, cast(a.d as int) i, cast(-a.d * 3 as bigint) j, concat(a.s, a.x) c, "
+        f"nullif(a.x, 1) z, greatest(a.x, a.id, 0) hi, least(a.d, a.x) lo from a where {test}"
     )
 
 
