@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
+from hypothesis import HealthCheck, settings
 
 from engine.metadata import MetadataRepository
 from engine.run import run_plan
@@ -40,6 +41,17 @@ def tables(
         repo.register_table(name, "fs", {"path": path.name})
         con.execute(f"create view {name} as select * from read_parquet('{path}')")
     return repo, con
+
+
+def examples(count: int, *, spark: bool = False) -> settings:
+    """Hypothesis settings of a differential test: ``count`` examples, no deadline (the time
+    depends on the machine's load), and, ``spark``, the session-wide Spark fixture allowed."""
+    slow = [HealthCheck.too_slow]
+    return settings(
+        max_examples=count,
+        deadline=None,
+        suppress_health_check=[*slow, HealthCheck.function_scoped_fixture] if spark else slow,
+    )
 
 
 _SIX = decimal.Decimal("0.000001")

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from sql_oracle import check, tables
+from sql_oracle import check, examples, tables
 
 _SMALL = st.one_of(st.none(), st.integers(-1, 3))
 _TEXT = st.sampled_from([None, "a", "ab", "b", "ba"])
@@ -131,12 +131,8 @@ def run(a_rows, b_rows, sql, **executor) -> None:
         check(sql, repo, con, **executor)
 
 
-QUICK = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-SPARK = settings(
-    max_examples=3,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+QUICK = examples(25)
+SPARK = examples(3, spark=True)
 
 
 @QUICK
@@ -153,7 +149,7 @@ def test_generated_sql_on_spark_equals_duckdb(spark, a_rows, b_rows, sql) -> Non
 
 
 @pytest.mark.slow
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(500)
 @given(a_rows=A_ROWS, b_rows=B_ROWS, sql=queries())
 def test_many_generated_queries_equal_duckdb(a_rows, b_rows, sql) -> None:
     run(a_rows, b_rows, sql)
@@ -161,11 +157,7 @@ def test_many_generated_queries_equal_duckdb(a_rows, b_rows, sql) -> None:
 
 @pytest.mark.slow
 @pytest.mark.spark
-@settings(
-    max_examples=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@examples(40, spark=True)
 @given(a_rows=A_ROWS, b_rows=B_ROWS, sql=queries())
 def test_many_generated_queries_on_spark_equal_duckdb(spark, a_rows, b_rows, sql) -> None:
     run(a_rows, b_rows, sql, executor="spark", spark=spark)

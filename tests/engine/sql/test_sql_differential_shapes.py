@@ -23,9 +23,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import sqlglot
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from sql_oracle import check, tables
+from sql_oracle import check, examples, tables
 
 _SMALL = st.one_of(st.none(), st.integers(-1, 3))
 _TEXT = st.sampled_from([None, "a", "ab", "b"])
@@ -304,18 +304,10 @@ def run(a_rows, b_rows, sql, **executor) -> None:
         check(sql, repo, con, ordered=ordered, **executor)
 
 
-QUICK = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-SPARK = settings(
-    max_examples=4,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-MANY = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-MANY_SPARK = settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+QUICK = examples(40)
+SPARK = examples(4, spark=True)
+MANY = examples(600)
+MANY_SPARK = examples(60, spark=True)
 
 
 @QUICK
