@@ -516,6 +516,12 @@ _SPECS: list[FunctionSpec] = [
         "isnotnull", _S, 1, 1, _never_null_bit, aliases=("is_not_null",), doc="isnotnull(a)"
     ),
     FunctionSpec("coalesce", _S, 1, None, _coalesce, doc="coalesce(a, b, ...): the first non-null"),
+    FunctionSpec(
+        "greatest", _S, 2, None, _coalesce, doc="greatest(a, b, ...): the largest, nulls left out"
+    ),
+    FunctionSpec(
+        "least", _S, 2, None, _coalesce, doc="least(a, b, ...): the smallest, nulls left out"
+    ),
     # math
     FunctionSpec("abs", _S, 1, 1, _same_number, doc="abs(x)"),
     FunctionSpec("ceil", _S, 1, 1, _whole_number, aliases=("ceiling",), doc="ceil(x)"),

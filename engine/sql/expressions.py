@@ -423,8 +423,9 @@ class ExprTranslator:
         if isinstance(node, exp.Nullif):
             value, other = self.visit(node.this), self.visit(node.expression)
             return IfElse(((Call("equal", (value, other)), Literal.of(None)),), value)
-        if isinstance(node, exp.Greatest | exp.Least):
-            return self.extreme(node)
+        if isinstance(node, exp.Greatest | exp.Least):  # NULLs left out, as PostgreSQL and DuckDB
+            name = "greatest" if isinstance(node, exp.Greatest) else "least"
+            return Call(name, tuple(self.visit(a) for a in [node.this, *node.expressions]))
         if isinstance(node, exp.Anonymous):
             name, args = str(node.this), list(node.expressions)
         else:
@@ -449,22 +450,6 @@ class ExprTranslator:
         if not spec.accepts(len(args)):
             raise self.error(f"{spec.name} takes {spec.arity_text()}, got {len(args)}", node)
         return Call(spec.name, tuple(self.visit(a) for a in args))
-
-    def extreme(self, node: exp.Greatest | exp.Least) -> Expr:
-        """GREATEST / LEAST of their arguments, NULLs left out (NULL where all are), as
-        PostgreSQL, DuckDB and Spark: a CASE per argument after the first."""
-        wins = "greater_than" if isinstance(node, exp.Greatest) else "less_than"
-        values = [self.visit(a) for a in [node.this, *node.expressions]]
-        best = values[0]
-        for value in values[1:]:
-            best = IfElse(
-                (
-                    (Call("isnull", (best,)), value),
-                    (Call("or", (Call("isnull", (value,)), Call(wins, (best, value)))), best),
-                ),
-                value,
-            )
-        return best
 
     def cast(self, node: exp.Cast | exp.TryCast) -> Expr:
         to = node.args["to"]

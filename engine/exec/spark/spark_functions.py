@@ -441,9 +441,21 @@ def _isnotnull(a: Typed) -> Typed:
 
 
 def _coalesce(*args: Typed) -> Typed:
-    values = unify(args, "coalesce")
-    dtype = common_type([v.dtype for v in values], "coalesce")
-    return _typed(F.coalesce(*[v.column for v in values]), dtype)
+    return _of_common_type(F.coalesce, args, "coalesce")
+
+
+def _greatest(*args: Typed) -> Typed:
+    return _of_common_type(F.greatest, args, "greatest")  # Spark's leaves nulls out
+
+
+def _least(*args: Typed) -> Typed:
+    return _of_common_type(F.least, args, "least")
+
+
+def _of_common_type(function: Callable[..., Column], args: Sequence[Typed], what: str) -> Typed:
+    values = unify(args, what)
+    dtype = common_type([v.dtype for v in values], what)
+    return _typed(function(*[v.column for v in values]), dtype)
 
 
 # ---------------------------------------------------------------- strings
@@ -859,6 +871,8 @@ SPARK_FUNCTIONS: dict[str, Builder] = {
     "length": _length,
     "substr": _substr,
     "concat": _concat,
+    "greatest": _greatest,
+    "least": _least,
     "concatoperator": _concat_operator,
     "trim": _trim,
     "like": _like,

@@ -420,6 +420,22 @@ def _coalesce(*args: Value) -> Value:
     return pc.coalesce(*unify(list(args), "coalesce"))
 
 
+def _greatest(*args: Value) -> Value:
+    return _extreme(pc.max_element_wise, args, "greatest")
+
+
+def _least(*args: Value) -> Value:
+    return _extreme(pc.min_element_wise, args, "least")
+
+
+def _extreme(function: Callable[..., Value], args: tuple[Value, ...], what: str) -> Value:
+    """The largest (smallest) of ``args`` row by row, nulls left out: null where all are."""
+    values = unify(list(args), what)
+    if all(pa.types.is_null(v.type) for v in values):
+        return values[0]
+    return function(*values, skip_nulls=True)
+
+
 # ---------------------------------------------------------------- strings
 
 
@@ -952,6 +968,8 @@ ARROW_FUNCTIONS: dict[str, ArrowFunction] = {
     "isnull": pc.is_null,
     "isnotnull": pc.is_valid,
     "coalesce": _coalesce,
+    "greatest": _greatest,
+    "least": _least,
     "abs": _abs,
     "ceil": _ceil,
     "floor": _floor,

@@ -50,6 +50,8 @@ REQUIRED_FUNCTIONS = {
         "isnull",
         "isnotnull",
         "coalesce",
+        "greatest",
+        "least",
         "abs",
         "ceil",
         "floor",

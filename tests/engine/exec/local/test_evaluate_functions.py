@@ -92,6 +92,12 @@ GOLDEN: list[tuple[str, str, list[Any]]] = [
     ("coalesce", "coalesce(f, j)", [2.5, -2.5, 3.0]),
     ("coalesce", "coalesce(s, 'none')", ["Drill", "  a b  ", "none"]),
     ("coalesce", "coalesce(nothere, null)", [None, None, None]),
+    ("greatest", "greatest(i, j, 0)", [7, 2, 3]),
+    ("greatest", "greatest(f, nothere)", [2.5, -2.5, None]),
+    ("least", "least(i, f, j)", [2.0, -7.0, 3.0]),
+    ("least", "least(s, 'b')", ["Drill", "  a b  ", "b"]),
+    ("least", "least(nothere, f)", [2.5, -2.5, None]),
+    ("least", "least(nothere, null)", [None, None, None]),
     # math
     ("abs", "abs(i)", [7, 7, None]),
     ("abs", "abs(f)", [2.5, 2.5, None]),

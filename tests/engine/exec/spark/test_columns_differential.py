@@ -163,6 +163,9 @@ EXPRESSIONS = [
     "coalesce(i, f, 0)",
     "coalesce(s, 'none')",
     "coalesce(missing, missing)",
+    "greatest(i, f, 0)",
+    "least(s, 'b', missing)",
+    "greatest(missing, missing)",
     # strings
     "lower(s)",
     "upper(s)",
